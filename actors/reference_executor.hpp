@@ -1,0 +1,48 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "actors/bound_op.hpp"
+#include "actors/scope.hpp"
+#include "graph/op_registry.hpp"
+#include "graph/program_info.hpp"
+#include "graph/proto.hpp"
+
+namespace pe {
+
+using feed_map = std::map<std::string, tensor, std::less<>>;
+
+/// The oracle: runs block 0 of a program op by op, in program order, on one CPU place,
+/// with the variables of a scope. Every other executor is tested against it.
+///
+/// Data variables (non-persistable tensors read before any op writes them, and the outputs
+/// of a program's own feed ops) must be fed on every run; feeds are checked against their
+/// declared dtype and dims and placed in the scope under their names, sharing storage.
+/// Fetches are deep copies taken after the last op. The program's feed and fetch ops do
+/// nothing themselves: feeds and fetch targets are given by name.
+class reference_executor {
+ public:
+  /// Validates and binds every op of `program` to `vars`. Throws pe::error on a program
+  /// that fails validation or has an op without a CPU kernel.
+  reference_executor(const proto::ProgramDesc& program, scope& vars, place where = place::cpu());
+
+  /// Runs one step. Throws pe::error when a feed is missing or malformed or a kernel fails.
+  std::vector<tensor> run(const feed_map& feeds, const std::vector<std::string>& fetch_list);
+
+ private:
+  struct data_var {
+    var_info info; // declared dtype and dims, after shape inference
+    data_input input;
+  };
+
+  void check_feeds(const feed_map& feeds) const;
+
+  scope& vars_;
+  place place_;
+  std::vector<bound_op> ops_; // program order, feed and fetch ops left out
+  std::map<std::string, data_var, std::less<>> data_vars_;
+};
+
+} // namespace pe

@@ -1,0 +1,12 @@
+#include "devices/cpu/cpu_kernels.hpp"
+
+namespace pe {
+
+void register_cpu_kernels(kernel_registry& r) {
+  register_math_kernels(r);
+  register_loss_kernels(r);
+  register_init_kernels(r);
+  register_optimizer_kernels(r);
+}
+
+} // namespace pe

@@ -1,0 +1,75 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devices/attribute.hpp"
+#include "devices/place.hpp"
+#include "devices/tensor.hpp"
+
+namespace pe {
+
+/// Everything a kernel sees of one op: its input and output tensors by slot, its
+/// attributes and its place. Executors build one per op handle and reuse it every step;
+/// the tensors pointed to live in the executor's per-place scope.
+class kernel_context {
+ public:
+  using slot_map = std::map<std::string, std::vector<tensor*>, std::less<>>;
+
+  kernel_context(std::string op_type, slot_map inputs, slot_map outputs, attribute_map attrs,
+                 place where)
+      : op_type_(std::move(op_type)), inputs_(std::move(inputs)), outputs_(std::move(outputs)),
+        attrs_(std::move(attrs)), place_(where) {}
+
+  const std::string& op_type() const { return op_type_; }
+  place where() const { return place_; }
+  const attribute_map& attrs() const { return attrs_; }
+
+  /// Number of tensors bound to an input slot (0 when the slot is absent).
+  std::size_t input_count(std::string_view slot) const { return count(inputs_, slot); }
+  std::size_t output_count(std::string_view slot) const { return count(outputs_, slot); }
+  bool has_input(std::string_view slot) const { return input_count(slot) > 0; }
+  bool has_output(std::string_view slot) const { return output_count(slot) > 0; }
+
+  /// The i-th tensor of a slot; throws pe::error naming op and slot when absent.
+  const tensor& input(std::string_view slot, std::size_t i = 0) const;
+  tensor& output(std::string_view slot, std::size_t i = 0);
+
+  /// Throws pe::error prefixed with the op type: kernels report bad input through this.
+  [[noreturn]] void fail(const std::string& message) const;
+
+ private:
+  static std::size_t count(const slot_map& m, std::string_view slot) {
+    auto i = m.find(slot);
+    return i == m.end() ? 0 : i->second.size();
+  }
+
+  std::string op_type_;
+  slot_map inputs_;
+  slot_map outputs_;
+  attribute_map attrs_;
+  place place_;
+};
+
+using kernel_fn = std::function<void(kernel_context&)>;
+
+/// Kernels by (op type, place kind). Filled explicitly at first use by the
+/// register_*_kernels functions (no static-initialiser tricks that linkers drop).
+class kernel_registry {
+ public:
+  /// The process-wide registry, with every built-in kernel registered.
+  static const kernel_registry& global();
+
+  void add(std::string op_type, place::kind kind, kernel_fn fn);
+
+  /// nullptr when no kernel exists for that op on that kind of place.
+  const kernel_fn* find(std::string_view op_type, place::kind kind) const;
+
+ private:
+  std::map<std::pair<std::string, place::kind>, kernel_fn, std::less<>> kernels_;
+};
+
+} // namespace pe

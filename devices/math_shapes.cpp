@@ -1,0 +1,26 @@
+#include "devices/math_shapes.hpp"
+
+namespace pe {
+
+std::int64_t known_product(const shape_t& dims, std::size_t begin, std::size_t end) {
+  std::int64_t product = 1;
+  for (std::size_t i = begin; i < end; ++i) {
+    if (dims[i] < 0) return -1;
+    product *= dims[i];
+  }
+  return product;
+}
+
+shape_t reduced_dims(const shape_t& x, const std::vector<bool>& reduced, bool keep_dim) {
+  shape_t out;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (!reduced[i])
+      out.push_back(x[i]);
+    else if (keep_dim)
+      out.push_back(1);
+  }
+  if (out.empty()) out.push_back(1);
+  return out;
+}
+
+} // namespace pe

@@ -1,0 +1,101 @@
+#include "devices/tensor.hpp"
+
+#include <cstring>
+#include <new>
+
+namespace pe {
+
+std::string to_string(const shape_t& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::int64_t numel_of(const shape_t& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+namespace {
+
+std::shared_ptr<std::byte> allocate(std::size_t bytes) {
+  // 64-byte alignment keeps BLAS and vectorised loops on their fast paths.
+  constexpr std::align_val_t alignment{64};
+  auto* p = static_cast<std::byte*>(::operator new(bytes == 0 ? 1 : bytes, alignment));
+  return {p, [](std::byte* q) { ::operator delete(q, alignment); }};
+}
+
+void check_shape(const shape_t& shape) {
+  for (auto d : shape)
+    if (d < 0) throw error("tensor: negative dimension in shape " + to_string(shape));
+}
+
+} // namespace
+
+tensor::tensor(dtype type, shape_t shape, place where)
+    : type_(type), shape_(std::move(shape)), place_(where) {
+  if (place_.type != place::kind::cpu)
+    throw error("tensor: host allocation requested for " + pe::to_string(place_));
+  check_shape(shape_);
+  capacity_ = bytes();
+  storage_ = allocate(capacity_);
+}
+
+tensor tensor::zeros(dtype type, shape_t shape, place where) {
+  tensor t(type, std::move(shape), where);
+  std::memset(t.raw(), 0, t.bytes());
+  return t;
+}
+
+void tensor::resize(dtype type, shape_t shape) {
+  check_shape(shape);
+  std::size_t needed = static_cast<std::size_t>(numel_of(shape)) * size_of(type);
+  type_ = type;
+  shape_ = std::move(shape);
+  if (!storage_ || needed > capacity_) {
+    storage_ = allocate(needed);
+    capacity_ = needed;
+  }
+}
+
+tensor tensor::slice(std::int64_t begin, std::int64_t end) const {
+  if (shape_.empty())
+    throw error("tensor::slice: cannot slice a scalar");
+  if (begin < 0 || end < begin || end > shape_[0])
+    throw error("tensor::slice: rows [" + std::to_string(begin) + ", " + std::to_string(end) +
+                ") out of range for shape " + to_string(shape_));
+  tensor t = *this;
+  std::size_t row_bytes = shape_[0] == 0 ? 0 : bytes() / static_cast<std::size_t>(shape_[0]);
+  std::size_t offset = static_cast<std::size_t>(begin) * row_bytes;
+  t.storage_ = std::shared_ptr<std::byte>(storage_, storage_.get() + offset);
+  t.shape_[0] = end - begin;
+  t.capacity_ = t.bytes();
+  return t;
+}
+
+tensor tensor::clone() const {
+  tensor t;
+  t.copy_from(*this);
+  return t;
+}
+
+void tensor::copy_from(const tensor& other) {
+  if (!other.initialized()) throw error("tensor::copy_from: source is uninitialised");
+  if (other.storage_ == storage_ && other.shape_ == shape_ && other.type_ == type_) return;
+  resize(other.type_, other.shape_);
+  place_ = other.place_;
+  std::memcpy(raw(), other.raw(), other.bytes());
+}
+
+void tensor::check_access(dtype requested) const {
+  if (!storage_) throw error("tensor: access to an uninitialised tensor");
+  if (requested != type_)
+    throw error("tensor: element type " + pe::to_string(requested) + " requested from a " +
+                pe::to_string(type_) + " tensor");
+}
+
+} // namespace pe

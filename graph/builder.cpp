@@ -1,0 +1,192 @@
+#include "graph/builder.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "devices/error.hpp"
+#include "graph/attributes.hpp"
+#include "graph/op_registry.hpp"
+#include "graph/validate.hpp"
+
+namespace pe {
+
+namespace {
+
+proto::BlockDesc& ensure_block(proto::ProgramDesc& program) {
+  if (program.blocks_size() == 0) {
+    proto::BlockDesc* b = program.add_blocks();
+    b->set_idx(0);
+    b->set_parent_idx(-1);
+  }
+  return *program.mutable_blocks(0);
+}
+
+proto::VarDesc* find_var(proto::BlockDesc& block, std::string_view name) {
+  for (auto& v : *block.mutable_vars())
+    if (v.name() == name) return &v;
+  return nullptr;
+}
+
+const var_info& info_of(const var_table& vars, const std::string& name) {
+  auto it = vars.find(name);
+  if (it == vars.end()) throw error("variable '" + name + "' is not declared");
+  return it->second;
+}
+
+proto::OpDesc& add_op(proto::BlockDesc& block, const std::string& type, const slot_args& inputs,
+                      const slot_args& outputs,
+                      const std::vector<std::pair<std::string, attribute>>& attrs,
+                      std::int32_t role) {
+  proto::OpDesc& op = *block.add_ops();
+  op.set_type(type);
+  for (const auto& [slot, args] : inputs) set_input(op, slot, args);
+  for (const auto& [slot, args] : outputs) set_output(op, slot, args);
+  for (const auto& [name, value] : attrs) set_attr(op, name, value);
+  set_attr(op, "op_role", role);
+  return op;
+}
+
+} // namespace
+
+program_builder::program_builder(proto::ProgramDesc& main, proto::ProgramDesc& startup,
+                                 std::uint64_t seed)
+    : main_(main), startup_(startup), seed_(seed) {
+  ensure_block(main_);
+  ensure_block(startup_);
+}
+
+std::string program_builder::unique_name(const std::string& prefix) {
+  int& k = counters_[prefix];
+  auto taken = [&](const std::string& candidate) {
+    for (const auto& v : main_block().vars())
+      if (v.name() == candidate || v.name().starts_with(candidate + ".")) return true;
+    return false;
+  };
+  while (taken(prefix + "_" + std::to_string(k))) ++k;
+  return prefix + "_" + std::to_string(k++);
+}
+
+proto::VarDesc& program_builder::declare(proto::BlockDesc& block, const std::string& name,
+                                         dtype type, const shape_t& dims, bool persistable) {
+  if (proto::VarDesc* existing = find_var(block, name)) return *existing;
+  proto::VarDesc& v = *block.add_vars();
+  v.set_name(name);
+  v.mutable_type()->set_type(proto::VarType::LOD_TENSOR);
+  auto* desc = v.mutable_type()->mutable_lod_tensor()->mutable_tensor();
+  desc->set_data_type(static_cast<proto::VarType::Type>(type));
+  for (auto d : dims) desc->add_dims(d);
+  if (persistable) v.set_persistable(true);
+  return v;
+}
+
+std::string program_builder::data(const std::string& name, shape_t dims, dtype type) {
+  proto::VarDesc& v = declare(main_block(), name, type, dims, false);
+  v.set_need_check_feed(true);
+  v.set_stop_gradient(true);
+  return name;
+}
+
+std::string program_builder::parameter(const std::string& name, shape_t dims, init how) {
+  for (auto* block : {&main_block(), &startup_block()}) {
+    proto::VarDesc& v = declare(*block, name, dtype::fp32, dims, true);
+    v.set_is_parameter(true);
+    v.set_stop_gradient(false);
+  }
+  std::vector<std::int64_t> shape(dims.begin(), dims.end());
+  if (how == init::zero) {
+    add_op(startup_block(), "fill_constant", {}, {{"Out", {name}}},
+           {{"shape", shape}, {"value", 0.0f}, {"dtype", std::int32_t{5}}}, op_role::forward);
+    return name;
+  }
+  // Xavier/Glorot uniform: U(-l, l), l = sqrt(6 / (fan_in + fan_out)).
+  double fan_in = static_cast<double>(dims.at(0));
+  double fan_out = dims.size() > 1 ? static_cast<double>(numel_of(dims)) / fan_in : fan_in;
+  auto limit = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
+  add_op(startup_block(), "uniform_random", {}, {{"Out", {name}}},
+         {{"shape", shape},
+          {"min", -limit},
+          {"max", limit},
+          {"seed", static_cast<std::int32_t>(next_seed() % 0x7fffffff + 1)},
+          {"dtype", std::int32_t{5}}},
+         op_role::forward);
+  return name;
+}
+
+std::string program_builder::constant_state(const std::string& name, shape_t dims, float value) {
+  declare(main_block(), name, dtype::fp32, dims, true);
+  declare(startup_block(), name, dtype::fp32, dims, true);
+  add_op(startup_block(), "fill_constant", {}, {{"Out", {name}}},
+         {{"shape", std::vector<std::int64_t>(dims.begin(), dims.end())},
+          {"value", value},
+          {"dtype", std::int32_t{5}}},
+         op_role::forward);
+  return name;
+}
+
+proto::OpDesc& program_builder::append_op(
+    const std::string& type, const slot_args& inputs, const slot_args& outputs,
+    const std::vector<std::pair<std::string, attribute>>& attrs, std::int32_t role) {
+  const op_schema* schema = op_registry::global().find(type);
+  if (schema == nullptr) throw error("program_builder: unknown op type '" + type + "'");
+  proto::BlockDesc& block = main_block();
+  proto::OpDesc& op = add_op(block, type, inputs, outputs, attrs, role);
+  attribute_map resolved = resolve_attributes(op, *schema);
+  var_table vars = tensor_vars(block);
+  shape_context ctx(op, resolved, vars, block.ops_size() - 1);
+  if (schema->infer_shape) schema->infer_shape(ctx);
+  for (const auto& [name, info] : ctx.inferred()) declare(block, name, info.type, info.dims, false);
+  return op;
+}
+
+std::string program_builder::fc(const std::string& input, int size, const std::string& activation) {
+  if (size <= 0) throw error("fc: size must be positive, got " + std::to_string(size));
+  const shape_t& in_dims = info_of(tensor_vars(main_block()), input).dims;
+  std::int64_t in_width = 1;
+  for (std::size_t d = 1; d < in_dims.size(); ++d) in_width *= in_dims[d];
+  std::string prefix = unique_name("fc");
+  std::string w = parameter(prefix + ".w_0", {in_width, size}, init::xavier_uniform);
+  std::string b = parameter(prefix + ".b_0", {size}, init::zero);
+  std::string product = prefix + ".tmp_0", biased = prefix + ".tmp_1";
+  append_op("mul", {{"X", {input}}, {"Y", {w}}}, {{"Out", {product}}},
+            {{"x_num_col_dims", std::int32_t{1}}, {"y_num_col_dims", std::int32_t{1}}});
+  append_op("elementwise_add", {{"X", {product}}, {"Y", {b}}}, {{"Out", {biased}}},
+            {{"axis", std::int32_t{1}}});
+  if (activation.empty()) return biased;
+  if (activation != "relu" && activation != "tanh" && activation != "sigmoid")
+    throw error("fc: unknown activation '" + activation + "' (relu, tanh, sigmoid or none)");
+  std::string out = prefix + ".tmp_2";
+  append_op(activation, {{"X", {biased}}}, {{"Out", {out}}}, {});
+  return out;
+}
+
+std::pair<std::string, std::string> program_builder::softmax_with_cross_entropy(
+    const std::string& logits, const std::string& label) {
+  std::string prefix = unique_name("softmax_with_cross_entropy");
+  std::string softmax = prefix + ".tmp_0", loss = prefix + ".tmp_1";
+  append_op("softmax_with_cross_entropy", {{"Logits", {logits}}, {"Label", {label}}},
+            {{"Softmax", {softmax}}, {"Loss", {loss}}},
+            {{"soft_label", false}, {"ignore_index", std::int32_t{-100}}, {"axis", std::int32_t{-1}}});
+  return {softmax, loss};
+}
+
+std::string program_builder::mean(const std::string& x) {
+  std::string out = unique_name("mean") + ".tmp_0";
+  append_op("mean", {{"X", {x}}}, {{"Out", {out}}}, {});
+  return out;
+}
+
+std::string program_builder::accuracy(const std::string& prediction, const std::string& label,
+                                      int k) {
+  std::string top = unique_name("top_k");
+  append_op("top_k", {{"X", {prediction}}}, {{"Out", {top + ".tmp_0"}}, {"Indices", {top + ".tmp_1"}}},
+            {{"k", std::int32_t{k}}});
+  std::string acc = unique_name("accuracy");
+  append_op("accuracy",
+            {{"Out", {top + ".tmp_0"}}, {"Indices", {top + ".tmp_1"}}, {"Label", {label}}},
+            {{"Accuracy", {acc + ".tmp_0"}}, {"Correct", {acc + ".tmp_1"}}, {"Total", {acc + ".tmp_2"}}},
+            {});
+  return acc + ".tmp_0";
+}
+
+} // namespace pe

@@ -1,0 +1,82 @@
+#include "graph/program_io.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include "devices/error.hpp"
+
+namespace pe {
+
+namespace {
+
+/// Text format is tried only for input that looks like text: garbage bytes must not be
+/// half-parsed by the more lenient text parser.
+bool looks_like_text(const std::string& bytes) {
+  for (unsigned char c : bytes)
+    if (c < 0x09 || (c > 0x0d && c < 0x20) || c == 0x7f) return false;
+  return true;
+}
+
+/// Collects the text parser's complaints instead of letting protobuf log them to stderr.
+class error_collector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (first_.empty())
+      first_ = "line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) +
+               ": " + message;
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+} // namespace
+
+proto::ProgramDesc parse_program(const std::string& bytes, const std::string& origin) {
+  proto::ProgramDesc program;
+  if (bytes.empty()) throw error(origin + ": empty file, not a ProgramDesc");
+  if (program.ParseFromString(bytes)) return program;
+  if (!looks_like_text(bytes))
+    throw error(origin + ": not a valid binary ProgramDesc (truncated or corrupt: " +
+                program.InitializationErrorString() + ")");
+  program.Clear();
+  google::protobuf::TextFormat::Parser parser;
+  error_collector errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(bytes, &program))
+    throw error(origin + ": not a valid text ProgramDesc (" + errors.first() + ")");
+  return program;
+}
+
+proto::ProgramDesc load_program(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw error("cannot open program file '" + path + "'");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) throw error("cannot read program file '" + path + "'");
+  return parse_program(bytes.str(), "program file '" + path + "'");
+}
+
+std::string serialize_program(const proto::ProgramDesc& program, program_format format) {
+  std::string out;
+  bool ok = format == program_format::binary
+                ? program.SerializeToString(&out)
+                : google::protobuf::TextFormat::PrintToString(program, &out);
+  if (!ok) throw error("cannot serialise the program (a required field is unset)");
+  return out;
+}
+
+void save_program(const proto::ProgramDesc& program, const std::string& path,
+                  program_format format) {
+  std::string bytes = serialize_program(program, format);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw error("cannot open '" + path + "' for writing");
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw error("cannot write '" + path + "'");
+}
+
+} // namespace pe

@@ -1,0 +1,126 @@
+#include "graph/validate.hpp"
+
+#include <set>
+
+#include "devices/error.hpp"
+#include "graph/attributes.hpp"
+
+namespace pe {
+
+bool is_tensor_var(const proto::VarDesc& var) {
+  return var.type().type() == proto::VarType::LOD_TENSOR;
+}
+
+var_info declared_info(const proto::VarDesc& var) {
+  if (!is_tensor_var(var))
+    throw error("variable '" + var.name() + "' has type " +
+                proto::VarType::Type_Name(var.type().type()) +
+                ", which the engine does not support");
+  const auto& desc = var.type().lod_tensor().tensor();
+  auto type = static_cast<dtype>(desc.data_type());
+  if (!is_supported(type))
+    throw error("variable '" + var.name() + "' has dtype " +
+                proto::VarType::Type_Name(desc.data_type()) +
+                ", which is not supported (FP32, INT64, INT32)");
+  return {type, shape_t(desc.dims().begin(), desc.dims().end())};
+}
+
+var_table tensor_vars(const proto::BlockDesc& block) {
+  var_table vars;
+  for (const auto& var : block.vars())
+    if (is_tensor_var(var)) vars[var.name()] = declared_info(var);
+  return vars;
+}
+
+namespace {
+
+std::string op_prefix(int index, const proto::OpDesc& op) {
+  return "op #" + std::to_string(index) + " (" + op.type() + "): ";
+}
+
+void check_slots(const google::protobuf::RepeatedPtrField<proto::OpDesc::Var>& bound,
+                 const std::vector<slot_spec>& specs, const char* direction,
+                 const std::set<std::string, std::less<>>& declared, int index,
+                 const proto::OpDesc& op) {
+  for (const auto& slot : bound) {
+    const slot_spec* spec = nullptr;
+    for (const auto& s : specs)
+      if (s.name == slot.parameter()) spec = &s;
+    if (spec == nullptr)
+      throw error(op_prefix(index, op) + "unknown " + direction + " slot '" + slot.parameter() +
+                  "'");
+    if (!spec->duplicable && slot.arguments_size() > 1)
+      throw error(op_prefix(index, op) + direction + " slot '" + slot.parameter() + "' takes one " +
+                  "variable but has " + std::to_string(slot.arguments_size()));
+    for (const auto& name : slot.arguments())
+      if (!declared.contains(name))
+        throw error(op_prefix(index, op) + direction + " " + slot.parameter() +
+                    " uses variable '" + name + "', which is not declared");
+  }
+  for (const auto& spec : specs) {
+    if (spec.dispensable) continue;
+    bool present = false;
+    for (const auto& slot : bound)
+      if (slot.parameter() == spec.name && slot.arguments_size() > 0) present = true;
+    if (!present)
+      throw error(op_prefix(index, op) + "missing required " + direction + " slot '" + spec.name +
+                  "'");
+  }
+}
+
+} // namespace
+
+var_table validate_program(const proto::ProgramDesc& program) {
+  if (program.blocks_size() == 0) throw error("the program has no blocks");
+  if (program.blocks_size() > 1)
+    throw error("the program has " + std::to_string(program.blocks_size()) +
+                " blocks; control flow (sub-blocks) is not supported");
+  const proto::BlockDesc& block = program.blocks(0);
+
+  std::set<std::string, std::less<>> declared;
+  for (const auto& var : block.vars()) {
+    if (!declared.insert(var.name()).second)
+      throw error("variable '" + var.name() + "' is declared twice");
+    auto kind = var.type().type();
+    if (kind != proto::VarType::FEED_MINIBATCH && kind != proto::VarType::FETCH_LIST)
+      declared_info(var); // throws for unsupported kinds and dtypes
+  }
+  var_table vars = tensor_vars(block);
+
+  const auto& registry = op_registry::global();
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    const op_schema* schema = registry.find(op.type());
+    if (schema == nullptr)
+      throw error("op #" + std::to_string(i) + ": unknown op type '" + op.type() + "'");
+    check_slots(op.inputs(), schema->inputs, "input", declared, i, op);
+    check_slots(op.outputs(), schema->outputs, "output", declared, i, op);
+    attribute_map attrs;
+    try {
+      attrs = resolve_attributes(op, *schema);
+    } catch (const error& e) {
+      throw error(op_prefix(i, op) + e.what());
+    }
+    if (!schema->infer_shape) continue;
+    shape_context ctx(op, attrs, vars, i);
+    schema->infer_shape(ctx);
+    for (const auto& [name, inferred] : ctx.inferred()) {
+      auto it = vars.find(name);
+      if (it == vars.end()) continue; // a holder variable
+      var_info& declared_var = it->second;
+      if (declared_var.type != inferred.type)
+        throw error(op_prefix(i, op) + "dtype mismatch: output '" + name + "' is computed as " +
+                    to_string(inferred.type) + " but declared as " + to_string(declared_var.type));
+      if (!declared_var.dims.empty() && !dims_compatible(declared_var.dims, inferred.dims))
+        throw error(op_prefix(i, op) + "shape mismatch: output '" + name + "' is inferred as " +
+                    to_string(inferred.dims) + " but declared as " + to_string(declared_var.dims));
+      // Keep the more specific of the two (a known dim beats -1).
+      if (declared_var.dims.empty()) declared_var.dims = inferred.dims;
+      for (std::size_t d = 0; d < declared_var.dims.size(); ++d)
+        if (declared_var.dims[d] < 0) declared_var.dims[d] = inferred.dims[d];
+    }
+  }
+  return vars;
+}
+
+} // namespace pe

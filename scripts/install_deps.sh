@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what PE-Actor needs to build, test and train, from Debian's packages.
+# Idempotent: packages already present are skipped, so re-running costs one dpkg query.
+# Usage: scripts/install_deps.sh [--with-data]   (--with-data adds Fashion-MNIST)
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libcaf-dev                       # C++ Actor Framework 0.17
+  libprotobuf-dev protobuf-compiler
+  libboost-program-options-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libopenblas-dev                  # cblas_sgemm
+  nlohmann-json3-dev               # metrics files
+  zlib1g-dev                       # .gz idx data sets
+)
+if [[ "${1:-}" == "--with-data" ]]; then
+  packages+=(dataset-fashion-mnist)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if (( ${#missing[@]} == 0 )); then
+  echo "install_deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install_deps: installing ${missing[*]}"
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
