@@ -11,8 +11,8 @@ reference_executor::reference_executor(const proto::ProgramDesc& program, scope&
     : vars_(vars), place_(where) {
   var_table declared = validate_program(program);
   for (auto& input : data_inputs(program)) {
-    var_info info = declared.at(input.name);
-    data_vars_.emplace(input.name, data_var{std::move(info), std::move(input)});
+    std::string name = input.name;
+    data_vars_.emplace(name, data_var{declared.at(name), std::move(input)});
   }
   const proto::BlockDesc& block = program.blocks(0);
   for (int i = 0; i < block.ops_size(); ++i)

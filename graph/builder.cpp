@@ -141,7 +141,7 @@ proto::OpDesc& program_builder::append_op(
 
 std::string program_builder::fc(const std::string& input, int size, const std::string& activation) {
   if (size <= 0) throw error("fc: size must be positive, got " + std::to_string(size));
-  const shape_t& in_dims = info_of(tensor_vars(main_block()), input).dims;
+  shape_t in_dims = info_of(tensor_vars(main_block()), input).dims;
   std::int64_t in_width = 1;
   for (std::size_t d = 1; d < in_dims.size(); ++d) in_width *= in_dims[d];
   std::string prefix = unique_name("fc");

@@ -88,12 +88,12 @@ using grad_maker_fn = std::function<std::vector<proto::OpDesc>(const proto::OpDe
 /// Everything the engine knows about an op type apart from its kernels.
 struct op_schema {
   std::string type;
-  std::vector<slot_spec> inputs;
-  std::vector<slot_spec> outputs;
-  std::vector<attr_spec> attrs;
-  shape_fn infer_shape;
+  std::vector<slot_spec> inputs = {};
+  std::vector<slot_spec> outputs = {};
+  std::vector<attr_spec> attrs = {};
+  shape_fn infer_shape = {};
   /// Emits the grad op descs of a forward op; empty for ops without gradient.
-  grad_maker_fn make_grad;
+  grad_maker_fn make_grad = {};
   /// Ops the executor performs itself (feed, fetch): they have no kernel.
   bool host_op = false;
 
@@ -110,10 +110,10 @@ std::string grad_name(std::string_view name);
 /// `output_grads`, and produces "<I>@GRAD" for each slot I in `input_grads`. Attributes
 /// are copied from the forward op.
 struct default_grad {
-  std::vector<std::string> forward_inputs;
-  std::vector<std::string> forward_outputs;
-  std::vector<std::string> output_grads;
-  std::vector<std::string> input_grads;
+  std::vector<std::string> forward_inputs = {};
+  std::vector<std::string> forward_outputs = {};
+  std::vector<std::string> output_grads = {};
+  std::vector<std::string> input_grads = {};
 };
 grad_maker_fn make_default_grad(default_grad spec);
 

@@ -49,6 +49,8 @@ proto::ProgramDesc parse_program(const std::string& bytes, const std::string& or
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(bytes, &program))
     throw error(origin + ": not a valid text ProgramDesc (" + errors.first() + ")");
+  // Whitespace alone is a valid (empty) text message, but no program.
+  if (program.blocks_size() == 0) throw error(origin + ": not a ProgramDesc (no blocks)");
   return program;
 }
 

@@ -46,6 +46,9 @@ void check_slots(const google::protobuf::RepeatedPtrField<proto::OpDesc::Var>& b
     const slot_spec* spec = nullptr;
     for (const auto& s : specs)
       if (s.name == slot.parameter()) spec = &s;
+    // Newer Paddle versions bind optional slots we do not know (sgd's MasterParam) with no
+    // variables: those are harmless; an unknown slot that carries variables is not.
+    if (spec == nullptr && slot.arguments_size() == 0) continue;
     if (spec == nullptr)
       throw error(op_prefix(index, op) + "unknown " + direction + " slot '" + slot.parameter() +
                   "'");

@@ -1,0 +1,263 @@
+// CPU kernels of the loss and metric ops: softmax_with_cross_entropy, top_k, accuracy and
+// the grad kernels of the first two. Tensors of any rank are treated as [rows, last dim].
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "devices/cpu/cpu_kernels.hpp"
+#include "devices/kernel.hpp"
+
+namespace pe {
+
+namespace {
+
+/// A tensor of rank >= 1 seen as a matrix of `rows` rows of `cols` elements.
+struct row_layout {
+  std::int64_t rows;
+  std::int64_t cols;
+};
+
+row_layout rows_of(const kernel_context& ctx, std::string_view slot, const tensor& t) {
+  if (t.rank() == 0) ctx.fail(std::string(slot) + " must have rank >= 1, got a scalar");
+  std::int64_t cols = t.shape().back();
+  return {cols == 0 ? 0 : t.numel() / cols, cols};
+}
+
+void expect_dtype(const kernel_context& ctx, std::string_view slot, const tensor& t,
+                  dtype wanted) {
+  if (t.type() != wanted)
+    ctx.fail(std::string(slot) + " must be " + to_string(wanted) + ", got " +
+             to_string(t.type()));
+}
+
+/// `dims` with its last dimension replaced by `last`.
+shape_t with_last_dim(shape_t dims, std::int64_t last) {
+  dims.back() = last;
+  return dims;
+}
+
+/// Checks Label against Logits (or Softmax) `like`: a soft label has its dims, a hard one
+/// its dims with last dim 1.
+void check_label(const kernel_context& ctx, const tensor& label, const tensor& like,
+                 bool soft_label) {
+  if (soft_label) {
+    expect_dtype(ctx, "Label", label, dtype::fp32);
+    if (label.shape() != like.shape())
+      ctx.fail("soft Label has shape " + to_string(label.shape()) + ", expected " +
+               to_string(like.shape()));
+  } else {
+    expect_dtype(ctx, "Label", label, dtype::int64);
+    if (label.shape() != with_last_dim(like.shape(), 1))
+      ctx.fail("Label has shape " + to_string(label.shape()) + ", expected " +
+               to_string(with_last_dim(like.shape(), 1)));
+  }
+}
+
+/// Softmax and cross-entropy of each row, numerically stable: with m the row maximum,
+/// log softmax_j = (x_j - m) - log(sum_i exp(x_i - m)), so no exp overflows.
+void softmax_with_cross_entropy(kernel_context& ctx) {
+  const tensor& logits = ctx.input("Logits");
+  const tensor& label = ctx.input("Label");
+  expect_dtype(ctx, "Logits", logits, dtype::fp32);
+  const auto [rows, classes] = rows_of(ctx, "Logits", logits);
+  const auto axis = ctx.attrs().get<std::int32_t>("axis");
+  if (axis != -1 && axis != static_cast<std::int32_t>(logits.rank()) - 1)
+    ctx.fail("only the last axis is supported, got axis " + std::to_string(axis) +
+             " for Logits " + to_string(logits.shape()));
+  if (!ctx.attrs().get<bool>("use_softmax"))
+    ctx.fail("use_softmax = false (Logits already normalised) is not supported");
+  const bool soft_label = ctx.attrs().get<bool>("soft_label");
+  check_label(ctx, label, logits, soft_label);
+  const std::int64_t ignore_index = ctx.attrs().get<std::int32_t>("ignore_index");
+
+  tensor& softmax = ctx.output("Softmax");
+  tensor& loss = ctx.output("Loss");
+  softmax.resize(dtype::fp32, logits.shape());
+  loss.resize(dtype::fp32, with_last_dim(logits.shape(), 1));
+  const float* x = logits.data<float>();
+  float* s = softmax.data<float>();
+  float* l = loss.data<float>();
+  const float* soft = soft_label ? label.data<float>() : nullptr;
+  const std::int64_t* hard = soft_label ? nullptr : label.data<std::int64_t>();
+
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * classes;
+    float* sr = s + r * classes;
+    const float max = *std::max_element(xr, xr + classes);
+    double sum = 0;
+    for (std::int64_t j = 0; j < classes; ++j) sum += std::exp(static_cast<double>(xr[j] - max));
+    const double log_sum = std::log(sum);
+    auto log_softmax = [&](std::int64_t j) { return static_cast<double>(xr[j] - max) - log_sum; };
+    for (std::int64_t j = 0; j < classes; ++j) sr[j] = static_cast<float>(std::exp(log_softmax(j)));
+
+    if (soft_label) {
+      const float* yr = soft + r * classes;
+      double row_loss = 0;
+      for (std::int64_t j = 0; j < classes; ++j) row_loss -= yr[j] * log_softmax(j);
+      l[r] = static_cast<float>(row_loss);
+      continue;
+    }
+    const std::int64_t y = hard[r];
+    if (y == ignore_index) {
+      l[r] = 0.f;
+      continue;
+    }
+    if (y < 0 || y >= classes)
+      ctx.fail("Label value " + std::to_string(y) + " in row " + std::to_string(r) +
+               " is outside [0, " + std::to_string(classes) + ") and is not ignore_index (" +
+               std::to_string(ignore_index) + ")");
+    l[r] = static_cast<float>(-log_softmax(y));
+  }
+}
+
+/// Logits@GRAD = (Softmax - onehot(Label)) * Loss@GRAD per row (Label itself for soft
+/// labels); rows whose label is ignore_index get zero.
+void softmax_with_cross_entropy_grad(kernel_context& ctx) {
+  const tensor& softmax = ctx.input("Softmax");
+  const tensor& label = ctx.input("Label");
+  const tensor& loss_grad = ctx.input("Loss@GRAD");
+  expect_dtype(ctx, "Softmax", softmax, dtype::fp32);
+  expect_dtype(ctx, "Loss@GRAD", loss_grad, dtype::fp32);
+  const auto [rows, classes] = rows_of(ctx, "Softmax", softmax);
+  const bool soft_label = ctx.attrs().get<bool>("soft_label");
+  check_label(ctx, label, softmax, soft_label);
+  if (loss_grad.shape() != with_last_dim(softmax.shape(), 1))
+    ctx.fail("Loss@GRAD has shape " + to_string(loss_grad.shape()) + ", expected " +
+             to_string(with_last_dim(softmax.shape(), 1)));
+  const std::int64_t ignore_index = ctx.attrs().get<std::int32_t>("ignore_index");
+
+  tensor& logits_grad = ctx.output("Logits@GRAD");
+  logits_grad.resize(dtype::fp32, softmax.shape());
+  const float* s = softmax.data<float>();
+  const float* dl = loss_grad.data<float>();
+  float* g = logits_grad.data<float>();
+  const float* soft = soft_label ? label.data<float>() : nullptr;
+  const std::int64_t* hard = soft_label ? nullptr : label.data<std::int64_t>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* sr = s + r * classes;
+    float* gr = g + r * classes;
+    if (soft_label) {
+      const float* yr = soft + r * classes;
+      for (std::int64_t j = 0; j < classes; ++j) gr[j] = (sr[j] - yr[j]) * dl[r];
+      continue;
+    }
+    const std::int64_t y = hard[r];
+    if (y == ignore_index) {
+      std::fill(gr, gr + classes, 0.f);
+      continue;
+    }
+    for (std::int64_t j = 0; j < classes; ++j)
+      gr[j] = (sr[j] - (j == y ? 1.f : 0.f)) * dl[r];
+  }
+}
+
+/// The k largest elements of each row in descending order; equal values keep the lower
+/// index first, so results do not depend on the sort's implementation.
+void top_k(kernel_context& ctx) {
+  const tensor& x = ctx.input("X");
+  expect_dtype(ctx, "X", x, dtype::fp32);
+  const auto [rows, n] = rows_of(ctx, "X", x);
+  const std::int64_t k = ctx.attrs().get<std::int32_t>("k");
+  if (k < 1 || k > n)
+    ctx.fail("k = " + std::to_string(k) + " must be in [1, " + std::to_string(n) +
+             "] for X of shape " + to_string(x.shape()));
+
+  tensor& out = ctx.output("Out");
+  tensor& indices = ctx.output("Indices");
+  out.resize(dtype::fp32, with_last_dim(x.shape(), k));
+  indices.resize(dtype::int64, with_last_dim(x.shape(), k));
+  const float* xd = x.data<float>();
+  float* od = out.data<float>();
+  std::int64_t* id = indices.data<std::int64_t>();
+
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = xd + r * n;
+    std::iota(order.begin(), order.end(), std::int64_t{0});
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [xr](std::int64_t a, std::int64_t b) {
+                        return xr[a] > xr[b] || (xr[a] == xr[b] && a < b);
+                      });
+    for (std::int64_t j = 0; j < k; ++j) {
+      id[r * k + j] = order[static_cast<std::size_t>(j)];
+      od[r * k + j] = xr[order[static_cast<std::size_t>(j)]];
+    }
+  }
+}
+
+/// X@GRAD is zero except where top_k picked an element: there it is that element's Out@GRAD.
+void top_k_grad(kernel_context& ctx) {
+  const tensor& x = ctx.input("X");
+  const tensor& indices = ctx.input("Indices");
+  const tensor& out_grad = ctx.input("Out@GRAD");
+  expect_dtype(ctx, "Indices", indices, dtype::int64);
+  expect_dtype(ctx, "Out@GRAD", out_grad, dtype::fp32);
+  const auto [rows, n] = rows_of(ctx, "X", x);
+  const auto [index_rows, k] = rows_of(ctx, "Indices", indices);
+  if (out_grad.shape() != indices.shape() || index_rows != rows)
+    ctx.fail("Out@GRAD " + to_string(out_grad.shape()) + " and Indices " +
+             to_string(indices.shape()) + " do not match X " + to_string(x.shape()));
+
+  tensor& x_grad = ctx.output("X@GRAD");
+  x_grad.resize(dtype::fp32, x.shape());
+  float* g = x_grad.data<float>();
+  std::fill(g, g + x_grad.numel(), 0.f);
+  const std::int64_t* id = indices.data<std::int64_t>();
+  const float* dout = out_grad.data<float>();
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < k; ++j) {
+      const std::int64_t i = id[r * k + j];
+      if (i < 0 || i >= n)
+        ctx.fail("Indices value " + std::to_string(i) + " in row " + std::to_string(r) +
+                 " is outside [0, " + std::to_string(n) + ")");
+      g[r * n + i] += dout[r * k + j];
+    }
+}
+
+/// A row is correct when any of its top-k Indices equals its Label.
+void accuracy(kernel_context& ctx) {
+  const tensor& out = ctx.input("Out");
+  const tensor& indices = ctx.input("Indices");
+  const tensor& label = ctx.input("Label");
+  expect_dtype(ctx, "Indices", indices, dtype::int64);
+  expect_dtype(ctx, "Label", label, dtype::int64);
+  if (indices.rank() != 2 || out.shape() != indices.shape())
+    ctx.fail("Out " + to_string(out.shape()) + " and Indices " + to_string(indices.shape()) +
+             " must both be [N, k]");
+  const std::int64_t rows = indices.dim(0);
+  const std::int64_t k = indices.dim(1);
+  if (label.shape() != shape_t{rows, 1})
+    ctx.fail("Label has shape " + to_string(label.shape()) + ", expected [" +
+             std::to_string(rows) + ", 1]");
+
+  const std::int64_t* id = indices.data<std::int64_t>();
+  const std::int64_t* y = label.data<std::int64_t>();
+  std::int32_t correct = 0;
+  for (std::int64_t r = 0; r < rows; ++r)
+    if (std::find(id + r * k, id + (r + 1) * k, y[r]) != id + (r + 1) * k) ++correct;
+
+  const auto total = static_cast<std::int32_t>(rows);
+  ctx.output("Accuracy").resize(dtype::fp32, {1});
+  ctx.output("Correct").resize(dtype::int32, {1});
+  ctx.output("Total").resize(dtype::int32, {1});
+  // An empty batch (a place that got no rows) counts as accuracy 0, not 0/0.
+  ctx.output("Accuracy").data<float>()[0] =
+      total == 0 ? 0.f : static_cast<float>(correct) / static_cast<float>(total);
+  ctx.output("Correct").data<std::int32_t>()[0] = correct;
+  ctx.output("Total").data<std::int32_t>()[0] = total;
+}
+
+} // namespace
+
+void register_loss_kernels(kernel_registry& r) {
+  r.add("softmax_with_cross_entropy", place::kind::cpu, softmax_with_cross_entropy);
+  r.add("softmax_with_cross_entropy_grad", place::kind::cpu, softmax_with_cross_entropy_grad);
+  r.add("top_k", place::kind::cpu, top_k);
+  r.add("top_k_grad", place::kind::cpu, top_k_grad);
+  r.add("accuracy", place::kind::cpu, accuracy);
+}
+
+} // namespace pe

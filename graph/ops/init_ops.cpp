@@ -1,0 +1,71 @@
+// Schemas of the initializer ops of startup programs: fill_constant, uniform_random,
+// gaussian_random. None has a gradient.
+#include "graph/op_registry.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pe {
+
+namespace {
+
+/// The output's dims (attribute `shape`, all known) and dtype (attribute `dtype`, a VarType
+/// number), checking the dtype against those `allowed`.
+void infer_filled(shape_context& ctx, const std::vector<dtype>& allowed) {
+  const auto& dims = ctx.attrs().get<std::vector<std::int64_t>>("shape");
+  for (auto d : dims)
+    ctx.expect(d >= 0, "shape " + to_string(dims) + " has a negative dimension");
+  const auto type = static_cast<dtype>(ctx.attrs().get<std::int32_t>("dtype"));
+  ctx.expect(std::find(allowed.begin(), allowed.end(), type) != allowed.end(),
+             "dtype " + to_string(type) + " is not supported");
+  ctx.set_outputs("Out", dims, type);
+}
+
+} // namespace
+
+void register_init_ops(op_registry& r) {
+  constexpr auto fp32 = static_cast<std::int32_t>(dtype::fp32);
+  r.add({.type = "fill_constant",
+         .inputs = {},
+         .outputs = {{"Out"}},
+         .attrs = {{"shape", std::vector<std::int64_t>{}},
+                   {"value", 0.f},
+                   {"dtype", fp32},
+                   {"str_value", std::string()}},
+         .infer_shape = [](shape_context& ctx) {
+           infer_filled(ctx, {dtype::fp32, dtype::int64, dtype::int32});
+         },
+         .make_grad = {}});
+  // seed 0 asks for a nondeterministic seed, as in Paddle.
+  r.add({.type = "uniform_random",
+         .inputs = {},
+         .outputs = {{"Out"}},
+         .attrs = {{"shape", std::vector<std::int64_t>{}},
+                   {"min", -1.f},
+                   {"max", 1.f},
+                   {"seed", std::int32_t{0}},
+                   {"dtype", fp32}},
+         .infer_shape = [](shape_context& ctx) {
+           ctx.expect(ctx.attrs().get<float>("min") <= ctx.attrs().get<float>("max"),
+                      "min must not exceed max");
+           infer_filled(ctx, {dtype::fp32});
+         },
+         .make_grad = {}});
+  r.add({.type = "gaussian_random",
+         .inputs = {},
+         .outputs = {{"Out"}},
+         .attrs = {{"shape", std::vector<std::int64_t>{}},
+                   {"mean", 0.f},
+                   {"std", 1.f},
+                   {"seed", std::int32_t{0}},
+                   {"dtype", fp32}},
+         .infer_shape = [](shape_context& ctx) {
+           ctx.expect(ctx.attrs().get<float>("std") >= 0.f, "std must be >= 0");
+           infer_filled(ctx, {dtype::fp32});
+         },
+         .make_grad = {}});
+}
+
+} // namespace pe

@@ -1,0 +1,298 @@
+// softmax_with_cross_entropy, top_k, accuracy: forward values on hand-computed cases,
+// gradients against central differences, shape inference, and the errors users see.
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "actors/bound_op.hpp"
+#include "actors/scope.hpp"
+#include "graph/attributes.hpp"
+#include "graph/op_registry.hpp"
+#include "tests/support/grad_check.hpp"
+
+namespace {
+
+using pe::tensor;
+using slot_vars = std::vector<std::pair<std::string, std::string>>;
+using attr_list = std::vector<std::pair<std::string, pe::attribute>>;
+
+pe::proto::OpDesc make_op(const std::string& type, const slot_vars& inputs,
+                          const slot_vars& outputs, const attr_list& attrs = {}) {
+  pe::proto::OpDesc op;
+  op.set_type(type);
+  for (const auto& [slot, var] : inputs) pe::set_input(op, slot, {var});
+  for (const auto& [slot, var] : outputs) pe::set_output(op, slot, {var});
+  for (const auto& [name, value] : attrs) pe::set_attr(op, name, value);
+  return op;
+}
+
+void run(const pe::proto::OpDesc& op, pe::scope& vars) {
+  pe::bound_op(op, vars, pe::place::cpu(), 0).run();
+}
+
+/// The message of the pe::error running `op` throws ("" when it succeeds).
+std::string error_of(const pe::proto::OpDesc& op, pe::scope& vars) {
+  try {
+    run(op, vars);
+  } catch (const pe::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// The outputs shape inference gives `op` over the declared `vars`.
+std::map<std::string, pe::var_info> infer(const pe::proto::OpDesc& op, const pe::var_table& vars) {
+  const pe::op_schema* schema = pe::op_registry::global().find(op.type());
+  EXPECT_NE(schema, nullptr) << op.type();
+  pe::attribute_map attrs = pe::resolve_attributes(op, *schema);
+  pe::shape_context ctx(op, attrs, vars, 0);
+  schema->infer_shape(ctx);
+  return {ctx.inferred().begin(), ctx.inferred().end()};
+}
+
+std::vector<float> values(const tensor& t) {
+  auto v = t.values<float>();
+  return {v.begin(), v.end()};
+}
+
+pe::proto::OpDesc cross_entropy_op(const attr_list& attrs = {}) {
+  return make_op("softmax_with_cross_entropy", {{"Logits", "x"}, {"Label", "y"}},
+                 {{"Softmax", "sm"}, {"Loss", "loss"}}, attrs);
+}
+
+TEST(SoftmaxWithCrossEntropy, MatchesHandComputedValues) {
+  pe::scope vars;
+  vars.var("x") = tensor::from_vector<float>({1, 2, 3, 1, 1, 1}, {2, 3});
+  vars.var("y") = tensor::from_vector<std::int64_t>({2, 0}, {2, 1});
+  run(cross_entropy_op(), vars);
+
+  // Row 0: softmax_j = e^j / (e + e^2 + e^3); loss = -log softmax_2 = log(1 + e^-1 + e^-2).
+  const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  const std::vector<double> expected_softmax = {std::exp(1.0) / z, std::exp(2.0) / z,
+                                                std::exp(3.0) / z, 1 / 3., 1 / 3., 1 / 3.};
+  auto softmax = values(vars.get("sm"));
+  ASSERT_EQ(vars.get("sm").shape(), (pe::shape_t{2, 3}));
+  for (std::size_t i = 0; i < softmax.size(); ++i)
+    EXPECT_NEAR(softmax[i], expected_softmax[i], 1e-6) << i;
+  ASSERT_EQ(vars.get("loss").shape(), (pe::shape_t{2, 1}));
+  EXPECT_NEAR(values(vars.get("loss"))[0], std::log(1 + std::exp(-1.0) + std::exp(-2.0)), 1e-6);
+  EXPECT_NEAR(values(vars.get("loss"))[1], std::log(3.0), 1e-6);
+}
+
+TEST(SoftmaxWithCrossEntropy, StaysFiniteForHugeLogits) {
+  pe::scope vars;
+  vars.var("x") = tensor::from_vector<float>({1000, 0}, {1, 2});
+  vars.var("y") = tensor::from_vector<std::int64_t>({1}, {1, 1});
+  run(cross_entropy_op(), vars);
+  EXPECT_NEAR(values(vars.get("loss"))[0], 1000.f, 1e-3);
+  EXPECT_EQ(values(vars.get("sm")), (std::vector<float>{1.f, 0.f}));
+}
+
+TEST(SoftmaxWithCrossEntropy, IgnoredRowsHaveZeroLossAndGradient) {
+  pe::scope vars;
+  vars.var("x") = tensor::from_vector<float>({1, 2, 3, 4, 0, 0}, {3, 2});
+  vars.var("y") = tensor::from_vector<std::int64_t>({7, 0, 7}, {3, 1});
+  auto op = cross_entropy_op({{"ignore_index", std::int32_t{7}}});
+  run(op, vars);
+  auto loss = values(vars.get("loss"));
+  EXPECT_EQ(loss[0], 0.f);
+  EXPECT_NEAR(loss[1], std::log(1 + std::exp(1.0)), 1e-6); // -log(e^3 / (e^3 + e^4))
+  EXPECT_EQ(loss[2], 0.f);
+
+  vars.var("loss@GRAD") = tensor::from_vector<float>({2, 2, 2}, {3, 1});
+  for (const auto& grad : pe::op_registry::global().find(op.type())->make_grad(op))
+    run(grad, vars);
+  auto g = values(vars.get("x@GRAD"));
+  const double s0 = 1 / (1 + std::exp(1.0)); // softmax of row 1, class 0
+  EXPECT_EQ(g[0], 0.f);
+  EXPECT_EQ(g[1], 0.f);
+  EXPECT_NEAR(g[2], 2 * (s0 - 1), 1e-6);
+  EXPECT_NEAR(g[3], 2 * (1 - s0), 1e-6);
+  EXPECT_EQ(g[4], 0.f);
+  EXPECT_EQ(g[5], 0.f);
+}
+
+TEST(SoftmaxWithCrossEntropy, SoftLabelsWeighEveryClass) {
+  pe::scope vars;
+  vars.var("x") = tensor::from_vector<float>({0, std::log(3.f)}, {1, 2}); // softmax [1/4, 3/4]
+  vars.var("y") = tensor::from_vector<float>({0.5f, 0.5f}, {1, 2});
+  run(cross_entropy_op({{"soft_label", true}}), vars);
+  EXPECT_NEAR(values(vars.get("loss"))[0], -0.5 * std::log(0.25) - 0.5 * std::log(0.75), 1e-6);
+}
+
+TEST(SoftmaxWithCrossEntropy, RejectsLabelOutOfRangeNamingValueAndRow) {
+  pe::scope vars;
+  vars.var("x") = tensor::zeros(pe::dtype::fp32, {2, 5});
+  vars.var("y") = tensor::from_vector<std::int64_t>({1, 5}, {2, 1});
+  std::string message = error_of(cross_entropy_op(), vars);
+  EXPECT_NE(message.find("Label value 5 in row 1 is outside [0, 5)"), std::string::npos)
+      << message;
+
+  vars.var("y") = tensor::from_vector<std::int64_t>({-3, 0}, {2, 1});
+  message = error_of(cross_entropy_op(), vars);
+  EXPECT_NE(message.find("Label value -3 in row 0"), std::string::npos) << message;
+}
+
+TEST(SoftmaxWithCrossEntropy, RejectsOtherAxesAndMismatchedLabels) {
+  pe::scope vars;
+  vars.var("x") = tensor::zeros(pe::dtype::fp32, {2, 5});
+  vars.var("y") = tensor::from_vector<std::int64_t>({1, 2}, {2, 1});
+  std::string message = error_of(cross_entropy_op({{"axis", std::int32_t{0}}}), vars);
+  EXPECT_NE(message.find("only the last axis is supported, got axis 0"), std::string::npos)
+      << message;
+
+  vars.var("y") = tensor::from_vector<std::int64_t>({1, 2, 3}, {3, 1});
+  message = error_of(cross_entropy_op(), vars);
+  EXPECT_NE(message.find("Label has shape [3, 1], expected [2, 1]"), std::string::npos)
+      << message;
+}
+
+TEST(SoftmaxWithCrossEntropy, GradientMatchesNumeric) {
+  EXPECT_TRUE(pe::testing::gradient_matches(
+      {.op_type = "softmax_with_cross_entropy",
+       .inputs = {{"Logits", {pe::testing::random_tensor({4, 5}, 1, -2.f, 2.f)}},
+                  {"Label", {pe::testing::random_labels({4, 1}, 5, 2)}}},
+       .attrs = {},
+       .check_slots = {"Logits"},
+       .loss_outputs = {"Loss"},
+       .extra_outputs = {"Softmax"}}));
+}
+
+TEST(SoftmaxWithCrossEntropy, GradientMatchesNumericWithIgnoredRowsAndRank3) {
+  EXPECT_TRUE(pe::testing::gradient_matches(
+      {.op_type = "softmax_with_cross_entropy",
+       .inputs = {{"Logits", {pe::testing::random_tensor({2, 2, 4}, 3, -2.f, 2.f)}},
+                  {"Label", {tensor::from_vector<std::int64_t>({0, 2, 3, 2}, {2, 2, 1})}}},
+       .attrs = {{"ignore_index", std::int32_t{2}}},
+       .check_slots = {"Logits"},
+       .loss_outputs = {"Loss"},
+       .extra_outputs = {"Softmax"}}));
+}
+
+TEST(SoftmaxWithCrossEntropy, SoftLabelGradientMatchesNumeric) {
+  EXPECT_TRUE(pe::testing::gradient_matches(
+      {.op_type = "softmax_with_cross_entropy",
+       .inputs = {{"Logits", {pe::testing::random_tensor({2, 3}, 4, -2.f, 2.f)}},
+                  {"Label", {tensor::from_vector<float>({0.2f, 0.3f, 0.5f, 0.6f, 0.4f, 0.f},
+                                                        {2, 3})}}},
+       .attrs = {{"soft_label", true}},
+       .check_slots = {"Logits"},
+       .loss_outputs = {"Loss"},
+       .extra_outputs = {"Softmax"}}));
+}
+
+TEST(SoftmaxWithCrossEntropy, InfersShapesWithUnknownBatch) {
+  auto op = cross_entropy_op();
+  auto out = infer(op, {{"x", {pe::dtype::fp32, {-1, 10}}}, {"y", {pe::dtype::int64, {-1, 1}}}});
+  EXPECT_EQ(out.at("sm").dims, (pe::shape_t{-1, 10}));
+  EXPECT_EQ(out.at("loss").dims, (pe::shape_t{-1, 1}));
+  EXPECT_EQ(out.at("loss").type, pe::dtype::fp32);
+
+  auto grad = pe::op_registry::global().find(op.type())->make_grad(op).at(0);
+  EXPECT_EQ(grad.type(), "softmax_with_cross_entropy_grad");
+  auto grad_out = infer(grad, {{"y", {pe::dtype::int64, {-1, 1}}},
+                               {"sm", {pe::dtype::fp32, {-1, 10}}},
+                               {"loss@GRAD", {pe::dtype::fp32, {-1, 1}}}});
+  EXPECT_EQ(grad_out.at("x@GRAD").dims, (pe::shape_t{-1, 10}));
+
+  EXPECT_THROW(infer(op, {{"x", {pe::dtype::fp32, {-1, 10}}}, {"y", {pe::dtype::int64, {-1, 2}}}}),
+               pe::error);
+  EXPECT_THROW(infer(cross_entropy_op({{"axis", std::int32_t{0}}}),
+                     {{"x", {pe::dtype::fp32, {-1, 10}}}, {"y", {pe::dtype::int64, {-1, 1}}}}),
+               pe::error);
+}
+
+pe::proto::OpDesc top_k_op(std::int32_t k) {
+  return make_op("top_k", {{"X", "x"}}, {{"Out", "out"}, {"Indices", "idx"}},
+                 {{"k", k}});
+}
+
+TEST(TopK, PicksLargestWithLowerIndexFirstOnTies) {
+  pe::scope vars;
+  vars.var("x") = tensor::from_vector<float>({1, 3, 3, 2, 5, 4, 5, 5}, {2, 4});
+  run(top_k_op(3), vars);
+  ASSERT_EQ(vars.get("out").shape(), (pe::shape_t{2, 3}));
+  EXPECT_EQ(values(vars.get("out")), (std::vector<float>{3, 3, 2, 5, 5, 5}));
+  auto idx = vars.get("idx").values<std::int64_t>();
+  EXPECT_EQ(std::vector<std::int64_t>(idx.begin(), idx.end()),
+            (std::vector<std::int64_t>{1, 2, 3, 0, 2, 3}));
+}
+
+TEST(TopK, RejectsKLargerThanRow) {
+  pe::scope vars;
+  vars.var("x") = tensor::zeros(pe::dtype::fp32, {2, 4});
+  std::string message = error_of(top_k_op(5), vars);
+  EXPECT_NE(message.find("k = 5 must be in [1, 4]"), std::string::npos) << message;
+  EXPECT_THROW(infer(top_k_op(5), {{"x", {pe::dtype::fp32, {-1, 4}}}}), pe::error);
+}
+
+TEST(TopK, InfersShapesWithUnknownBatch) {
+  auto out = infer(top_k_op(2), {{"x", {pe::dtype::fp32, {-1, 3, 7}}}});
+  EXPECT_EQ(out.at("out").dims, (pe::shape_t{-1, 3, 2}));
+  EXPECT_EQ(out.at("idx").dims, (pe::shape_t{-1, 3, 2}));
+  EXPECT_EQ(out.at("idx").type, pe::dtype::int64);
+}
+
+TEST(TopK, GradientMatchesNumeric) {
+  // Distinct values at least 0.1 apart, so the +-delta perturbations never reorder them.
+  std::vector<float> x = {0.3f, -0.5f, 0.9f, 0.1f,  -0.2f, 0.6f,
+                          1.2f, -0.9f, 0.f,  0.4f, -1.1f, 0.7f};
+  EXPECT_TRUE(pe::testing::gradient_matches({.op_type = "top_k",
+                                              .inputs = {{"X", {tensor::from_vector(x, {3, 4})}}},
+                                              .attrs = {{"k", std::int32_t{2}}},
+                                              .check_slots = {"X"},
+                                              .loss_outputs = {"Out"},
+                                              .extra_outputs = {"Indices"}}));
+}
+
+pe::proto::OpDesc accuracy_op() {
+  return make_op("accuracy", {{"Out", "out"}, {"Indices", "idx"}, {"Label", "y"}},
+                 {{"Accuracy", "acc"}, {"Correct", "correct"}, {"Total", "total"}});
+}
+
+TEST(Accuracy, CountsRowsWhoseLabelIsAmongTopK) {
+  pe::scope vars;
+  vars.var("out") = tensor::zeros(pe::dtype::fp32, {3, 2});
+  vars.var("idx") = tensor::from_vector<std::int64_t>({1, 2, 0, 3, 4, 1}, {3, 2});
+  vars.var("y") = tensor::from_vector<std::int64_t>({2, 1, 1}, {3, 1});
+  run(accuracy_op(), vars);
+  EXPECT_FLOAT_EQ(values(vars.get("acc"))[0], 2.f / 3.f);
+  EXPECT_EQ(vars.get("correct").values<std::int32_t>()[0], 2);
+  EXPECT_EQ(vars.get("total").values<std::int32_t>()[0], 3);
+}
+
+TEST(Accuracy, EmptyBatchCountsZero) {
+  pe::scope vars;
+  vars.var("out") = tensor::zeros(pe::dtype::fp32, {0, 1});
+  vars.var("idx") = tensor::zeros(pe::dtype::int64, {0, 1});
+  vars.var("y") = tensor::zeros(pe::dtype::int64, {0, 1});
+  run(accuracy_op(), vars);
+  EXPECT_EQ(values(vars.get("acc"))[0], 0.f);
+  EXPECT_EQ(vars.get("total").values<std::int32_t>()[0], 0);
+}
+
+TEST(Accuracy, RejectsLabelOfOtherBatch) {
+  pe::scope vars;
+  vars.var("out") = tensor::zeros(pe::dtype::fp32, {3, 2});
+  vars.var("idx") = tensor::zeros(pe::dtype::int64, {3, 2});
+  vars.var("y") = tensor::zeros(pe::dtype::int64, {2, 1});
+  std::string message = error_of(accuracy_op(), vars);
+  EXPECT_NE(message.find("Label has shape [2, 1], expected [3, 1]"), std::string::npos)
+      << message;
+}
+
+TEST(Accuracy, InfersScalarOutputs) {
+  auto out = infer(accuracy_op(), {{"out", {pe::dtype::fp32, {-1, 5}}},
+                                   {"idx", {pe::dtype::int64, {-1, 5}}},
+                                   {"y", {pe::dtype::int64, {-1, 1}}}});
+  EXPECT_EQ(out.at("acc").dims, (pe::shape_t{1}));
+  EXPECT_EQ(out.at("correct").type, pe::dtype::int32);
+  EXPECT_EQ(out.at("total").type, pe::dtype::int32);
+}
+
+} // namespace
