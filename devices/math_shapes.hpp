@@ -15,15 +15,15 @@ namespace pe {
 
 /// What reports an op's failure: shape_context at build time, kernel_context at run time.
 template <class C>
-concept failure_sink = requires(const C& c, const std::string& message) { c.fail(message); };
+concept failure_sink = requires(const C& c, const std::string& message) {
+  c.fail(message);
+};
 
 /// Product of dims[begin, end); -1 when one of them is unknown (-1).
 std::int64_t known_product(const shape_t& dims, std::size_t begin, std::size_t end);
 
 /// Whether two dims may be equal: both known and equal, or either unknown.
-inline bool dim_matches(std::int64_t a, std::int64_t b) {
-  return a < 0 || b < 0 || a == b;
-}
+inline bool dim_matches(std::int64_t a, std::int64_t b) { return a < 0 || b < 0 || a == b; }
 
 // --- mul -------------------------------------------------------------------------------
 
@@ -70,8 +70,7 @@ template <failure_sink C>
 matmul_dims infer_matmul(const C& ctx, const shape_t& x, const shape_t& y, bool trans_x,
                          bool trans_y) {
   const auto shapes = [&] { return "X " + to_string(x) + " and Y " + to_string(y); };
-  if (x.size() < 2 || y.size() < 2)
-    ctx.fail("X and Y must have rank >= 2, got " + shapes());
+  if (x.size() < 2 || y.size() < 2) ctx.fail("X and Y must have rank >= 2, got " + shapes());
   const bool y_shared = y.size() == 2 && x.size() > 2;
   if (!y_shared && x.size() != y.size())
     ctx.fail("batched operands need equal ranks or a rank-2 Y, got " + shapes());
@@ -85,9 +84,9 @@ matmul_dims infer_matmul(const C& ctx, const shape_t& x, const shape_t& y, bool 
   const std::int64_t m = trans_x ? x_cols : x_rows, kx = trans_x ? x_rows : x_cols;
   const std::int64_t ky = trans_y ? y_cols : y_rows, n = trans_y ? y_rows : y_cols;
   if (!dim_matches(kx, ky))
-    ctx.fail("inner dims differ (" + std::to_string(kx) + " vs " + std::to_string(ky) +
-             ") for " + shapes() + " with trans_x = " + std::to_string(trans_x) +
-             ", trans_y = " + std::to_string(trans_y));
+    ctx.fail("inner dims differ (" + std::to_string(kx) + " vs " + std::to_string(ky) + ") for " +
+             shapes() + " with trans_x = " + (trans_x ? "true" : "false") +
+             ", trans_y = " + (trans_y ? "true" : "false"));
   shape_t out(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(batch_rank));
   out.push_back(m);
   out.push_back(n);
@@ -119,8 +118,8 @@ broadcast_span infer_broadcast(const C& ctx, const shape_t& x, const shape_t& y,
   const auto first = static_cast<std::size_t>(begin);
   for (std::size_t i = 0; i < spanned; ++i)
     if (!dim_matches(x[first + i], y[i]))
-      ctx.fail("Y dim " + std::to_string(i) + " does not match X dim " +
-               std::to_string(first + i) + " (only trailing 1s of Y broadcast): " + shapes());
+      ctx.fail("Y dim " + std::to_string(i) + " does not match X dim " + std::to_string(first + i) +
+               " (only trailing 1s of Y broadcast): " + shapes());
   return {first, first + spanned};
 }
 
@@ -129,8 +128,8 @@ broadcast_span infer_broadcast(const C& ctx, const shape_t& x, const shape_t& y,
 /// reduce_mean's reduced axes of a rank-`rank` X as a mask: `dims` (negative counts from
 /// the back) or every axis when `reduce_all` is set or `dims` is empty, as in Paddle.
 template <failure_sink C>
-std::vector<bool> reduced_axes(const C& ctx, std::size_t rank, const std::vector<std::int32_t>& dims,
-                               bool reduce_all) {
+std::vector<bool> reduced_axes(const C& ctx, std::size_t rank,
+                               const std::vector<std::int32_t>& dims, bool reduce_all) {
   std::vector<bool> mask(rank, reduce_all || dims.empty());
   if (reduce_all) return mask;
   const auto r = static_cast<std::int64_t>(rank);
