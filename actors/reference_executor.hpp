@@ -1,18 +1,14 @@
 #pragma once
 
-#include <map>
 #include <string>
 #include <vector>
 
 #include "actors/bound_op.hpp"
+#include "actors/feed_check.hpp"
 #include "actors/scope.hpp"
-#include "graph/op_registry.hpp"
-#include "graph/program_info.hpp"
 #include "graph/proto.hpp"
 
 namespace pe {
-
-using feed_map = std::map<std::string, tensor, std::less<>>;
 
 /// The oracle: runs block 0 of a program op by op, in program order, on one CPU place,
 /// with the variables of a scope. Every other executor is tested against it.
@@ -32,17 +28,9 @@ class reference_executor {
   std::vector<tensor> run(const feed_map& feeds, const std::vector<std::string>& fetch_list);
 
  private:
-  struct data_var {
-    var_info info; // declared dtype and dims, after shape inference
-    data_input input;
-  };
-
-  void check_feeds(const feed_map& feeds) const;
-
   scope& vars_;
-  place place_;
+  feed_check feeds_;
   std::vector<bound_op> ops_; // program order, feed and fetch ops left out
-  std::map<std::string, data_var, std::less<>> data_vars_;
 };
 
 } // namespace pe

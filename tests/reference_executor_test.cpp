@@ -5,30 +5,14 @@
 
 #include "actors/reference_executor.hpp"
 #include "graph/models/mlp.hpp"
+#include "tests/support/batches.hpp"
 #include "tests/support/grad_check.hpp"
 
 namespace {
 
 using namespace pe;
 
-/// A learnable problem: the label is the index of the largest of the first `classes`
-/// features, so a linear layer can solve it.
-struct batch {
-  tensor image, label;
-};
-
-batch argmax_batch(int n, int width, int classes, std::uint64_t seed) {
-  batch b{pe::testing::random_tensor({n, width}, seed), tensor(dtype::int64, {n, 1})};
-  auto x = b.image.values<float>();
-  auto y = b.label.values<std::int64_t>();
-  for (int i = 0; i < n; ++i) {
-    int best = 0;
-    for (int c = 1; c < classes; ++c)
-      if (x[i * width + c] > x[i * width + best]) best = c;
-    y[i] = best;
-  }
-  return b;
-}
+using pe::testing::argmax_batch;
 
 struct trained {
   std::vector<float> losses;

@@ -1,0 +1,196 @@
+#include "actors/step_graph.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "graph/attributes.hpp"
+
+namespace pe {
+
+// --- step_inputs -----------------------------------------------------------------------
+
+void step_inputs::fail(const std::string& message) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (!error_) error_ = message;
+}
+
+std::optional<std::string> step_inputs::first_error() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return error_;
+}
+
+void step_inputs::reset(std::size_t fetches, std::size_t places) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  error_.reset();
+  fetched.assign(fetches, std::vector<tensor>(places));
+}
+
+// --- step_node -------------------------------------------------------------------------
+
+void step_node::run(step_inputs& in) {
+  switch (what) {
+    case op_handle::kind::computation:
+      op_->run();
+      return;
+    case op_handle::kind::scale_loss_grad: {
+      if (in.loss_scale.empty()) return; // customized: the user fed loss@GRAD
+      tensor& t = *slots_[0][0];
+      t.resize(dtype::fp32, shape_);
+      std::fill_n(t.data<float>(), t.numel(), in.loss_scale[static_cast<std::size_t>(place)]);
+      return;
+    }
+    case op_handle::kind::fetch: {
+      const tensor& t = *slots_[0][0];
+      if (!t.initialized()) throw error(label + ": the variable has no value");
+      in.fetched[static_cast<std::size_t>(fetch_index_)][static_cast<std::size_t>(place)] =
+          t.clone();
+      return;
+    }
+    default:
+      throw error(label + ": a collective cannot run as a single kernel");
+  }
+}
+
+cpu_collective step_node::collective() {
+  cpu_collective c;
+  c.what = what == op_handle::kind::all_reduce ? cpu_collective::kind::all_reduce
+           : what == op_handle::kind::reduce   ? cpu_collective::kind::reduce
+                                               : cpu_collective::kind::broadcast;
+  c.root = root_;
+  for (auto& places : slots_) {
+    const tensor& reference = *places[static_cast<std::size_t>(c.what == cpu_collective::kind::broadcast ? root_ : 0)];
+    if (!reference.initialized() || reference.type() != dtype::fp32)
+      throw error(label + ": the input is missing or not FP32");
+    std::vector<float*> buffers;
+    for (tensor* t : places) {
+      if (c.what == cpu_collective::kind::broadcast && t != &reference) t->resize(dtype::fp32, reference.shape());
+      if (!t->initialized() || t->numel() != reference.numel())
+        throw error(label + ": places disagree on the size (" + to_string(t->shape()) + " vs " +
+                    to_string(reference.shape()) + ")");
+      buffers.push_back(t->data<float>());
+    }
+    c.buffers.push_back(std::move(buffers));
+    c.sizes.push_back(static_cast<std::size_t>(reference.numel()));
+  }
+  return c;
+}
+
+// --- step_graph ------------------------------------------------------------------------
+
+namespace {
+
+std::string describe(const op_handle& h, const proto::BlockDesc& block,
+                     const std::vector<place>& places) {
+  auto on = [&](int p) { return " on " + to_string(places[static_cast<std::size_t>(p)]); };
+  auto joined = [&] {
+    std::string s;
+    for (const auto& v : h.vars) s += (s.empty() ? "" : ", ") + v;
+    return s;
+  };
+  switch (h.what) {
+    case op_handle::kind::computation:
+      return "op #" + std::to_string(h.op_index) + " (" + block.ops(h.op_index).type() + ")" +
+             on(h.place);
+    case op_handle::kind::scale_loss_grad: return "scale_loss_grad" + on(h.place);
+    case op_handle::kind::all_reduce: return "all_reduce(" + joined() + ")";
+    case op_handle::kind::reduce: return "reduce(" + joined() + ") to" + on(h.place);
+    case op_handle::kind::broadcast: return "broadcast(" + joined() + ") from" + on(h.place);
+    case op_handle::kind::fetch: return "fetch '" + joined() + "'" + on(h.place);
+  }
+  return "?";
+}
+
+/// fill_constant's shape attribute (LONGS, or INTS in Paddle 1.x programs).
+shape_t fill_shape(const proto::OpDesc& fill) {
+  const auto* a = find_attr(fill, "shape");
+  if (a == nullptr) return {};
+  attribute value = from_proto(*a);
+  if (auto* longs = std::get_if<std::vector<std::int64_t>>(&value)) return *longs;
+  if (auto* ints = std::get_if<std::vector<std::int32_t>>(&value)) return {ints->begin(), ints->end()};
+  throw error("fill_constant: attribute 'shape' is neither INTS nor LONGS");
+}
+
+} // namespace
+
+step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vector<scope*> scopes,
+                       const std::vector<place>& places)
+    : graph_(std::move(graph)) {
+  const proto::BlockDesc& block = main.blocks(0);
+  std::set<std::string, std::less<>> persistable;
+  for (const auto& v : block.vars())
+    if (v.persistable() || v.type().type() != proto::VarType::LOD_TENSOR) persistable.insert(v.name());
+
+  std::map<std::pair<int, std::string>, int> count_index;
+  nodes_.resize(graph_.ops.size());
+  for (const op_handle& h : graph_.ops) {
+    step_node& n = nodes_[static_cast<std::size_t>(h.id)];
+    n.id = h.id;
+    n.what = h.what;
+    n.place = h.place;
+    n.root_ = h.place;
+    n.label = describe(h, block, places);
+    auto slot = [&](int p, const std::string& name) {
+      return &scopes[static_cast<std::size_t>(p)]->var(name);
+    };
+    switch (h.what) {
+      case op_handle::kind::computation:
+        n.op_.emplace(block.ops(h.op_index), *scopes[static_cast<std::size_t>(h.place)],
+                      places[static_cast<std::size_t>(h.place)], h.op_index);
+        break;
+      case op_handle::kind::scale_loss_grad: {
+        const proto::OpDesc& fill = block.ops(h.op_index);
+        n.slots_ = {{slot(h.place, output_args(fill, "Out").at(0))}};
+        n.shape_ = fill_shape(fill);
+        break;
+      }
+      case op_handle::kind::fetch:
+        n.slots_ = {{slot(h.place, h.vars.at(0))}};
+        n.fetch_index_ = h.fetch_index;
+        break;
+      default:
+        for (const auto& name : h.vars) {
+          std::vector<tensor*> per_place;
+          for (int p = 0; p < graph_.num_places; ++p) per_place.push_back(slot(p, name));
+          n.slots_.push_back(std::move(per_place));
+        }
+    }
+    for (int v : h.inputs)
+      if (graph_.vars[static_cast<std::size_t>(v)].generated_op >= 0) ++n.dependencies;
+    for (int v : h.outputs)
+      for (int op : graph_.vars[static_cast<std::size_t>(v)].pending_ops) n.successors.push_back(op);
+
+    // Reference counts: one per (place, temporary name) this node touches.
+    std::set<int> held;
+    auto touch = [&](int var_id) {
+      const var_handle& var = graph_.vars[static_cast<std::size_t>(var_id)];
+      if (var.dummy || persistable.contains(var.name)) return;
+      auto [it, added] = count_index.try_emplace({var.place, var.name}, static_cast<int>(counted_.size()));
+      if (added) {
+        counted_.push_back(slot(var.place, var.name));
+        full_counts_.push_back(0);
+      }
+      if (held.insert(it->second).second) ++full_counts_[static_cast<std::size_t>(it->second)];
+    };
+    for (int v : h.inputs) touch(v);
+    for (int v : h.outputs) touch(v);
+    n.releases.assign(held.begin(), held.end());
+  }
+  for (const auto& n : nodes_)
+    if (n.dependencies == 0) sources_.push_back(n.id);
+  counts_ = std::make_unique<std::atomic<int>[]>(full_counts_.size());
+  reset_counts();
+}
+
+void step_graph::reset_counts() {
+  for (std::size_t i = 0; i < full_counts_.size(); ++i)
+    counts_[i].store(full_counts_[i], std::memory_order_relaxed);
+}
+
+void step_graph::release(const step_node& node) {
+  for (int c : node.releases)
+    if (counts_[static_cast<std::size_t>(c)].fetch_sub(1, std::memory_order_acq_rel) == 1)
+      *counted_[static_cast<std::size_t>(c)] = tensor();
+}
+
+} // namespace pe

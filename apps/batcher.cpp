@@ -1,0 +1,58 @@
+#include "apps/batcher.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "devices/error.hpp"
+
+namespace pe {
+
+namespace {
+
+/// Copies row `from` of `source` into row `to` of `target` (same row width and dtype).
+void copy_row(const tensor& source, std::int64_t from, tensor& target, std::int64_t to) {
+  auto row_bytes = source.bytes() / static_cast<std::size_t>(source.dim(0));
+  std::memcpy(static_cast<std::byte*>(target.raw()) + to * row_bytes,
+              static_cast<const std::byte*>(source.raw()) + from * row_bytes, row_bytes);
+}
+
+} // namespace
+
+batcher::batcher(const dataset& data, std::int64_t batch_size, std::uint64_t seed)
+  : data_(data),
+    batch_size_(batch_size),
+    rng_(seed),
+    order_(static_cast<std::size_t>(data.size())) {
+  if (batch_size <= 0)
+    throw error("batch size must be positive, got " + std::to_string(batch_size));
+  std::iota(order_.begin(), order_.end(), std::int64_t{0});
+  shuffle();
+}
+
+dataset batcher::next() {
+  if (position_ == data_.size()) {
+    shuffle();
+    position_ = 0;
+  }
+  auto rows = std::min(batch_size_, data_.size() - position_);
+  dataset batch{tensor(data_.images.type(), {rows, data_.width()}),
+                tensor(data_.labels.type(), {rows, 1})};
+  for (std::int64_t i = 0; i < rows; ++i) {
+    auto sample = order_[static_cast<std::size_t>(position_ + i)];
+    copy_row(data_.images, sample, batch.images, i);
+    copy_row(data_.labels, sample, batch.labels, i);
+  }
+  position_ += rows;
+  return batch;
+}
+
+std::int64_t batcher::batches_per_epoch() const {
+  return (data_.size() + batch_size_ - 1) / batch_size_;
+}
+
+void batcher::shuffle() {
+  std::shuffle(order_.begin(), order_.end(), rng_);
+}
+
+} // namespace pe

@@ -1,0 +1,21 @@
+// pe-actor-run: trains a Paddle ProgramDesc (or the built-in MLP). See --help.
+#include <exception>
+#include <iostream>
+
+#include "apps/options.hpp"
+#include "apps/trainer.hpp"
+
+int main(int argc, char** argv) {
+  try {
+    auto options = pe::parse_options(argc, argv, std::cout);
+    if (options)
+      pe::run_training(*options, std::cout);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << "pe-actor-run: error: " << e.what() << '\n';
+  } catch (...) {
+    std::cerr << "pe-actor-run: error: unknown failure\n";
+  }
+  return 2;
+}

@@ -1,0 +1,131 @@
+#include "apps/trainer.hpp"
+
+#include <filesystem>
+#include <iomanip>
+#include <optional>
+#include <ostream>
+
+#include "actors/reference_executor.hpp"
+#include "apps/batcher.hpp"
+#include "apps/dataset.hpp"
+#include "apps/metrics.hpp"
+#include "apps/model.hpp"
+#include "devices/cpu/blas.hpp"
+#include "devices/error.hpp"
+#include "graph/program_io.hpp"
+
+namespace pe {
+
+namespace {
+
+/// Writes DIR/{startup,main}.pb (binary) and .pbtxt (text), creating DIR.
+void save_programs(const model_programs& m, const std::string& dir) {
+  std::error_code failure;
+  std::filesystem::create_directories(dir, failure);
+  if (failure)
+    throw error("--save-program " + dir + ": cannot create the directory: " + failure.message());
+  const std::filesystem::path root(dir);
+  save_program(m.startup, (root / "startup.pb").string(), program_format::binary);
+  save_program(m.main, (root / "main.pb").string(), program_format::binary);
+  save_program(m.startup, (root / "startup.pbtxt").string(), program_format::text);
+  save_program(m.main, (root / "main.pbtxt").string(), program_format::text);
+}
+
+/// The value of a fetched one-element FP32 tensor such as a mean loss.
+double scalar(const tensor& t, const std::string& name) {
+  if (t.numel() != 1)
+    throw error("fetched '" + name + "' has shape " + to_string(t.shape()) + ", expected a scalar");
+  return t.values<float>()[0];
+}
+
+/// The image and label feeds of one batch.
+feed_map feeds_of(const model_programs& m, const dataset& batch) {
+  return {{m.image, batch.images}, {m.label, batch.labels}};
+}
+
+/// Mean loss and accuracy over `test`, in batches of `batch_size`, weighted by batch rows.
+eval_result evaluate(reference_executor& executor, const model_programs& m, const dataset& test,
+                     std::int64_t batch_size) {
+  eval_result r;
+  for (std::int64_t begin = 0; begin < test.size(); begin += batch_size) {
+    auto batch = test.slice(begin, std::min(begin + batch_size, test.size()));
+    auto fetched = executor.run(feeds_of(m, batch), {m.loss, m.accuracy});
+    auto rows = batch.size();
+    r.loss += scalar(fetched[0], m.loss) * static_cast<double>(rows);
+    r.accuracy += scalar(fetched[1], m.accuracy) * static_cast<double>(rows);
+    r.samples += rows;
+  }
+  r.loss /= static_cast<double>(r.samples);
+  r.accuracy /= static_cast<double>(r.samples);
+  return r;
+}
+
+/// Every step up to 50 steps; beyond that every 10th, always the first and the last.
+bool should_print(std::int64_t step, std::int64_t steps) {
+  std::int64_t every = steps > 50 ? 10 : 1;
+  return step == 1 || step == steps || step % every == 0;
+}
+
+void print_step(std::ostream& out, const run_metrics::step_record& s, std::int64_t steps) {
+  out << "step " << s.step << '/' << steps << "  loss " << std::setprecision(6) << s.loss;
+  if (s.step > 1)
+    out << "  " << std::fixed << std::setprecision(1)
+        << s.samples_per_sec() << " samples/s" << std::defaultfloat;
+  out << '\n';
+}
+
+void print_summary(std::ostream& out, const run_metrics& metrics,
+                   const std::optional<eval_result>& eval) {
+  const auto& steps = metrics.steps();
+  out << "trained " << steps.size() << " steps: loss " << std::setprecision(6)
+      << steps.front().loss << " -> " << steps.back().loss << ", " << std::fixed
+      << std::setprecision(1) << metrics.samples_per_sec()
+      << " samples/s (step 1 excluded as warm-up), wall " << std::setprecision(3)
+      << metrics.wall_seconds() << " s\n"
+      << std::defaultfloat;
+  if (eval)
+    out << "eval: loss " << std::setprecision(6) << eval->loss << "  accuracy "
+        << std::setprecision(4) << eval->accuracy << " on " << eval->samples
+        << " test samples\n";
+}
+
+} // namespace
+
+void run_training(const run_options& o, std::ostream& out) {
+  set_blas_threads(o.blas_threads);
+  auto data = load_data(o.data, o.seed, o.normalize);
+  if (o.eval && !data.test)
+    throw error("--eval: " + o.data + " has no test set (t10k-images-idx3-ubyte and "
+                "t10k-labels-idx1-ubyte)");
+  auto model = prepare_model(o, data.train.width());
+  if (!o.save_program.empty())
+    save_programs(model, o.save_program);
+
+  scope vars;
+  reference_executor(model.startup, vars).run({}, {});
+  reference_executor train(model.main, vars);
+  std::optional<reference_executor> test;
+  if (o.eval)
+    test.emplace(model.test, vars);
+
+  batcher batches(data.train, o.batch_size, o.seed);
+  auto steps = o.epochs ? *o.epochs * batches.batches_per_epoch() : o.steps;
+  run_metrics metrics;
+  metrics.start();
+  for (std::int64_t step = 1; step <= steps; ++step) {
+    auto batch = batches.next();
+    auto loss = scalar(train.run(feeds_of(model, batch), {model.loss})[0], model.loss);
+    const auto& record = metrics.record(loss, batch.size());
+    if (should_print(step, steps))
+      print_step(out, record, steps);
+  }
+
+  std::optional<eval_result> eval;
+  if (test)
+    eval = evaluate(*test, model, *data.test, o.batch_size);
+  print_summary(out, metrics, eval);
+  if (!o.metrics.empty())
+    write_json(metrics.to_json(to_json(o), eval), o.metrics);
+}
+
+} // namespace pe

@@ -1,0 +1,72 @@
+#include "collectives/cpu_collective.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace pe {
+
+namespace {
+
+constexpr std::size_t line = 64; // elements per chunk-boundary unit
+constexpr std::size_t block = 1024; // elements summed through a stack buffer at a time
+
+/// [begin, end) of chunk k of n elements split in `parts`.
+std::pair<std::size_t, std::size_t> chunk_range(std::size_t n, std::size_t k, std::size_t parts) {
+  std::size_t units = (n + line - 1) / line;
+  std::size_t begin = std::min(n, units * k / parts * line);
+  std::size_t end = std::min(n, units * (k + 1) / parts * line);
+  return {begin, end};
+}
+
+/// Sums the places' [begin, end) in place order into `out`.
+void sum_block(const std::vector<float*>& places, std::size_t begin, std::size_t end, float* out) {
+  const std::size_t n = end - begin;
+  std::memcpy(out, places[0] + begin, n * sizeof(float));
+  for (std::size_t p = 1; p < places.size(); ++p) {
+    const float* src = places[p] + begin;
+    for (std::size_t i = 0; i < n; ++i) out[i] += src[i];
+  }
+}
+
+void apply(const cpu_collective& c, const std::vector<float*>& places, std::size_t begin,
+           std::size_t end) {
+  if (c.what == cpu_collective::kind::broadcast) {
+    for (std::size_t p = 0; p < places.size(); ++p)
+      if (static_cast<int>(p) != c.root)
+        std::memcpy(places[p] + begin, places[c.root] + begin, (end - begin) * sizeof(float));
+    return;
+  }
+  float sum[block];
+  for (std::size_t b = begin; b < end; b += block) {
+    std::size_t e = std::min(end, b + block);
+    sum_block(places, b, e, sum);
+    auto write = [&](float* dst) { std::memcpy(dst + b, sum, (e - b) * sizeof(float)); };
+    if (c.what == cpu_collective::kind::reduce) write(places[c.root]);
+    else for (float* dst : places) write(dst);
+  }
+}
+
+} // namespace
+
+std::size_t cpu_collective::total_elements() const {
+  std::size_t n = 0;
+  for (auto s : sizes) n += s;
+  return n;
+}
+
+void cpu_collective::run_chunk(std::size_t k, std::size_t parts) const {
+  auto [begin, end] = chunk_range(total_elements(), k, parts);
+  // Walk the variables overlapping [begin, end) of their concatenation.
+  std::size_t offset = 0;
+  for (std::size_t v = 0; v < sizes.size() && offset < end; offset += sizes[v], ++v) {
+    std::size_t lo = std::max(begin, offset), hi = std::min(end, offset + sizes[v]);
+    if (lo < hi) apply(*this, buffers[v], lo - offset, hi - offset);
+  }
+}
+
+std::size_t chunk_count(std::size_t elements, std::size_t workers, std::size_t min_chunk) {
+  return std::clamp<std::size_t>(elements / std::max<std::size_t>(min_chunk, 1), 1,
+                                 std::max<std::size_t>(workers, 1));
+}
+
+} // namespace pe

@@ -1,0 +1,342 @@
+#include "graph/ssa_graph.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "devices/error.hpp"
+#include "graph/attributes.hpp"
+#include "graph/op_role.hpp"
+#include "graph/validate.hpp"
+
+namespace pe {
+
+namespace {
+
+using param_grads = std::vector<std::pair<std::string, std::string>>;
+
+bool has_bit(std::int32_t role, std::int32_t bit) { return (role & bit) != 0; }
+
+/// The [param, grad] pairs of an op's op_role_var attribute (empty when absent).
+param_grads role_var_pairs(const proto::OpDesc& op, int index) {
+  const proto::OpDesc::Attr* a = find_attr(op, "op_role_var");
+  if (a == nullptr) return {};
+  if (a->strings_size() % 2 != 0)
+    throw error("op #" + std::to_string(index) + " (" + op.type() +
+                "): op_role_var must list [param, grad] pairs, got " +
+                std::to_string(a->strings_size()) + " names");
+  param_grads pairs;
+  for (int i = 0; i < a->strings_size(); i += 2) pairs.emplace_back(a->strings(i), a->strings(i + 1));
+  return pairs;
+}
+
+/// The state of one build_ssa_graph call: the graph under construction, the versions of
+/// every (place, name), the pending fused all-reduce bucket and the reduce-mode owners.
+class graph_builder {
+ public:
+  graph_builder(const proto::ProgramDesc& main, int num_places, const build_strategy& strategy)
+      : vars_(validate_program(main)),
+        block_(main.blocks(0)),
+        strategy_(strategy),
+        versions_(num_places),
+        load_(num_places, 0) {
+    graph_.num_places = num_places;
+  }
+
+  ssa_graph build(const std::vector<std::string>& fetch_list) {
+    for (int i = 0; i < block_.ops_size(); ++i) add_program_op(i);
+    flush_bucket();
+    for (const auto& [param, owner] : graph_.owners) add_broadcast(param, owner);
+    for (int k = 0; k < static_cast<int>(fetch_list.size()); ++k) add_fetch(fetch_list[k], k);
+    if (!strategy_.skip_hazard_edges) add_hazard_edges();
+    add_missing_outputs();
+    return std::move(graph_);
+  }
+
+ private:
+  int num_places() const { return graph_.num_places; }
+  bool multi_place() const { return num_places() > 1; }
+  bool reduce_mode() const { return strategy_.reduce == build_strategy::reduce_mode::reduce; }
+
+  // --- vars and edges ----------------------------------------------------------------
+
+  /// Appends a var handle; `name` "" makes a dummy.
+  int add_var(const std::string& name, int version, int place, int generated_op) {
+    int id = static_cast<int>(graph_.vars.size());
+    graph_.vars.push_back({.id = id,
+                           .name = name,
+                           .version = version,
+                           .place = place,
+                           .generated_op = generated_op,
+                           .pending_ops = {},
+                           .dummy = name.empty()});
+    return id;
+  }
+
+  /// Appends an op handle without edges.
+  int add_op(op_handle::kind what, int place, std::vector<std::string> vars = {}) {
+    op_handle& op = graph_.ops.emplace_back();
+    op.id = static_cast<int>(graph_.ops.size()) - 1;
+    op.what = what;
+    op.place = place;
+    op.vars = std::move(vars);
+    return op.id;
+  }
+
+  /// The newest version of (place, name); version 0 (written before the step) if none.
+  int newest(int place, const std::string& name) {
+    auto& versions = versions_[place][name];
+    if (versions.empty()) versions.push_back(add_var(name, 0, place, -1));
+    return versions.back();
+  }
+
+  /// One input edge of `op`: the newest version of (place, name).
+  void read(int op, int place, const std::string& name) {
+    int var = newest(place, name);
+    graph_.ops[op].inputs.push_back(var);
+    graph_.vars[var].pending_ops.push_back(op);
+  }
+
+  /// A new version of (place, name) written by `op`.
+  void write(int op, int place, const std::string& name) {
+    auto& versions = versions_[place][name];
+    int var = add_var(name, static_cast<int>(versions.size()), place, op);
+    versions.push_back(var);
+    graph_.ops[op].outputs.push_back(var);
+  }
+
+  /// A control dependency: `from` must finish before `to` starts.
+  void add_dummy_edge(int from, int to, int place) {
+    int var = add_var("", 0, place, from);
+    graph_.vars[var].pending_ops.push_back(to);
+    graph_.ops[from].outputs.push_back(var);
+    graph_.ops[to].inputs.push_back(var);
+  }
+
+  // --- program ops -------------------------------------------------------------------
+
+  void add_program_op(int index) {
+    const proto::OpDesc& op = block_.ops(index);
+    std::int32_t role = role_of(op);
+    auto pairs = role_var_pairs(op, index);
+    if (has_bit(role, op_role::optimize)) flush_bucket();
+    auto kind = role == (op_role::backward | op_role::loss) ? op_handle::kind::scale_loss_grad
+                                                            : op_handle::kind::computation;
+    for (int place : places_of(role, pairs)) add_op_on(index, kind, place);
+    if (multi_place() && has_bit(role, op_role::backward))
+      for (const auto& [param, grad] : pairs) combine_gradient(index, param, grad);
+  }
+
+  /// Every place, except for an optimizer op whose parameter has an owner (reduce mode).
+  std::vector<int> places_of(std::int32_t role, const param_grads& pairs) const {
+    if (has_bit(role, op_role::optimize) && !pairs.empty())
+      if (const int* owner = owner_of(pairs.front().first)) return {*owner};
+    std::vector<int> all(num_places());
+    for (int p = 0; p < num_places(); ++p) all[p] = p;
+    return all;
+  }
+
+  void add_op_on(int index, op_handle::kind kind, int place) {
+    const proto::OpDesc& desc = block_.ops(index);
+    int op = add_op(kind, place);
+    graph_.ops[op].op_index = index;
+    for (const auto& slot : desc.inputs())
+      for (const auto& name : slot.arguments()) read(op, place, name);
+    for (const auto& slot : desc.outputs())
+      for (const auto& name : slot.arguments()) write(op, place, name);
+  }
+
+  // --- collectives -------------------------------------------------------------------
+
+  const var_info& info_of(int index, const std::string& name) const {
+    auto it = vars_.find(name);
+    if (it == vars_.end())
+      throw error("op #" + std::to_string(index) + " (" + block_.ops(index).type() +
+                  "): op_role_var names '" + name + "', which is not a variable of the program");
+    return it->second;
+  }
+
+  /// Element count of a gradient or parameter; their dims are always known.
+  std::int64_t numel(int index, const std::string& name) const {
+    const shape_t& dims = info_of(index, name).dims;
+    if (std::any_of(dims.begin(), dims.end(), [](auto d) { return d < 0; }))
+      throw error("op #" + std::to_string(index) + " (" + block_.ops(index).type() + "): '" +
+                  name + "' has unknown dims " + to_string(dims));
+    return numel_of(dims);
+  }
+
+  void combine_gradient(int index, const std::string& param, const std::string& grad) {
+    const var_info& info = info_of(index, grad);
+    if (reduce_mode()) {
+      add_reduce(grad, assign_owner(index, param));
+    } else if (strategy_.fuse_all_reduce_bytes == 0) {
+      add_all_reduce({grad});
+    } else {
+      bucket_.push_back(grad);
+      bucket_bytes_ += numel(index, grad) * static_cast<std::int64_t>(size_of(info.type));
+      if (bucket_bytes_ >= strategy_.fuse_all_reduce_bytes) flush_bucket();
+    }
+  }
+
+  void flush_bucket() {
+    if (bucket_.empty()) return;
+    add_all_reduce(std::move(bucket_));
+    bucket_.clear();
+    bucket_bytes_ = 0;
+  }
+
+  /// Inputs: the newest version of each grad on every place; outputs: a new one likewise.
+  void add_all_reduce(std::vector<std::string> grads) {
+    int op = add_op(op_handle::kind::all_reduce, -1, std::move(grads));
+    for (const auto& grad : graph_.ops[op].vars)
+      for (int p = 0; p < num_places(); ++p) read(op, p, grad);
+    for (const auto& grad : graph_.ops[op].vars)
+      for (int p = 0; p < num_places(); ++p) write(op, p, grad);
+  }
+
+  void add_reduce(const std::string& grad, int owner) {
+    int op = add_op(op_handle::kind::reduce, owner, {grad});
+    for (int p = 0; p < num_places(); ++p) read(op, p, grad);
+    write(op, owner, grad);
+  }
+
+  void add_broadcast(const std::string& param, int owner) {
+    int op = add_op(op_handle::kind::broadcast, owner, {param});
+    read(op, owner, param);
+    for (int p = 0; p < num_places(); ++p)
+      if (p != owner) write(op, p, param);
+  }
+
+  const int* owner_of(const std::string& param) const {
+    for (const auto& [name, owner] : graph_.owners)
+      if (name == param) return &owner;
+    return nullptr;
+  }
+
+  /// The place with the smallest accumulated element count (ties: the lowest index).
+  int assign_owner(int index, const std::string& param) {
+    if (const int* owner = owner_of(param)) return *owner;
+    int owner = static_cast<int>(std::min_element(load_.begin(), load_.end()) - load_.begin());
+    load_[owner] += numel(index, param);
+    graph_.owners.emplace_back(param, owner);
+    return owner;
+  }
+
+  // --- fetch, hazards ----------------------------------------------------------------
+
+  void add_fetch(const std::string& name, int k) {
+    if (!vars_.contains(name))
+      throw error("fetch '" + name + "' is not a variable of the program");
+    for (int p = 0; p < num_places(); ++p) {
+      int op = add_op(op_handle::kind::fetch, p, {name});
+      graph_.ops[op].fetch_index = k;
+      read(op, p, name);
+    }
+  }
+
+  /// WAR: every reader of version i runs before the writer of version i+1. WAW: when
+  /// version i has no reader at all, its writer runs before the writer of version i+1 (a
+  /// writer that reads version i is ordered after its producer already).
+  void add_hazard_edges() {
+    std::set<std::pair<int, int>> added;
+    auto order = [&](int from, int to, int place) {
+      if (added.emplace(from, to).second) add_dummy_edge(from, to, place);
+    };
+    for (int place = 0; place < num_places(); ++place)
+      for (const auto& [name, versions] : versions_[place])
+        for (std::size_t i = 0; i + 1 < versions.size(); ++i) {
+          // Copies: add_dummy_edge grows graph_.vars.
+          const std::vector<int> readers = graph_.vars[versions[i]].pending_ops;
+          const int producer = graph_.vars[versions[i]].generated_op;
+          const int writer = graph_.vars[versions[i + 1]].generated_op;
+          for (int reader : readers)
+            if (reader != writer) order(reader, writer, place);
+          if (readers.empty() && producer >= 0 && producer != writer)
+            order(producer, writer, place);
+        }
+  }
+
+  /// Ops without outputs (fetch) get a dummy one, so every op signals its completion.
+  void add_missing_outputs() {
+    for (auto& op : graph_.ops)
+      if (op.outputs.empty()) op.outputs.push_back(add_var("", 0, op.place, op.id));
+  }
+
+  var_table vars_; ///< first: validation runs before block 0 is looked at
+  const proto::BlockDesc& block_;
+  const build_strategy& strategy_;
+  ssa_graph graph_;
+  /// Per place: name -> var handle ids of its versions, oldest first.
+  std::vector<std::map<std::string, std::vector<int>>> versions_;
+  std::vector<std::string> bucket_;
+  std::int64_t bucket_bytes_ = 0;
+  std::vector<std::int64_t> load_; ///< reduce mode: elements owned per place
+};
+
+// --- DOT ---------------------------------------------------------------------------
+
+/// `text` as a DOT string literal; "\n" in `text` stays a DOT line break.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+const char* kind_name(op_handle::kind kind) {
+  switch (kind) {
+    case op_handle::kind::computation: return "computation";
+    case op_handle::kind::scale_loss_grad: return "scale_loss_grad";
+    case op_handle::kind::all_reduce: return "all_reduce";
+    case op_handle::kind::reduce: return "reduce";
+    case op_handle::kind::broadcast: return "broadcast";
+    case op_handle::kind::fetch: return "fetch";
+  }
+  return "?";
+}
+
+std::string op_label(const op_handle& op, const proto::ProgramDesc& main) {
+  std::string label = op.what == op_handle::kind::computation ? main.blocks(0).ops(op.op_index).type()
+                                                              : kind_name(op.what);
+  for (const auto& v : op.vars) label += " " + v;
+  if (op.place >= 0) label += "\\n" + std::to_string(op.place);
+  return label;
+}
+
+std::string var_label(const var_handle& var) {
+  return (var.dummy ? std::string("dummy") : var.name + "@" + std::to_string(var.version)) + ":" +
+         std::to_string(var.place);
+}
+
+} // namespace
+
+ssa_graph build_ssa_graph(const proto::ProgramDesc& main, int num_places,
+                          const build_strategy& strategy,
+                          const std::vector<std::string>& fetch_list) {
+  if (num_places < 1)
+    throw error("build_ssa_graph: need at least one place, got " + std::to_string(num_places));
+  return graph_builder(main, num_places, strategy).build(fetch_list);
+}
+
+std::string to_dot(const ssa_graph& graph, const proto::ProgramDesc& main) {
+  std::ostringstream dot;
+  dot << "digraph ssa_graph {\n";
+  for (const auto& op : graph.ops)
+    dot << "  op" << op.id << " [shape=box, label=" << quoted(op_label(op, main)) << "];\n";
+  for (const auto& var : graph.vars) {
+    dot << "  var" << var.id << " [shape=ellipse, label=" << quoted(var_label(var))
+        << (var.dummy ? ", style=dashed];\n" : "];\n");
+  }
+  for (const auto& op : graph.ops) {
+    for (int in : op.inputs) dot << "  var" << in << " -> op" << op.id << ";\n";
+    for (int out : op.outputs) dot << "  op" << op.id << " -> var" << out << ";\n";
+  }
+  dot << "}\n";
+  return dot.str();
+}
+
+} // namespace pe

@@ -1,0 +1,91 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/proto.hpp"
+
+namespace pe {
+
+/// How gradients are combined across places (Paddle's BuildStrategy).
+struct build_strategy {
+  /// all_reduce: every place gets the summed gradient and runs the optimizer.
+  /// reduce: each parameter has an owner place (balanced by element count) that receives the
+  /// summed gradient, alone runs that parameter's optimizer ops, then broadcasts the parameter.
+  enum class reduce_mode { all_reduce, reduce };
+  /// coeff_num_device: loss@GRAD on place p = its share of the global batch (1/N for even
+  /// splits); one: 1; customized: the user feeds loss@GRAD.
+  enum class gradient_scale { coeff_num_device, one, customized };
+
+  reduce_mode reduce = reduce_mode::all_reduce;
+  gradient_scale scale = gradient_scale::coeff_num_device;
+  /// All-reduce gradients in buckets of at most this many bytes (one collective per bucket);
+  /// 0 = one collective per gradient. Ignored in reduce mode.
+  std::int64_t fuse_all_reduce_bytes = 0;
+  /// Debug switch for the hazard checker's tests: leave out the WAR/WAW dummy edges.
+  bool skip_hazard_edges = false;
+};
+
+/// One version of one variable on one place (or a dummy: a control dependency only).
+struct var_handle {
+  int id = 0;
+  std::string name;   ///< "" for a dummy
+  int version = 0;    ///< number of earlier versions of (place, name)
+  int place = 0;
+  int generated_op = -1;          ///< op writing this version; -1: exists before the step
+  std::vector<int> pending_ops;   ///< ops reading it (one entry per input edge)
+  bool dummy = false;
+};
+
+/// One node of the graph: an op on a place, or a collective across places.
+struct op_handle {
+  enum class kind {
+    computation,     ///< a program op (`op_index` into block 0) on `place`
+    scale_loss_grad, ///< writes loss@GRAD on `place` (replaces fill_constant Backward|Loss)
+    all_reduce,      ///< sums `vars` across all places, result on every place
+    reduce,          ///< sums `vars` into `place` (the owner)
+    broadcast,       ///< copies `vars` from `place` (the owner) to every other place
+    fetch,           ///< copies `vars[0]` on `place` out to the caller
+  };
+
+  int id = 0;
+  kind what = kind::computation;
+  int place = 0;         ///< computation/scale/fetch: where it runs; reduce/broadcast: owner; all_reduce: -1
+  int op_index = -1;     ///< computation: index of the op in block 0
+  std::vector<std::string> vars; ///< collectives: variable names (several when fused); fetch: the name
+  int fetch_index = -1;  ///< fetch: position in the fetch list
+  std::vector<int> inputs;  ///< var handle ids (one entry per input edge; dummies included)
+  std::vector<int> outputs; ///< var handle ids (dummies included)
+};
+
+/// Paddle's SSA graph: the program replicated on every place, each variable version
+/// assigned once, collectives inserted for gradients, dummy vars ordering every read of a
+/// version before the write of the next version (WAR) and consecutive writes (WAW).
+struct ssa_graph {
+  int num_places = 1;
+  std::vector<var_handle> vars;
+  std::vector<op_handle> ops; ///< in a valid topological order
+  /// Reduce mode: the owner place of each parameter (by name), in first-use order.
+  std::vector<std::pair<std::string, int>> owners;
+};
+
+/// Builds the graph of block 0 of `main` on `num_places` places, with a fetch op per place
+/// for each name of `fetch_list`. Programs without op_role_var (inference) get no
+/// collectives: each place runs independently. Throws pe::error when the program is not
+/// valid, a fetched name or a gradient named in op_role_var is not a variable.
+///
+/// Op order (topological, and the order every place issues its collectives in): each
+/// program op on every place in place order, a gradient's collective right after the op
+/// producing it (fused buckets: when full, or before the first optimizer op), then the
+/// broadcasts (reduce mode, in `owners` order), then the fetch ops. Dummy vars come after
+/// all the others: the WAR/WAW hazard edges, then one output for each op without any.
+ssa_graph build_ssa_graph(const proto::ProgramDesc& main, int num_places,
+                          const build_strategy& strategy,
+                          const std::vector<std::string>& fetch_list);
+
+/// Graphviz DOT of the graph: op nodes (boxes, labelled with type and place), var nodes
+/// (ellipses, name@version:place; dummies dashed), edges in both directions.
+std::string to_dot(const ssa_graph& graph, const proto::ProgramDesc& main);
+
+} // namespace pe

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds everything and runs the whole test suite (ctest).
+# Usage: scripts/test.sh [build-dir]      (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+scripts/install_deps.sh
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "$build" -j2
+ctest --test-dir "$build" --output-on-failure -j2
