@@ -1,8 +1,12 @@
 #include "apps/options.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <ostream>
 #include <string_view>
+#include <thread>
 
 #include <boost/program_options.hpp>
 
@@ -14,6 +18,10 @@ namespace pe {
 
 namespace {
 
+int core_count() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 /// The learning rate each optimizer gets when --lr is not given.
 double default_learning_rate(const std::string& optimizer) {
   if (optimizer == "momentum")
@@ -23,23 +31,55 @@ double default_learning_rate(const std::string& optimizer) {
   return 0.1;
 }
 
+/// `text` as a positive int, or nullopt when it is anything else.
+std::optional<int> positive_int(std::string_view text) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || value <= 0)
+    return std::nullopt;
+  return value;
+}
+
 /// "256,128" -> {256, 128}; every width must be a positive integer.
 std::vector<int> parse_widths(const std::string& text) {
   std::vector<int> widths;
   std::string_view rest = text;
   while (true) {
     auto comma = rest.find(',');
-    auto item = rest.substr(0, comma);
-    int width = 0;
-    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), width);
-    if (ec != std::errc{} || end != item.data() + item.size() || width <= 0)
+    auto width = positive_int(rest.substr(0, comma));
+    if (!width)
       throw error("--hidden: expected comma-separated positive widths such as 256,128, got '" +
                   text + "'");
-    widths.push_back(width);
+    widths.push_back(*width);
     if (comma == std::string_view::npos)
       return widths;
     rest.remove_prefix(comma + 1);
   }
+}
+
+/// "cpu:N" -> N >= 1 CPU places.
+int parse_places(const std::string& text) {
+  if (text.starts_with("gpu:"))
+    throw error("--places " + text + ": GPU places need the CUDA build; this build runs on "
+                "CPU places only (cpu:N)");
+  auto count = text.starts_with("cpu:") ? positive_int(std::string_view(text).substr(4))
+                                        : std::nullopt;
+  if (!count)
+    throw error("--places: expected cpu:N with N >= 1 CPU places, got '" + text + "'");
+  return *count;
+}
+
+/// The actor executor's places when --places is not given: CPU_NUM (as Paddle reads it),
+/// else one per core.
+int default_places() {
+  const char* cpu_num = std::getenv("CPU_NUM");
+  if (cpu_num == nullptr)
+    return core_count();
+  auto count = positive_int(cpu_num);
+  if (!count)
+    throw error(std::string("CPU_NUM=") + cpu_num +
+                " in the environment: expected a positive number of CPU places");
+  return *count;
 }
 
 /// A seed is an unsigned 64-bit integer; "-1" is rejected rather than wrapped around.
@@ -52,11 +92,12 @@ std::uint64_t parse_seed(const std::string& text) {
 }
 
 po::options_description describe() {
+  const auto cores = std::to_string(core_count());
   po::options_description d(
     "Usage: pe-actor-run [options]\n"
-    "Trains a Paddle ProgramDesc (or the built-in MLP) on one CPU place with the reference\n"
-    "executor. An error prints one line starting with \"pe-actor-run: error:\" and exits\n"
-    "with status 2.\n\nOptions");
+    "Trains a Paddle ProgramDesc (or the built-in MLP) data-parallel on CPU places with the\n"
+    "actor executor (or on one place with the reference executor). An error prints one line\n"
+    "starting with \"pe-actor-run: error:\" and exits with status 2.\n\nOptions");
   // clang-format off
   d.add_options()
     ("help,h", "print this help and exit")
@@ -74,7 +115,8 @@ po::options_description describe() {
     ("epochs", po::value<std::int64_t>()->value_name("E"),
      "train for E passes over the training set instead of --steps (giving both is an error)")
     ("batch-size", po::value<std::int64_t>()->value_name("B")->default_value(64),
-     "global mini-batch size; the last batch of an epoch keeps the remainder")
+     "global mini-batch size, split across the places (the first B % N places get one "
+     "more row); the last batch of an epoch keeps the remainder")
     ("lr", po::value<double>()->value_name("RATE"),
      "learning rate of the mlp (default: 0.1 for sgd, 0.01 for momentum, 0.001 for adam)")
     ("optimizer", po::value<std::string>()->value_name("NAME")->default_value("sgd"),
@@ -96,14 +138,34 @@ po::options_description describe() {
     ("metrics", po::value<std::string>()->value_name("FILE"),
      "write a JSON object to FILE: \"steps\" [{step, loss, samples_per_sec (from step 2)}], "
      "\"samples_per_sec\" over steps 2..N (step 1 is warm-up and excluded), \"wall_s\" "
-     "(training loop), \"peak_rss_mb\", \"eval\" {loss, accuracy} with --eval, \"config\"")
-    ("places", po::value<std::string>()->value_name("PLACES")->default_value("cpu:1"),
-     "places to train on; only cpu:1 (one CPU place) until the actor executor lands")
-    ("executor", po::value<std::string>()->value_name("NAME")->default_value("reference"),
-     "executor: reference (ops in program order on one place) is the only one so far")
+     "(training loop), \"peak_rss_mb\", \"eval\" {loss, accuracy} with --eval, the effective "
+     "\"places\" (count), \"executor\", \"threads\" and \"reduce\", and \"config\"")
+    ("executor", po::value<std::string>()->value_name("NAME")->default_value("actor"),
+     "actor: the parallel executor, every op an actor, the program replicated on each place "
+     "and the gradients combined across places; reference: ops in program order on the "
+     "calling thread, one place only")
+    ("places", po::value<std::string>()->value_name("cpu:N"),
+     ("CPU places to train on (data parallelism); default with the actor executor: "
+      "cpu:$CPU_NUM when CPU_NUM is set, else one per core (here cpu:" + cores +
+      "); with reference: cpu:1, the only choice. GPU places need the CUDA build").c_str())
+    ("threads", po::value<int>()->value_name("T"),
+     ("worker threads of the actor executor's CAF scheduler, shared by all places "
+      "(default: one per core, here " + cores + ")").c_str())
+    ("reduce", po::value<std::string>()->value_name("MODE")->default_value("allreduce"),
+     "how the actor executor combines gradients: allreduce (every place sums all gradients "
+     "and runs the optimizer) or reduce (each parameter's owner place sums its gradient, "
+     "updates it and broadcasts it)")
+    ("fuse-allreduce-mb", po::value<double>()->value_name("X")->default_value(0, "0"),
+     "all-reduce gradients in buckets of at most X MiB, one collective per bucket; 0: one "
+     "collective per gradient. Ignored with --reduce reduce")
     ("blas-threads", po::value<int>()->value_name("N")->default_value(1),
-     "OpenBLAS threads per place (default 1: places, not BLAS, occupy the cores; raise it "
-     "when there are fewer places than cores)");
+     "OpenBLAS threads per GEMM call, for either executor. Default 1, also what the actor "
+     "executor sets on its own: its places and threads already occupy the cores, and BLAS "
+     "threads on top oversubscribe them; raise it when places leave cores idle (one place, "
+     "or --executor reference). OPENBLAS_NUM_THREADS is not consulted")
+    ("dot", po::value<std::string>()->value_name("FILE"),
+     "after the first step, write the actor executor's SSA graph of the training program "
+     "(ops and variable versions on every place, collectives) to FILE as Graphviz DOT");
   // clang-format on
   return d;
 }
@@ -120,6 +182,36 @@ bool given(const po::variables_map& vm, const char* name) {
 void require_positive(std::int64_t value, const char* flag) {
   if (value <= 0)
     throw error(std::string("--") + flag + " must be positive, got " + std::to_string(value));
+}
+
+/// Sets and checks the executor, its places and threads, and the gradient strategy.
+void interpret_executor(const po::variables_map& vm, run_options& o) {
+  if (o.executor != "actor" && o.executor != "reference")
+    throw error("--executor: unknown executor '" + o.executor + "' (actor, reference)");
+  if (o.reduce != "allreduce" && o.reduce != "reduce")
+    throw error("--reduce: expected allreduce or reduce, got '" + o.reduce + "'");
+  if (!(o.fuse_allreduce_mb >= 0 && std::isfinite(o.fuse_allreduce_mb)))
+    throw error("--fuse-allreduce-mb must be 0 (off) or a positive size in MiB, got " +
+                std::to_string(o.fuse_allreduce_mb));
+  std::optional<int> places;
+  if (vm.count("places"))
+    places = parse_places(take<std::string>(vm, "places"));
+
+  if (o.actor()) {
+    o.places = places ? *places : default_places();
+    o.threads = vm.count("threads") ? take<int>(vm, "threads") : core_count();
+    require_positive(o.threads, "threads");
+    return;
+  }
+  o.places = places.value_or(1);
+  if (o.places != 1)
+    throw error("--executor reference runs on one place, got --places cpu:" +
+                std::to_string(o.places) + "; use --executor actor for several places");
+  if (vm.count("threads") || given(vm, "reduce") || given(vm, "fuse-allreduce-mb") ||
+      vm.count("dot"))
+    throw error("--threads, --reduce, --fuse-allreduce-mb and --dot configure the actor "
+                "executor, not --executor reference");
+  o.threads = 1; // the calling thread
 }
 
 run_options interpret(const po::variables_map& vm) {
@@ -139,9 +231,12 @@ run_options interpret(const po::variables_map& vm) {
     o.save_program = take<std::string>(vm, "save-program");
   if (vm.count("metrics"))
     o.metrics = take<std::string>(vm, "metrics");
-  o.places = take<std::string>(vm, "places");
   o.executor = take<std::string>(vm, "executor");
+  o.reduce = take<std::string>(vm, "reduce");
+  o.fuse_allreduce_mb = take<double>(vm, "fuse-allreduce-mb");
   o.blas_threads = take<int>(vm, "blas-threads");
+  if (vm.count("dot"))
+    o.dot = take<std::string>(vm, "dot");
 
   require_positive(o.steps, "steps");
   require_positive(o.batch_size, "batch-size");
@@ -174,11 +269,7 @@ run_options interpret(const po::variables_map& vm) {
     throw error("--data: expected synthetic or idx:DIR, got '" + o.data + "'");
   if (o.normalize && !idx)
     throw error("--normalize scales idx pixels; it does not apply to --data " + o.data);
-  if (o.places != "cpu:1")
-    throw error("--places " + o.places +
-                ": only cpu:1 is supported until the actor executor lands");
-  if (o.executor != "reference")
-    throw error("--executor: unknown executor '" + o.executor + "' (only reference so far)");
+  interpret_executor(vm, o);
   return o;
 }
 
@@ -213,8 +304,11 @@ nlohmann::json to_json(const run_options& o) {
     {"data", o.data},
     {"eval", o.eval},
     {"normalize", o.normalize},
-    {"places", o.places},
+    {"places", "cpu:" + std::to_string(o.places)},
     {"executor", o.executor},
+    {"threads", o.threads},
+    {"reduce", o.reduce},
+    {"fuse_allreduce_mb", o.fuse_allreduce_mb},
     {"blas_threads", o.blas_threads},
   };
   if (o.builtin_model()) {
@@ -232,6 +326,8 @@ nlohmann::json to_json(const run_options& o) {
     config["save_program"] = o.save_program;
   if (!o.metrics.empty())
     config["metrics"] = o.metrics;
+  if (!o.dot.empty())
+    config["dot"] = o.dot;
   return config;
 }
 

@@ -26,16 +26,28 @@ struct run_options {
   bool normalize = false;
   std::string save_program; ///< directory; empty: do not save
   std::string metrics;      ///< JSON file; empty: do not write
-  std::string places = "cpu:1";
-  std::string executor = "reference";
-  int blas_threads = 1;
+  std::string executor = "actor"; ///< "actor" (parallel_executor) or "reference"
+  int places = 1;             ///< CPU places (data-parallel replicas); 1 with reference
+  int threads = 1;            ///< CAF scheduler workers of the actor executor; 1 with reference
+  std::string reduce = "allreduce"; ///< "allreduce" or "reduce" (build_strategy::reduce_mode)
+  double fuse_allreduce_mb = 0;     ///< all-reduce bucket size in MiB; 0: one per gradient
+  int blas_threads = 1;            ///< OpenBLAS threads per GEMM call
+  std::string dot; ///< file for the training SSA graph; empty: do not write
+
+  /// fuse_allreduce_mb in bytes (build_strategy::fuse_all_reduce_bytes).
+  std::int64_t fuse_allreduce_bytes() const {
+    return static_cast<std::int64_t>(fuse_allreduce_mb * 1024 * 1024);
+  }
 
   /// True when `model` names the built-in MLP rather than a program file.
   bool builtin_model() const { return model == "mlp"; }
+  bool actor() const { return executor == "actor"; }
 };
 
 /// Parses the command line. Prints the help text to `help_out` and returns nullopt for
 /// --help; throws pe::error naming the flag for anything unknown, malformed or inconsistent.
+/// The machine-dependent defaults are resolved here: the actor executor's places come from
+/// the environment's CPU_NUM or else the core count, its threads from the core count.
 std::optional<run_options> parse_options(int argc, const char* const* argv, std::ostream& help_out);
 
 /// The options as the metrics file's "config" object echoes them.

@@ -1,16 +1,16 @@
 #include "apps/trainer.hpp"
 
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <optional>
 #include <ostream>
 
-#include "actors/reference_executor.hpp"
 #include "apps/batcher.hpp"
 #include "apps/dataset.hpp"
+#include "apps/engine.hpp"
 #include "apps/metrics.hpp"
 #include "apps/model.hpp"
-#include "devices/cpu/blas.hpp"
 #include "devices/error.hpp"
 #include "graph/program_io.hpp"
 
@@ -44,12 +44,12 @@ feed_map feeds_of(const model_programs& m, const dataset& batch) {
 }
 
 /// Mean loss and accuracy over `test`, in batches of `batch_size`, weighted by batch rows.
-eval_result evaluate(reference_executor& executor, const model_programs& m, const dataset& test,
+eval_result evaluate(engine& executor, const model_programs& m, const dataset& test,
                      std::int64_t batch_size) {
   eval_result r;
   for (std::int64_t begin = 0; begin < test.size(); begin += batch_size) {
     auto batch = test.slice(begin, std::min(begin + batch_size, test.size()));
-    auto fetched = executor.run(feeds_of(m, batch), {m.loss, m.accuracy});
+    auto fetched = executor.test(feeds_of(m, batch), {m.loss, m.accuracy});
     auto rows = batch.size();
     r.loss += scalar(fetched[0], m.loss) * static_cast<double>(rows);
     r.accuracy += scalar(fetched[1], m.accuracy) * static_cast<double>(rows);
@@ -58,6 +58,28 @@ eval_result evaluate(reference_executor& executor, const model_programs& m, cons
   r.loss /= static_cast<double>(r.samples);
   r.accuracy /= static_cast<double>(r.samples);
   return r;
+}
+
+/// Writes the DOT text of the training graph to `path`.
+void write_dot(const engine& executor, const std::string& path) {
+  std::ofstream out(path);
+  out << executor.training_graph_dot();
+  if (!out.flush())
+    throw error("--dot " + path + ": cannot write the graph");
+}
+
+/// What runs where, with the defaults resolved: places, executor, threads, gradient strategy.
+void print_header(std::ostream& out, const run_options& o) {
+  out << "training " << o.model << " on cpu:" << o.places << " ("
+      << o.places << (o.places == 1 ? " CPU place" : " CPU places") << ") with the "
+      << o.executor << " executor";
+  if (o.actor()) {
+    out << ", " << o.threads << (o.threads == 1 ? " thread" : " threads") << ", " << o.reduce;
+    if (o.reduce == "allreduce" && o.fuse_allreduce_mb > 0)
+      out << " fused in " << o.fuse_allreduce_mb << " MiB buckets";
+  }
+  out << ", global batch " << o.batch_size << ", " << o.blas_threads << " BLAS thread"
+      << (o.blas_threads == 1 ? "" : "s") << '\n';
 }
 
 /// Every step up to 50 steps; beyond that every 10th, always the first and the last.
@@ -74,10 +96,11 @@ void print_step(std::ostream& out, const run_metrics::step_record& s, std::int64
   out << '\n';
 }
 
-void print_summary(std::ostream& out, const run_metrics& metrics,
+void print_summary(std::ostream& out, const run_options& o, const run_metrics& metrics,
                    const std::optional<eval_result>& eval) {
   const auto& steps = metrics.steps();
-  out << "trained " << steps.size() << " steps: loss " << std::setprecision(6)
+  out << "trained " << steps.size() << " steps on cpu:" << o.places << " (" << o.executor
+      << " executor): loss " << std::setprecision(6)
       << steps.front().loss << " -> " << steps.back().loss << ", " << std::fixed
       << std::setprecision(1) << metrics.samples_per_sec()
       << " samples/s (step 1 excluded as warm-up), wall " << std::setprecision(3)
@@ -89,10 +112,20 @@ void print_summary(std::ostream& out, const run_metrics& metrics,
         << " test samples\n";
 }
 
+/// The metrics file: the run's timeline, eval and config, plus the effective setup.
+nlohmann::json report(const run_options& o, const run_metrics& metrics,
+                      const std::optional<eval_result>& eval) {
+  auto json = metrics.to_json(to_json(o), eval);
+  json["places"] = o.places;
+  json["executor"] = o.executor;
+  json["threads"] = o.threads;
+  json["reduce"] = o.reduce;
+  return json;
+}
+
 } // namespace
 
 void run_training(const run_options& o, std::ostream& out) {
-  set_blas_threads(o.blas_threads);
   auto data = load_data(o.data, o.seed, o.normalize);
   if (o.eval && !data.test)
     throw error("--eval: " + o.data + " has no test set (t10k-images-idx3-ubyte and "
@@ -100,32 +133,29 @@ void run_training(const run_options& o, std::ostream& out) {
   auto model = prepare_model(o, data.train.width());
   if (!o.save_program.empty())
     save_programs(model, o.save_program);
-
-  scope vars;
-  reference_executor(model.startup, vars).run({}, {});
-  reference_executor train(model.main, vars);
-  std::optional<reference_executor> test;
-  if (o.eval)
-    test.emplace(model.test, vars);
+  auto executor = make_engine(o, model);
 
   batcher batches(data.train, o.batch_size, o.seed);
   auto steps = o.epochs ? *o.epochs * batches.batches_per_epoch() : o.steps;
+  print_header(out, o);
   run_metrics metrics;
   metrics.start();
   for (std::int64_t step = 1; step <= steps; ++step) {
     auto batch = batches.next();
-    auto loss = scalar(train.run(feeds_of(model, batch), {model.loss})[0], model.loss);
+    auto loss = scalar(executor->train(feeds_of(model, batch), {model.loss})[0], model.loss);
+    if (step == 1 && !o.dot.empty())
+      write_dot(*executor, o.dot); // timed with step 1, the warm-up
     const auto& record = metrics.record(loss, batch.size());
     if (should_print(step, steps))
       print_step(out, record, steps);
   }
 
   std::optional<eval_result> eval;
-  if (test)
-    eval = evaluate(*test, model, *data.test, o.batch_size);
-  print_summary(out, metrics, eval);
+  if (o.eval)
+    eval = evaluate(*executor, model, *data.test, o.batch_size);
+  print_summary(out, o, metrics, eval);
   if (!o.metrics.empty())
-    write_json(metrics.to_json(to_json(o), eval), o.metrics);
+    write_json(report(o, metrics, eval), o.metrics);
 }
 
 } // namespace pe

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <sys/wait.h>
 
@@ -30,10 +31,13 @@ struct run_result {
   std::string err;
 };
 
-/// Runs pe-actor-run with `args` (shell words), capturing its output in `dir`.
-run_result run(const std::string& args, const temp_dir& dir) {
+/// Runs pe-actor-run with `args` (shell words), capturing its output in `dir`. `env` is
+/// what `env` gets before the binary: variables to set (NAME=VALUE) or unset (-u NAME).
+/// CPU_NUM is unset unless `env` sets it, so that the runner's environment cannot leak in.
+run_result run(const std::string& args, const temp_dir& dir, const std::string& env = "") {
   auto out = dir.file("stdout"), err = dir.file("stderr");
-  auto command = std::string(PE_RUN_BINARY) + " " + args + " >" + out + " 2>" + err;
+  auto command = "env -u CPU_NUM " + env + " " + PE_RUN_BINARY + " " + args + " >" + out +
+                 " 2>" + err;
   int raw = std::system(command.c_str());
   return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(out), slurp(err)};
 }
@@ -56,6 +60,10 @@ double mean(const std::vector<double>& v, std::size_t begin, std::size_t end) {
   return sum / static_cast<double>(end - begin);
 }
 
+int cores() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 /// The loss of the last five steps is clearly below that of the first five.
 void expect_falling(const std::vector<double>& loss, double factor) {
   ASSERT_GE(loss.size(), 10u);
@@ -72,22 +80,27 @@ TEST(Cli, HelpListsEveryFlagAndExitsZero) {
   for (const char* flag :
        {"--model", "--startup", "--hidden", "--steps", "--epochs", "--batch-size", "--lr",
         "--optimizer", "--seed", "--data", "--eval", "--normalize", "--save-program",
-        "--metrics", "--places", "--executor", "--blas-threads"})
+        "--metrics", "--places", "--executor", "--blas-threads", "--threads", "--reduce",
+        "--fuse-allreduce-mb", "--dot"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
-  for (const char* fact : {"default: 0.1 for sgd", "warm-up", "idx:DIR", "cpu:1"})
+  for (const char* fact : {"default: 0.1 for sgd", "warm-up", "idx:DIR", "CPU_NUM",
+                           "OPENBLAS_NUM_THREADS", "CUDA build", "global mini-batch"})
     EXPECT_NE(r.out.find(fact), std::string::npos) << fact;
+  auto here = "cpu:" + std::to_string(cores()) + ");"; // "(here cpu:N);", possibly wrapped
+  EXPECT_NE(r.out.find(here), std::string::npos) << "the help names this machine's default";
 }
 
 struct bad_invocation {
   const char* args;
   const char* message; ///< part of the error line
+  const char* env = "";
 };
 
 class CliRejects : public ::testing::TestWithParam<bad_invocation> {};
 
 TEST_P(CliRejects, WithOneErrorLineAndStatusTwo) {
   temp_dir dir("cli_rejects");
-  auto r = run(GetParam().args, dir);
+  auto r = run(GetParam().args, dir, GetParam().env);
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(r.err.starts_with("pe-actor-run: error: ")) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -108,8 +121,18 @@ INSTANTIATE_TEST_SUITE_P(
     bad_invocation{"--data mnist", "mnist"},
     bad_invocation{"--normalize", "--normalize"},
     bad_invocation{"--steps 5 --epochs 1", "--steps and --epochs"},
-    bad_invocation{"--places cpu:2", "only cpu:1 is supported until the actor executor lands"},
-    bad_invocation{"--executor actor", "actor"},
+    bad_invocation{"--executor gpu", "unknown executor 'gpu'"},
+    bad_invocation{"--places gpu:0", "GPU places need the CUDA build"},
+    bad_invocation{"--places cpu:0", "--places: expected cpu:N"},
+    bad_invocation{"--places cpu:x", "--places: expected cpu:N"},
+    bad_invocation{"--places 2", "--places: expected cpu:N"},
+    bad_invocation{"--steps 1", "CPU_NUM=0", "CPU_NUM=0"},
+    bad_invocation{"--executor reference --places cpu:2", "--executor reference runs on one place"},
+    bad_invocation{"--executor reference --threads 2", "configure the actor executor"},
+    bad_invocation{"--executor reference --dot g.dot", "configure the actor executor"},
+    bad_invocation{"--threads 0", "--threads must be positive"},
+    bad_invocation{"--reduce sum", "--reduce"},
+    bad_invocation{"--fuse-allreduce-mb -1", "--fuse-allreduce-mb"},
     bad_invocation{"--blas-threads 0", "--blas-threads"},
     bad_invocation{"--startup s.pb", "--startup"},
     bad_invocation{"--model m.pb", "needs --startup"},
@@ -146,6 +169,94 @@ TEST(Cli, TrainsSyntheticDataAndWritesMetrics) {
   EXPECT_EQ(config.at("lr").get<double>(), 0.1);
   EXPECT_EQ(config.at("hidden"), nlohmann::json({256, 128}));
   expect_falling(losses(metrics), 0.9);
+
+  // Without CPU_NUM the actor executor takes one place and one thread per core.
+  EXPECT_EQ(metrics.at("executor").get<std::string>(), "actor");
+  EXPECT_EQ(metrics.at("places").get<int>(), cores());
+  EXPECT_EQ(metrics.at("threads").get<int>(), cores());
+  EXPECT_EQ(metrics.at("reduce").get<std::string>(), "allreduce");
+  auto header = "on cpu:" + std::to_string(cores()) + " (";
+  EXPECT_TRUE(r.out.starts_with("training mlp " + header)) << r.out;
+  EXPECT_NE(r.out.find(std::to_string(cores()) + (cores() == 1 ? " thread" : " threads")),
+            std::string::npos)
+    << r.out;
+  EXPECT_NE(r.out.find("trained 40 steps " + header), std::string::npos) << r.out;
+}
+
+/// The metrics of a run with `args` that must succeed.
+nlohmann::json train(const std::string& args, const temp_dir& dir, const std::string& env = "") {
+  auto metrics_path = dir.file("metrics.json");
+  auto r = run(args + " --metrics " + metrics_path, dir, env);
+  EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  return read_json(metrics_path);
+}
+
+TEST(Cli, TwoPlacesTrainTheGlobalBatchLikeTheReferenceExecutor) {
+  temp_dir dir("cli_two_places");
+  auto two = train("--places cpu:2 --steps 30 --eval", dir);
+  EXPECT_EQ(two.at("places").get<int>(), 2);
+  EXPECT_EQ(two.at("config").at("places").get<std::string>(), "cpu:2");
+  expect_falling(losses(two), 0.9);
+
+  auto again = train("--places cpu:2 --steps 30 --eval", dir);
+  EXPECT_EQ(losses(again), losses(two)) << "same seed, same places: the same losses";
+
+  // Two places of 32 rows each compute the gradient of the 64-row mean: the reference
+  // executor's steps, up to the order of float sums.
+  auto reference = train("--executor reference --steps 30 --eval", dir);
+  EXPECT_EQ(reference.at("executor").get<std::string>(), "reference");
+  EXPECT_EQ(reference.at("places").get<int>(), 1);
+  EXPECT_EQ(reference.at("threads").get<int>(), 1);
+  auto expected = losses(reference), actual = losses(two);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t i = 0; i < actual.size(); ++i)
+    EXPECT_NEAR(actual[i], expected[i], 1e-4 * expected[i]) << "step " << i + 1;
+  // The test executor shares the trained parameters of the two places.
+  auto reference_eval = reference.at("eval").at("loss").get<double>();
+  EXPECT_NEAR(two.at("eval").at("loss").get<double>(), reference_eval, 1e-4 * reference_eval);
+}
+
+TEST(Cli, ThreePlacesTrainInReduceMode) {
+  temp_dir dir("cli_reduce");
+  auto metrics = train("--places cpu:3 --reduce reduce --steps 30", dir);
+  EXPECT_EQ(metrics.at("places").get<int>(), 3);
+  EXPECT_EQ(metrics.at("reduce").get<std::string>(), "reduce");
+  expect_falling(losses(metrics), 0.9);
+}
+
+TEST(Cli, FusedAllReduceTrainsLikeUnfused) {
+  temp_dir dir("cli_fused");
+  // 0.01 MiB = 10485 bytes: the mlp's gradients fill several buckets.
+  auto fused = train("--places cpu:2 --fuse-allreduce-mb 0.01 --steps 20", dir);
+  EXPECT_EQ(fused.at("config").at("fuse_allreduce_mb").get<double>(), 0.01);
+  expect_falling(losses(fused), 0.9);
+  auto unfused = train("--places cpu:2 --steps 20", dir);
+  auto expected = losses(unfused), actual = losses(fused);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t i = 0; i < actual.size(); ++i)
+    EXPECT_NEAR(actual[i], expected[i], 1e-5 * expected[i]) << "step " << i + 1;
+}
+
+TEST(Cli, CpuNumSetsTheDefaultPlaces) {
+  temp_dir dir("cli_cpu_num");
+  auto three = train("--steps 2 --threads 1", dir, "CPU_NUM=3");
+  EXPECT_EQ(three.at("places").get<int>(), 3);
+  EXPECT_EQ(three.at("threads").get<int>(), 1);
+  auto explicit_places = train("--steps 2 --places cpu:1", dir, "CPU_NUM=3");
+  EXPECT_EQ(explicit_places.at("places").get<int>(), 1) << "--places wins over CPU_NUM";
+  auto reference = train("--steps 2 --executor reference", dir, "CPU_NUM=3");
+  EXPECT_EQ(reference.at("places").get<int>(), 1) << "reference runs on one place";
+}
+
+TEST(Cli, WritesTheSsaGraphAsDot) {
+  temp_dir dir("cli_dot");
+  auto dot = dir.file("graph.dot");
+  auto r = run("--places cpu:2 --steps 2 --hidden 8 --dot " + dot, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto text = slurp(dot);
+  EXPECT_TRUE(text.starts_with("digraph")) << text.substr(0, 100);
+  EXPECT_NE(text.find("all_reduce"), std::string::npos) << "two places combine gradients";
 }
 
 TEST(Cli, SavedProgramsLoadAndTrainAgain) {
@@ -162,10 +273,11 @@ TEST(Cli, SavedProgramsLoadAndTrainAgain) {
 
   auto metrics_path = dir.file("metrics.json");
   auto again = run("--model " + programs + "/main.pb --startup " + programs +
-                     "/startup.pb --steps 30 --eval --metrics " + metrics_path,
+                     "/startup.pb --places cpu:2 --steps 30 --eval --metrics " + metrics_path,
                    dir);
   ASSERT_EQ(again.status, 0) << again.err;
   auto metrics = read_json(metrics_path);
+  EXPECT_EQ(metrics.at("places").get<int>(), 2);
   expect_falling(losses(metrics), 0.9);
   EXPECT_EQ(metrics.at("config").at("startup").get<std::string>(), programs + "/startup.pb");
   EXPECT_TRUE(metrics.contains("eval"));

@@ -13,47 +13,18 @@
 #include "actors/scope.hpp"
 #include "graph/attributes.hpp"
 #include "graph/op_registry.hpp"
+#include "tests/support/op_test.hpp"
 #include "tests/support/grad_check.hpp"
 
 namespace {
 
 using pe::tensor;
-using slot_vars = std::vector<std::pair<std::string, std::string>>;
-using attr_list = std::vector<std::pair<std::string, pe::attribute>>;
-
-pe::proto::OpDesc make_op(const std::string& type, const slot_vars& inputs,
-                          const slot_vars& outputs, const attr_list& attrs = {}) {
-  pe::proto::OpDesc op;
-  op.set_type(type);
-  for (const auto& [slot, var] : inputs) pe::set_input(op, slot, {var});
-  for (const auto& [slot, var] : outputs) pe::set_output(op, slot, {var});
-  for (const auto& [name, value] : attrs) pe::set_attr(op, name, value);
-  return op;
-}
-
-void run(const pe::proto::OpDesc& op, pe::scope& vars) {
-  pe::bound_op(op, vars, pe::place::cpu(), 0).run();
-}
-
-/// The message of the pe::error running `op` throws ("" when it succeeds).
-std::string error_of(const pe::proto::OpDesc& op, pe::scope& vars) {
-  try {
-    run(op, vars);
-  } catch (const pe::error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-/// The outputs shape inference gives `op` over the declared `vars`.
-std::map<std::string, pe::var_info> infer(const pe::proto::OpDesc& op, const pe::var_table& vars) {
-  const pe::op_schema* schema = pe::op_registry::global().find(op.type());
-  EXPECT_NE(schema, nullptr) << op.type();
-  pe::attribute_map attrs = pe::resolve_attributes(op, *schema);
-  pe::shape_context ctx(op, attrs, vars, 0);
-  schema->infer_shape(ctx);
-  return {ctx.inferred().begin(), ctx.inferred().end()};
-}
+using pe::testing::attr_list;
+using pe::testing::error_of;
+using pe::testing::infer;
+using pe::testing::make_op;
+using pe::testing::slot_vars;
+using pe::testing::run_op;
 
 std::vector<float> values(const tensor& t) {
   auto v = t.values<float>();
@@ -69,7 +40,7 @@ TEST(SoftmaxWithCrossEntropy, MatchesHandComputedValues) {
   pe::scope vars;
   vars.var("x") = tensor::from_vector<float>({1, 2, 3, 1, 1, 1}, {2, 3});
   vars.var("y") = tensor::from_vector<std::int64_t>({2, 0}, {2, 1});
-  run(cross_entropy_op(), vars);
+  run_op(cross_entropy_op(), vars);
 
   // Row 0: softmax_j = e^j / (e + e^2 + e^3); loss = -log softmax_2 = log(1 + e^-1 + e^-2).
   const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
@@ -88,7 +59,7 @@ TEST(SoftmaxWithCrossEntropy, StaysFiniteForHugeLogits) {
   pe::scope vars;
   vars.var("x") = tensor::from_vector<float>({1000, 0}, {1, 2});
   vars.var("y") = tensor::from_vector<std::int64_t>({1}, {1, 1});
-  run(cross_entropy_op(), vars);
+  run_op(cross_entropy_op(), vars);
   EXPECT_NEAR(values(vars.get("loss"))[0], 1000.f, 1e-3);
   EXPECT_EQ(values(vars.get("sm")), (std::vector<float>{1.f, 0.f}));
 }
@@ -98,7 +69,7 @@ TEST(SoftmaxWithCrossEntropy, IgnoredRowsHaveZeroLossAndGradient) {
   vars.var("x") = tensor::from_vector<float>({1, 2, 3, 4, 0, 0}, {3, 2});
   vars.var("y") = tensor::from_vector<std::int64_t>({7, 0, 7}, {3, 1});
   auto op = cross_entropy_op({{"ignore_index", std::int32_t{7}}});
-  run(op, vars);
+  run_op(op, vars);
   auto loss = values(vars.get("loss"));
   EXPECT_EQ(loss[0], 0.f);
   EXPECT_NEAR(loss[1], std::log(1 + std::exp(1.0)), 1e-6); // -log(e^3 / (e^3 + e^4))
@@ -106,7 +77,7 @@ TEST(SoftmaxWithCrossEntropy, IgnoredRowsHaveZeroLossAndGradient) {
 
   vars.var("loss@GRAD") = tensor::from_vector<float>({2, 2, 2}, {3, 1});
   for (const auto& grad : pe::op_registry::global().find(op.type())->make_grad(op))
-    run(grad, vars);
+    run_op(grad, vars);
   auto g = values(vars.get("x@GRAD"));
   const double s0 = 1 / (1 + std::exp(1.0)); // softmax of row 1, class 0
   EXPECT_EQ(g[0], 0.f);
@@ -121,7 +92,7 @@ TEST(SoftmaxWithCrossEntropy, SoftLabelsWeighEveryClass) {
   pe::scope vars;
   vars.var("x") = tensor::from_vector<float>({0, std::log(3.f)}, {1, 2}); // softmax [1/4, 3/4]
   vars.var("y") = tensor::from_vector<float>({0.5f, 0.5f}, {1, 2});
-  run(cross_entropy_op({{"soft_label", true}}), vars);
+  run_op(cross_entropy_op({{"soft_label", true}}), vars);
   EXPECT_NEAR(values(vars.get("loss"))[0], -0.5 * std::log(0.25) - 0.5 * std::log(0.75), 1e-6);
 }
 
@@ -215,7 +186,7 @@ pe::proto::OpDesc top_k_op(std::int32_t k) {
 TEST(TopK, PicksLargestWithLowerIndexFirstOnTies) {
   pe::scope vars;
   vars.var("x") = tensor::from_vector<float>({1, 3, 3, 2, 5, 4, 5, 5}, {2, 4});
-  run(top_k_op(3), vars);
+  run_op(top_k_op(3), vars);
   ASSERT_EQ(vars.get("out").shape(), (pe::shape_t{2, 3}));
   EXPECT_EQ(values(vars.get("out")), (std::vector<float>{3, 3, 2, 5, 5, 5}));
   auto idx = vars.get("idx").values<std::int64_t>();
@@ -260,7 +231,7 @@ TEST(Accuracy, CountsRowsWhoseLabelIsAmongTopK) {
   vars.var("out") = tensor::zeros(pe::dtype::fp32, {3, 2});
   vars.var("idx") = tensor::from_vector<std::int64_t>({1, 2, 0, 3, 4, 1}, {3, 2});
   vars.var("y") = tensor::from_vector<std::int64_t>({2, 1, 1}, {3, 1});
-  run(accuracy_op(), vars);
+  run_op(accuracy_op(), vars);
   EXPECT_FLOAT_EQ(values(vars.get("acc"))[0], 2.f / 3.f);
   EXPECT_EQ(vars.get("correct").values<std::int32_t>()[0], 2);
   EXPECT_EQ(vars.get("total").values<std::int32_t>()[0], 3);
@@ -271,7 +242,7 @@ TEST(Accuracy, EmptyBatchCountsZero) {
   vars.var("out") = tensor::zeros(pe::dtype::fp32, {0, 1});
   vars.var("idx") = tensor::zeros(pe::dtype::int64, {0, 1});
   vars.var("y") = tensor::zeros(pe::dtype::int64, {0, 1});
-  run(accuracy_op(), vars);
+  run_op(accuracy_op(), vars);
   EXPECT_EQ(values(vars.get("acc"))[0], 0.f);
   EXPECT_EQ(vars.get("total").values<std::int32_t>()[0], 0);
 }

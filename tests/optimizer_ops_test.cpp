@@ -14,42 +14,16 @@
 #include "actors/scope.hpp"
 #include "graph/attributes.hpp"
 #include "graph/op_registry.hpp"
+#include "tests/support/op_test.hpp"
 
 namespace {
 
 using pe::tensor;
-using slot_vars = std::vector<std::pair<std::string, std::string>>;
-using attr_list = std::vector<std::pair<std::string, pe::attribute>>;
-
-pe::proto::OpDesc make_op(const std::string& type, const slot_vars& inputs,
-                          const slot_vars& outputs, const attr_list& attrs = {}) {
-  pe::proto::OpDesc op;
-  op.set_type(type);
-  for (const auto& [slot, var] : inputs) pe::set_input(op, slot, {var});
-  for (const auto& [slot, var] : outputs) pe::set_output(op, slot, {var});
-  for (const auto& [name, value] : attrs) pe::set_attr(op, name, value);
-  return op;
-}
-
-/// The message of the pe::error building or running `op` throws ("" when it succeeds).
-std::string error_of(const pe::proto::OpDesc& op, pe::scope& vars) {
-  try {
-    pe::bound_op(op, vars, pe::place::cpu(), 0).run();
-  } catch (const pe::error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-/// The outputs shape inference gives `op` over the declared `vars`.
-std::map<std::string, pe::var_info> infer(const pe::proto::OpDesc& op, const pe::var_table& vars) {
-  const pe::op_schema* schema = pe::op_registry::global().find(op.type());
-  EXPECT_NE(schema, nullptr) << op.type();
-  pe::attribute_map attrs = pe::resolve_attributes(op, *schema);
-  pe::shape_context ctx(op, attrs, vars, 0);
-  schema->infer_shape(ctx);
-  return {ctx.inferred().begin(), ctx.inferred().end()};
-}
+using pe::testing::attr_list;
+using pe::testing::error_of;
+using pe::testing::infer;
+using pe::testing::make_op;
+using pe::testing::slot_vars;
 
 std::vector<double> as_double(const tensor& t) {
   auto v = t.values<float>();

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/feed_check.hpp"
+#include "apps/options.hpp"
+#include "graph/models/mlp.hpp"
+
+namespace pe {
+
+/// The executors of one pe-actor-run session behind one interface, so that the training and
+/// evaluation loops are the same whichever executor --executor chose.
+class engine {
+ public:
+  virtual ~engine() = default;
+
+  /// One step of the main program on the global batch `feeds`; scalar fetches (the mean
+  /// loss) are global-batch values.
+  virtual std::vector<tensor> train(const feed_map& feeds,
+                                    const std::vector<std::string>& fetch_list) = 0;
+
+  /// One step of the test program, on the trained parameters. Needs options.eval.
+  virtual std::vector<tensor> test(const feed_map& feeds,
+                                   const std::vector<std::string>& fetch_list) = 0;
+
+  /// Graphviz DOT of the SSA graph the training steps run; valid after the first step.
+  /// Throws pe::error for an executor without one.
+  virtual std::string training_graph_dot() const = 0;
+};
+
+/// Initialises the parameters with the startup program and builds what `options` asks for:
+/// reference executors on one CPU place, or parallel executors over options.places CPU
+/// places with options.threads workers, options.reduce and options.fuse_allreduce_bytes();
+/// the test program's executor (with options.eval) shares the training executor's variables.
+/// Then sets options.blas_threads OpenBLAS threads, overriding the parallel executor's 1.
+/// `model` must outlive the engine. Throws pe::error for a program an executor rejects.
+std::unique_ptr<engine> make_engine(const run_options& options, const model_programs& model);
+
+} // namespace pe

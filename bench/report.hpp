@@ -1,0 +1,57 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+namespace pe::bench {
+
+/// A quantity read from Google Benchmark's counters and printed in `unit` after
+/// multiplying by `factor` (the counter seconds/op printed as ns/op: factor 1e9).
+struct metric {
+  std::string counter;
+  std::string unit;
+  double factor = 1;
+};
+
+/// One row of the results table: benchmark `measured` against benchmark `baseline`, both
+/// run by this process, so the ratio compares numbers taken on the same machine at the
+/// same time. Names are those given to benchmark::RegisterBenchmark.
+struct comparison {
+  std::string benchmark;
+  std::string configuration;
+  std::string measured;
+  std::string baseline;
+  std::string baseline_label; ///< what the baseline is, printed next to its value
+  metric what;
+};
+
+/// Google Benchmark's console report, written to stderr so that stdout carries only the
+/// results table, remembering every run's counters for the table.
+class collecting_reporter : public benchmark::ConsoleReporter {
+ public:
+  collecting_reporter();
+
+  void ReportRuns(const std::vector<Run>& runs) override;
+
+  /// The median over repetitions of `counter` for benchmark `name`; nullopt when it did not
+  /// run (filtered out, or failed).
+  std::optional<double> find(const std::string& name, const std::string& counter) const;
+
+ private:
+  // benchmark name -> counter -> one value per repetition
+  std::map<std::string, std::map<std::string, std::vector<double>>> samples_;
+};
+
+/// Prints the markdown table `| benchmark | configuration | value | baseline | ratio |` to
+/// stdout, ratio = value / baseline; rows whose benchmarks did not both run are left out.
+void print_table(const collecting_reporter& results, const std::vector<comparison>& rows);
+
+/// Runs every registered benchmark (after benchmark::Initialize), prints the table of
+/// `rows` and shuts Google Benchmark down.
+void run_and_report(const std::vector<comparison>& rows);
+
+} // namespace pe::bench

@@ -1,0 +1,111 @@
+// Training throughput (samples/s) of the default MLP (784-256-128-10, SGD): the actor
+// executor on 1 and N places at the same batch per place (global batch b and b * N), and the
+// actor executor against the reference executor on one place. Every step feeds the same
+// random batch and fetches the loss. The actor executor runs one CAF worker per core (its
+// default) and, like the reference executor, one BLAS thread per GEMM.
+//
+// Usage: training_bench [--places=N] [--benchmark_* flags]   (N defaults to 2)
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "actors/parallel_executor.hpp"
+#include "actors/reference_executor.hpp"
+#include "bench/report.hpp"
+#include "graph/models/mlp.hpp"
+
+namespace {
+
+using namespace pe;
+
+const mlp_config config; // the defaults: 784-256-128-10, SGD
+
+/// `rows` samples of uniform [-1, 1) features with uniformly random labels.
+feed_map random_batch(const model_programs& m, std::int64_t rows) {
+  std::mt19937 generator(7);
+  tensor image(dtype::fp32, {rows, config.input_width});
+  std::uniform_real_distribution<float> feature(-1.f, 1.f);
+  for (float& x : image.values<float>()) x = feature(generator);
+  tensor label(dtype::int64, {rows, 1});
+  std::uniform_int_distribution<std::int64_t> category(0, config.classes - 1);
+  for (std::int64_t& y : label.values<std::int64_t>()) y = category(generator);
+  return {{m.image, image}, {m.label, label}};
+}
+
+void reference(benchmark::State& state, std::int64_t batch) {
+  const model_programs m = build_mlp(config);
+  const feed_map feeds = random_batch(m, batch);
+  scope vars;
+  reference_executor(m.startup, vars).run({}, {});
+  reference_executor exe(m.main, vars);
+  exe.run(feeds, {m.loss});
+  for (auto _ : state) exe.run(feeds, {m.loss});
+  state.SetItemsProcessed(state.iterations() * batch);
+}
+
+void actor(benchmark::State& state, int places, std::int64_t batch) {
+  const model_programs m = build_mlp(config);
+  const feed_map feeds = random_batch(m, batch);
+  std::vector<place> where;
+  for (int p = 0; p < places; ++p) where.push_back(place::cpu(p));
+  parallel_executor exe(where, m.startup, m.main);
+  exe.run(feeds, {m.loss}); // the first run builds the graph and spawns the actors
+  for (auto _ : state) exe.run(feeds, {m.loss});
+  state.SetItemsProcessed(state.iterations() * batch);
+}
+
+/// The value of --places=N, removed from argv; 2 when absent.
+int take_places(int& argc, char** argv) {
+  constexpr std::string_view flag = "--places=";
+  int places = 2;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg.starts_with(flag)) places = std::atoi(arg.substr(flag.size()).data());
+    else argv[kept++] = argv[i];
+  }
+  argc = kept;
+  return places;
+}
+
+std::string name_of(int places, std::int64_t batch) {
+  return "train/actor/places:" + std::to_string(places) + "/batch:" + std::to_string(batch);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  const int places = take_places(argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (places < 2) {
+    std::cerr << "training_bench: --places must be at least 2\n";
+    return 1;
+  }
+
+  const bench::metric throughput{"items_per_second", "samples/s", 1};
+  const std::string n = std::to_string(places);
+  std::vector<bench::comparison> rows;
+  for (std::int64_t batch : {64, 256}) {
+    const std::string b = std::to_string(batch), global = std::to_string(batch * places);
+    const std::string reference_name = "train/reference/batch:" + b;
+    benchmark::RegisterBenchmark(reference_name.c_str(), reference, batch)->UseRealTime();
+    for (int p : {1, places}) {
+      const std::int64_t total = batch * p;
+      benchmark::RegisterBenchmark(name_of(p, total).c_str(), actor, p, total)->UseRealTime();
+    }
+    rows.push_back({"training throughput (mlp 784-256-128-10, sgd)",
+                    "actor executor, " + n + " places vs 1, batch " + b + " per place (global " +
+                        global + " vs " + b + ")",
+                    name_of(places, batch * places), name_of(1, batch),
+                    "actor executor, 1 place", throughput});
+    rows.push_back({"training throughput (mlp 784-256-128-10, sgd)",
+                    "actor vs reference executor, 1 place, batch " + b, name_of(1, batch),
+                    reference_name, "reference executor", throughput});
+  }
+  bench::run_and_report(rows);
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds the benchmarks (Release) and runs them all, then prints the machine and ONE markdown
+# table of every result against its baseline measured in the same run, ready for the README.
+# Each benchmark's own Google Benchmark report goes to <build-dir>/bench/<name>.log.
+# Usage: scripts/bench.sh [build-dir]      (default: build-bench)
+#        PLACES=N scripts/bench.sh         (places of the training benchmark, default 2)
+#        BENCH_FLAGS="--benchmark_..." scripts/bench.sh   (Google Benchmark flags for every
+#        benchmark; default: the median of 3 repetitions of at least 0.2 s each)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-bench}
+places=${PLACES:-2}
+read -r -a flags <<<"${BENCH_FLAGS:---benchmark_repetitions=3 --benchmark_min_time=0.2}"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
+cmake --build "$build" -j2 --target benchmarks >&2
+
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+rows=""
+for source in bench/*_bench.cpp; do
+  name=$(basename "$source" .cpp)
+  args=("${flags[@]}")
+  if [[ $name == training_bench ]]; then args+=(--places="$places"); fi
+  log="$build/bench/$name.log"
+  echo "running $name (report: $log)" >&2
+  table=$("$build/bench/$name" "${args[@]}" 2>"$log") || { cat "$log" >&2; exit 1; }
+  rows+=$(tail -n +3 <<<"$table")$'\n' # without the table header
+done
+
+cpu=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+echo "Machine: $(nproc) cores, ${cpu:-unknown CPU}; load average before the run: $load"
+echo
+echo "| benchmark | configuration | value | baseline | ratio |"
+echo "|---|---|---|---|---|"
+printf '%s' "$rows"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds with a sanitizer and runs the tests that exercise concurrency and memory:
+# the actor executor, the collectives, the reference executor and the CLI.
+# Usage: scripts/sanitize.sh thread|address
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:?usage: scripts/sanitize.sh thread|address}
+build=build-${kind}san
+scripts/install_deps.sh
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPE_SANITIZE="$kind"
+cmake --build "$build" -j2 --target parallel_executor_test cpu_collective_test \
+  reference_executor_test ssa_graph_test
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
+export ASAN_OPTIONS="detect_leaks=1 halt_on_error=1"
+for t in parallel_executor_test cpu_collective_test reference_executor_test ssa_graph_test; do
+  echo "== $t under ${kind} sanitizer"
+  "$build/tests/$t" --gtest_brief=1
+done

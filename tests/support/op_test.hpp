@@ -1,0 +1,32 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actors/scope.hpp"
+#include "devices/attribute.hpp"
+#include "graph/op_registry.hpp"
+#include "graph/proto.hpp"
+
+namespace pe::testing {
+
+/// (slot, variable) bindings and (name, value) attributes of a hand-built op.
+using slot_vars = std::vector<std::pair<std::string, std::string>>;
+using attr_list = std::vector<std::pair<std::string, attribute>>;
+
+/// An OpDesc binding one variable per listed slot.
+proto::OpDesc make_op(const std::string& type, const slot_vars& inputs,
+                      const slot_vars& outputs, const attr_list& attrs = {});
+
+/// Binds `op` to `vars` on cpu:0 and runs its kernel; throws what the kernel throws.
+void run_op(const proto::OpDesc& op, scope& vars);
+
+/// The message of the pe::error that binding or running `op` throws ("" when it succeeds).
+std::string error_of(const proto::OpDesc& op, scope& vars);
+
+/// The outputs shape inference gives `op` over the declared `vars`, by name.
+std::map<std::string, var_info> infer(const proto::OpDesc& op, const var_table& vars = {});
+
+} // namespace pe::testing
