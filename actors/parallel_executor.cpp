@@ -9,6 +9,7 @@
 
 #include "actors/reference_executor.hpp"
 #include "actors/step_graph.hpp"
+#include "actors/trace.hpp"
 #include "devices/cpu/blas.hpp"
 #include "graph/attributes.hpp"
 #include "graph/op_role.hpp"
@@ -102,6 +103,7 @@ struct executor_state {
   std::vector<std::int64_t> rows;    // of the last run, per place
   std::atomic<int> remaining{0};
   std::uint64_t step = 0;
+  trace_recorder* trace = nullptr; // set between steps
 
   std::mutex mutex;
   std::condition_variable changed;
@@ -126,6 +128,7 @@ struct node_actor_state {
   int arrived = 0;
   bool poisoned = false;
   std::size_t chunks_left = 0;
+  std::int64_t fired_at = 0; // trace clock, when tracing this step
 };
 
 } // namespace
@@ -135,6 +138,9 @@ static caf::behavior node_actor(caf::stateful_actor<node_actor_state>* self,
                                 executor_state* st, int id) {
   auto finish = [self, st, id](std::uint64_t step, bool ok) {
     step_node& n = st->graph->nodes()[static_cast<std::size_t>(id)];
+    // The span ends before the readers are told, so a reader's span starts after it.
+    if (trace_recorder* t = st->trace; t != nullptr && t->wants(step))
+      t->record(step, id, self->state.fired_at, t->now_ns());
     st->graph->release(n);
     for (int succ : n.successors)
       self->send(st->actors[static_cast<std::size_t>(succ)], ready_atom::value, step, ok);
@@ -142,6 +148,8 @@ static caf::behavior node_actor(caf::stateful_actor<node_actor_state>* self,
   };
   auto fire = [self, st, id, finish](std::uint64_t step) {
     step_node& n = st->graph->nodes()[static_cast<std::size_t>(id)];
+    if (trace_recorder* t = st->trace; t != nullptr && t->wants(step))
+      self->state.fired_at = t->now_ns();
     if (st->in.cancelled.load()) {
       st->in.fail("step " + std::to_string(step) + " cancelled: the executor is being destroyed");
       self->state.poisoned = true;
@@ -168,14 +176,14 @@ static caf::behavior node_actor(caf::stateful_actor<node_actor_state>* self,
   };
   auto arrive = [self, st, id, fire](std::uint64_t step, bool ok) {
     auto& s = self->state;
-    if (s.step != step) s = node_actor_state{step, 0, false, 0};
+    if (s.step != step) s = node_actor_state{step, 0, false, 0, 0};
     ++s.arrived;
     s.poisoned = s.poisoned || !ok;
     if (s.arrived == st->graph->nodes()[static_cast<std::size_t>(id)].dependencies) fire(step);
   };
   return {
       [self, fire](start_atom, std::uint64_t step) {
-        self->state = node_actor_state{step, 0, false, 0};
+        self->state = node_actor_state{step, 0, false, 0, 0};
         fire(step);
       },
       [arrive](ready_atom, std::uint64_t step, bool ok) { arrive(step, ok); },
@@ -239,6 +247,22 @@ int parallel_executor::num_threads() const {
 
 const scope& parallel_executor::place_scope(int p) const {
   return *runtime_->scopes.at(static_cast<std::size_t>(p));
+}
+
+void parallel_executor::trace(trace_recorder* recorder) {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  if (state_->active_runs > 0) throw error("parallel_executor::trace: a step is running");
+  state_->trace = recorder;
+}
+
+std::vector<std::string> parallel_executor::place_names() const {
+  std::vector<std::string> names;
+  for (const auto& p : runtime_->places) names.push_back(to_string(p));
+  return names;
+}
+
+const proto::ProgramDesc& parallel_executor::program() const {
+  return state_->main;
 }
 
 const ssa_graph& parallel_executor::graph() const {

@@ -13,6 +13,7 @@ namespace pe {
 
 struct executor_runtime;
 struct executor_state;
+class trace_recorder;
 
 /// How the op actors are scheduled.
 struct execution_strategy {
@@ -70,6 +71,17 @@ class parallel_executor {
   int num_places() const;
   int num_threads() const;
   const scope& place_scope(int p) const;
+
+  /// Records the firings of later steps into `recorder` (nullptr: stop recording). The
+  /// recorder must outlive the steps it records; call between steps. Off, tracing costs one
+  /// branch per firing.
+  void trace(trace_recorder* recorder);
+
+  /// "cpu:0", "cpu:1", ...: the places' names as traces and errors print them.
+  std::vector<std::string> place_names() const;
+
+  /// The main program this executor runs.
+  const proto::ProgramDesc& program() const;
 
   /// The SSA graph of the last run (built for its fetch list); throws before the first run.
   const ssa_graph& graph() const;

@@ -80,27 +80,6 @@ cpu_collective step_node::collective() {
 
 namespace {
 
-std::string describe(const op_handle& h, const proto::BlockDesc& block,
-                     const std::vector<place>& places) {
-  auto on = [&](int p) { return " on " + to_string(places[static_cast<std::size_t>(p)]); };
-  auto joined = [&] {
-    std::string s;
-    for (const auto& v : h.vars) s += (s.empty() ? "" : ", ") + v;
-    return s;
-  };
-  switch (h.what) {
-    case op_handle::kind::computation:
-      return "op #" + std::to_string(h.op_index) + " (" + block.ops(h.op_index).type() + ")" +
-             on(h.place);
-    case op_handle::kind::scale_loss_grad: return "scale_loss_grad" + on(h.place);
-    case op_handle::kind::all_reduce: return "all_reduce(" + joined() + ")";
-    case op_handle::kind::reduce: return "reduce(" + joined() + ") to" + on(h.place);
-    case op_handle::kind::broadcast: return "broadcast(" + joined() + ") from" + on(h.place);
-    case op_handle::kind::fetch: return "fetch '" + joined() + "'" + on(h.place);
-  }
-  return "?";
-}
-
 /// fill_constant's shape attribute (LONGS, or INTS in Paddle 1.x programs).
 shape_t fill_shape(const proto::OpDesc& fill) {
   const auto* a = find_attr(fill, "shape");
@@ -117,6 +96,8 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
                        const std::vector<place>& places)
     : graph_(std::move(graph)) {
   const proto::BlockDesc& block = main.blocks(0);
+  std::vector<std::string> place_names;
+  for (const auto& p : places) place_names.push_back(to_string(p));
   std::set<std::string, std::less<>> persistable;
   for (const auto& v : block.vars())
     if (v.persistable() || v.type().type() != proto::VarType::LOD_TENSOR) persistable.insert(v.name());
@@ -129,7 +110,7 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
     n.what = h.what;
     n.place = h.place;
     n.root_ = h.place;
-    n.label = describe(h, block, places);
+    n.label = describe(h, main, place_names);
     auto slot = [&](int p, const std::string& name) {
       return &scopes[static_cast<std::size_t>(p)]->var(name);
     };

@@ -300,19 +300,43 @@ const char* kind_name(op_handle::kind kind) {
 }
 
 std::string op_label(const op_handle& op, const proto::ProgramDesc& main) {
-  std::string label = op.what == op_handle::kind::computation ? main.blocks(0).ops(op.op_index).type()
-                                                              : kind_name(op.what);
+  std::string label = op_type_name(op, main);
   for (const auto& v : op.vars) label += " " + v;
   if (op.place >= 0) label += "\\n" + std::to_string(op.place);
   return label;
 }
 
 std::string var_label(const var_handle& var) {
-  return (var.dummy ? std::string("dummy") : var.name + "@" + std::to_string(var.version)) + ":" +
-         std::to_string(var.place);
+  return version_name(var) + ":" + std::to_string(var.place);
 }
 
 } // namespace
+
+std::string op_type_name(const op_handle& op, const proto::ProgramDesc& main) {
+  return op.what == op_handle::kind::computation ? main.blocks(0).ops(op.op_index).type()
+                                                 : kind_name(op.what);
+}
+
+std::string version_name(const var_handle& var) {
+  return var.dummy ? std::string("dummy") : var.name + "@" + std::to_string(var.version);
+}
+
+std::string describe(const op_handle& op, const proto::ProgramDesc& main,
+                     const std::vector<std::string>& place_names) {
+  auto on = [&](int p) { return " on " + place_names.at(static_cast<std::size_t>(p)); };
+  std::string vars;
+  for (const auto& v : op.vars) vars += (vars.empty() ? "" : ", ") + v;
+  switch (op.what) {
+    case op_handle::kind::computation:
+      return "op #" + std::to_string(op.op_index) + " (" + op_type_name(op, main) + ")" + on(op.place);
+    case op_handle::kind::scale_loss_grad: return "scale_loss_grad" + on(op.place);
+    case op_handle::kind::all_reduce: return "all_reduce(" + vars + ")";
+    case op_handle::kind::reduce: return "reduce(" + vars + ") to" + on(op.place).substr(3);
+    case op_handle::kind::broadcast: return "broadcast(" + vars + ") from" + on(op.place).substr(3);
+    case op_handle::kind::fetch: return "fetch '" + vars + "'" + on(op.place);
+  }
+  return "?";
+}
 
 ssa_graph build_ssa_graph(const proto::ProgramDesc& main, int num_places,
                           const build_strategy& strategy,

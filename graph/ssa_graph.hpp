@@ -84,6 +84,17 @@ ssa_graph build_ssa_graph(const proto::ProgramDesc& main, int num_places,
                           const build_strategy& strategy,
                           const std::vector<std::string>& fetch_list);
 
+/// The op's type ("mul") or, for the engine's own ops, its kind ("all_reduce", "fetch").
+std::string op_type_name(const op_handle& op, const proto::ProgramDesc& main);
+
+/// What users read in errors and traces: "op #3 (mul) on cpu:1", "all_reduce(w@GRAD)",
+/// "reduce(w@GRAD) to cpu:0", "broadcast(w) from cpu:0", "fetch 'loss' on cpu:1".
+std::string describe(const op_handle& op, const proto::ProgramDesc& main,
+                     const std::vector<std::string>& place_names);
+
+/// "name@version", or "dummy" for a dummy variable.
+std::string version_name(const var_handle& var);
+
 /// Graphviz DOT of the graph: op nodes (boxes, labelled with type and place), var nodes
 /// (ellipses, name@version:place; dummies dashed), edges in both directions.
 std::string to_dot(const ssa_graph& graph, const proto::ProgramDesc& main);

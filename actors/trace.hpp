@@ -1,0 +1,66 @@
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "graph/ssa_graph.hpp"
+
+namespace pe {
+
+/// One op firing as the tracer saw it: from the moment its last input message had arrived
+/// to the moment before it messaged the readers of its outputs.
+struct trace_event {
+  std::uint64_t step = 0;
+  int op = 0;              ///< op handle id in the SSA graph
+  int thread = 0;          ///< recording thread, numbered in order of first record
+  std::int64_t start_ns = 0; ///< steady clock, relative to the recorder's creation
+  std::int64_t end_ns = 0;
+};
+
+/// What recorded events refer to: op ids index `graph.ops`; places are named as users see them.
+struct trace_source {
+  const ssa_graph& graph;
+  const proto::ProgramDesc& main;
+  std::vector<std::string> place_names;
+};
+
+/// Records op firings of selected steps. Each thread appends to a buffer of its own, so the
+/// hot path takes no lock (only a thread's first record registers its buffer). Read the
+/// events only while no step runs.
+class trace_recorder {
+ public:
+  static constexpr std::uint64_t all_steps = std::numeric_limits<std::uint64_t>::max();
+
+  /// Records steps first..last (inclusive, counted from 1 per executor).
+  explicit trace_recorder(std::uint64_t first_step = 1, std::uint64_t last_step = all_steps);
+  ~trace_recorder();
+  trace_recorder(const trace_recorder&) = delete;
+  trace_recorder& operator=(const trace_recorder&) = delete;
+
+  bool wants(std::uint64_t step) const { return step >= first_ && step <= last_; }
+
+  /// Nanoseconds since this recorder was created (steady clock).
+  std::int64_t now_ns() const;
+
+  void record(std::uint64_t step, int op, std::int64_t start_ns, std::int64_t end_ns);
+
+  /// Every event recorded so far, ordered by start time.
+  std::vector<trace_event> events() const;
+
+ private:
+  struct thread_buffer;
+
+  thread_buffer& local_buffer();
+
+  std::uint64_t id_; // tells this recorder's thread-local cache entries from another's
+  std::uint64_t first_, last_;
+  std::int64_t origin_ns_;
+  mutable std::mutex registry_mutex_;
+  std::vector<std::unique_ptr<thread_buffer>> buffers_;
+};
+
+} // namespace pe
