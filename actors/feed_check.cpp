@@ -7,6 +7,11 @@ feed_check::feed_check(const proto::ProgramDesc& program, const var_table& decla
     std::string name = input.name;
     data_vars_.emplace(name, data_var{declared.at(name), std::move(input)});
   }
+  for (const auto& op : program.blocks(0).ops())
+    if (op.type() != "feed")
+      for (const auto& slot : op.outputs())
+        for (const auto& name : slot.arguments())
+          if (data_vars_.contains(name)) written_.insert(name);
 }
 
 void feed_check::check(const feed_map& feeds) const {

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <map>
+#include <set>
+#include <string_view>
 #include <string>
 
 #include "devices/tensor.hpp"
@@ -22,12 +24,17 @@ class feed_check {
   /// shape other than declared (-1 matches any size).
   void check(const feed_map& feeds) const;
 
+  /// Whether some op writes the fed variable `name` (an in-place update): such a feed must be
+  /// copied, or the step would write into the caller's tensor.
+  bool written(std::string_view name) const { return written_.contains(name); }
+
  private:
   struct data_var {
     var_info info;
     data_input input;
   };
   std::map<std::string, data_var, std::less<>> data_vars_;
+  std::set<std::string, std::less<>> written_;
 };
 
 } // namespace pe

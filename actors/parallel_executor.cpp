@@ -343,7 +343,10 @@ std::vector<std::vector<tensor>> parallel_executor::run_per_place(
   for (std::int64_t p = 0; p < places; ++p) {
     scope& s = *rt.scopes[static_cast<std::size_t>(p)];
     std::int64_t n = st.rows[static_cast<std::size_t>(p)];
-    for (const auto& [name, value] : data) s.var(name) = value.slice(offset, offset + n);
+    for (const auto& [name, value] : data) {
+      tensor rows = value.slice(offset, offset + n);
+      s.var(name) = st.feeds.written(name) ? rows.clone() : rows;
+    }
     if (loss_grad.initialized()) s.var(st.loss_grad) = loss_grad.clone();
     offset += n;
   }

@@ -30,7 +30,9 @@ struct execution_strategy {
 /// collective actors (all-reduce, or reduce + broadcast) according to the build strategy.
 ///
 /// Feeds are split along dim 0 across places as evenly as possible (the first
-/// batch % places places get one more row; a place may get none). With
+/// batch % places places get one more row; a place may get none). Places read their rows of
+/// the caller's tensors in place; feeds some op updates in place are copied first, so the
+/// caller's tensors are never modified. With
 /// gradient_scale::coeff_num_device the loss gradient on place p is rows_p / batch, so the
 /// summed update equals the one for the global-batch mean, also for uneven splits.
 ///

@@ -16,7 +16,8 @@ reference_executor::reference_executor(const proto::ProgramDesc& program, scope&
 std::vector<tensor> reference_executor::run(const feed_map& feeds,
                                             const std::vector<std::string>& fetch_list) {
   feeds_.check(feeds);
-  for (const auto& [name, value] : feeds) vars_.var(name) = value;
+  for (const auto& [name, value] : feeds)
+    vars_.var(name) = feeds_.written(name) ? value.clone() : value;
   for (auto& op : ops_) op.run();
   std::vector<tensor> results;
   results.reserve(fetch_list.size());

@@ -15,7 +15,8 @@ namespace pe {
 ///
 /// Data variables (non-persistable tensors read before any op writes them, and the outputs
 /// of a program's own feed ops) must be fed on every run; feeds are checked against their
-/// declared dtype and dims and placed in the scope under their names, sharing storage.
+/// declared dtype and dims and placed in the scope under their names, sharing storage
+/// unless an op writes them (then copied: the caller's tensors are never modified).
 /// Fetches are deep copies taken after the last op. The program's feed and fetch ops do
 /// nothing themselves: feeds and fetch targets are given by name.
 class reference_executor {

@@ -7,6 +7,7 @@
 
 #include "actors/bound_op.hpp"
 #include "actors/parallel_executor.hpp"
+#include "actors/trace.hpp"
 #include "actors/reference_executor.hpp"
 #include "bench/report.hpp"
 #include "graph/builder.hpp"
@@ -68,10 +69,24 @@ void reference(benchmark::State& state, const programs& p) {
   count_ops(state);
 }
 
-void actor(benchmark::State& state, const programs& p, int threads) {
+/// The actor executor; with `traced`, every firing is recorded (the recorder's buffers are
+/// dropped every 100 steps so memory stays bounded).
+void actor(benchmark::State& state, const programs& p, int threads, bool traced) {
   parallel_executor exe({place::cpu()}, p.startup, p.main, {}, {threads});
   exe.run({}, {}); // the first run builds the graph and spawns the actors
-  for (auto _ : state) exe.run({}, {});
+  auto recorder = std::make_unique<trace_recorder>();
+  if (traced) exe.trace(recorder.get());
+  int steps = 0;
+  for (auto _ : state) {
+    exe.run({}, {});
+    if (traced && ++steps % 100 == 0) {
+      state.PauseTiming();
+      recorder = std::make_unique<trace_recorder>();
+      exe.trace(recorder.get());
+      state.ResumeTiming();
+    }
+  }
+  exe.trace(nullptr);
   count_ops(state);
 }
 
@@ -96,11 +111,15 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(reference_name.c_str(), reference, c.program)->UseRealTime();
     for (int threads : {1, 2}) {
       const std::string name = c.name + "/actor/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), actor, c.program, threads)->UseRealTime();
-      rows.push_back({"executor overhead",
-                      c.description + ", actor executor, 1 place, " + std::to_string(threads) +
-                          (threads == 1 ? " thread" : " threads"),
-                      name, direct, "direct bound_op::run loop", op_time});
+      const std::string setup = c.description + ", actor executor, 1 place, " +
+                                std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+      benchmark::RegisterBenchmark(name.c_str(), actor, c.program, threads, false)->UseRealTime();
+      rows.push_back({"executor overhead", setup, name, direct, "direct bound_op::run loop", op_time});
+      // Tracing on against tracing off, both measured here.
+      const std::string traced = name + "/traced";
+      benchmark::RegisterBenchmark(traced.c_str(), actor, c.program, threads, true)->UseRealTime();
+      rows.push_back({"executor overhead", setup + ", tracing on", traced, name, "tracing off",
+                      op_time});
     }
     rows.push_back({"executor overhead", c.description + ", reference executor", reference_name,
                     direct, "direct bound_op::run loop", op_time});

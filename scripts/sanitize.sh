@@ -11,14 +11,14 @@ build=build-${kind}san
 scripts/install_deps.sh
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPE_SANITIZE="$kind"
 cmake --build "$build" -j2 --target parallel_executor_test cpu_collective_test \
-  reference_executor_test ssa_graph_test
+  reference_executor_test ssa_graph_test hazard_test trace_test
 if [[ "$kind" == thread ]]; then
   scripts/build_caf_tsan.sh build-caf-tsan
   export LD_LIBRARY_PATH="$PWD/build-caf-tsan/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 export ASAN_OPTIONS="detect_leaks=1 halt_on_error=1"
-for t in parallel_executor_test cpu_collective_test reference_executor_test ssa_graph_test; do
+for t in parallel_executor_test cpu_collective_test reference_executor_test ssa_graph_test hazard_test trace_test; do
   echo "== $t under ${kind} sanitizer"
   "$build/tests/$t" --gtest_brief=1
 done
