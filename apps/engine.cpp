@@ -40,7 +40,15 @@ class reference_engine final : public engine {
     throw error("the reference executor runs the program as it is; it builds no SSA graph");
   }
 
+  void trace(trace_recorder*) override { throw no_actors(); }
+
+  trace_source training_trace_source() const override { throw no_actors(); }
+
  private:
+  static error no_actors() {
+    return error("the reference executor runs no actors; only --executor actor is traced");
+  }
+
   scope vars_; // declared before the executors bound to it
   reference_executor train_;
   std::optional<reference_executor> test_;
@@ -82,6 +90,12 @@ class actor_engine final : public engine {
   }
 
   std::string training_graph_dot() const override { return to_dot(train_.graph(), main_); }
+
+  void trace(trace_recorder* recorder) override { train_.trace(recorder); }
+
+  trace_source training_trace_source() const override {
+    return {train_.graph(), train_.program(), train_.place_names()};
+  }
 
  private:
   const proto::ProgramDesc& main_;

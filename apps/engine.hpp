@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "actors/feed_check.hpp"
+#include "actors/trace.hpp"
 #include "apps/options.hpp"
 #include "graph/models/mlp.hpp"
 
@@ -28,6 +29,14 @@ class engine {
   /// Graphviz DOT of the SSA graph the training steps run; valid after the first step.
   /// Throws pe::error for an executor without one.
   virtual std::string training_graph_dot() const = 0;
+
+  /// Records the op firings of the later training steps into `recorder` (nullptr: stop);
+  /// call between steps. Throws pe::error for an executor without actors.
+  virtual void trace(trace_recorder* recorder) = 0;
+
+  /// What recorded training firings refer to (graph, program, place names); valid after
+  /// the first step. Throws pe::error for an executor without actors.
+  virtual trace_source training_trace_source() const = 0;
 };
 
 /// Initialises the parameters with the startup program and builds what `options` asks for:

@@ -8,9 +8,7 @@
 int main(int argc, char** argv) {
   try {
     auto options = pe::parse_options(argc, argv, std::cout);
-    if (options)
-      pe::run_training(*options, std::cout);
-    return 0;
+    return options ? pe::run_training(*options, std::cout) : 0;
   } catch (const std::exception& e) {
     std::cout.flush();
     std::cerr << "pe-actor-run: error: " << e.what() << '\n';

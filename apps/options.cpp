@@ -7,6 +7,8 @@
 #include <ostream>
 #include <string_view>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include <boost/program_options.hpp>
 
@@ -82,6 +84,26 @@ int default_places() {
   return *count;
 }
 
+/// "A:B" -> the training steps A..B (inclusive, 1-based) that --trace-steps selects.
+std::pair<std::uint64_t, std::uint64_t> parse_step_range(const std::string& text) {
+  auto number = [](std::string_view digits) -> std::optional<std::uint64_t> {
+    std::uint64_t value = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec != std::errc{} || end != digits.data() + digits.size() || value == 0)
+      return std::nullopt;
+    return value;
+  };
+  std::string_view whole = text;
+  auto colon = whole.find(':');
+  auto first = colon == std::string_view::npos ? std::nullopt : number(whole.substr(0, colon));
+  auto last = colon == std::string_view::npos ? std::nullopt : number(whole.substr(colon + 1));
+  if (!first || !last)
+    throw error("--trace-steps: expected A:B with steps 1 <= A <= B, got '" + text + "'");
+  if (*first > *last)
+    throw error("--trace-steps " + text + ": the first step is after the last");
+  return {*first, *last};
+}
+
 /// A seed is an unsigned 64-bit integer; "-1" is rejected rather than wrapped around.
 std::uint64_t parse_seed(const std::string& text) {
   std::uint64_t seed = 0;
@@ -97,7 +119,8 @@ po::options_description describe() {
     "Usage: pe-actor-run [options]\n"
     "Trains a Paddle ProgramDesc (or the built-in MLP) data-parallel on CPU places with the\n"
     "actor executor (or on one place with the reference executor). An error prints one line\n"
-    "starting with \"pe-actor-run: error:\" and exits with status 2.\n\nOptions");
+    "starting with \"pe-actor-run: error:\" and exits with status 2; hazards that\n"
+    "--check-hazards finds exit with status 3.\n\nOptions");
   // clang-format off
   d.add_options()
     ("help,h", "print this help and exit")
@@ -165,7 +188,21 @@ po::options_description describe() {
      "or --executor reference). OPENBLAS_NUM_THREADS is not consulted")
     ("dot", po::value<std::string>()->value_name("FILE"),
      "after the first step, write the actor executor's SSA graph of the training program "
-     "(ops and variable versions on every place, collectives) to FILE as Graphviz DOT");
+     "(ops and variable versions on every place, collectives) to FILE as Graphviz DOT")
+    ("trace", po::value<std::string>()->value_name("FILE"),
+     "record the actor executor's op firings during training and write them to FILE as a "
+     "Chrome Trace Event JSON file (open it in Perfetto or chrome://tracing, or read it with "
+     "pe-actor-trace): a track per place and one for the collectives, a span per firing, "
+     "an arrow per message")
+    ("trace-steps", po::value<std::string>()->value_name("A:B"),
+     "record only training steps A..B (inclusive, counted from 1) for --trace and "
+     "--check-hazards; default: every step")
+    ("check-hazards", po::bool_switch(),
+     "record the actor executor's op firings like --trace and, after training, check them "
+     "against the SSA graph: every op fired once per step, no read before its write "
+     "finished, no write before the reads of the previous version finished. Prints "
+     "\"hazard check: N steps, M firings, no violations\", or each violation and then "
+     "exits with status 3");
   // clang-format on
   return d;
 }
@@ -211,7 +248,23 @@ void interpret_executor(const po::variables_map& vm, run_options& o) {
       vm.count("dot"))
     throw error("--threads, --reduce, --fuse-allreduce-mb and --dot configure the actor "
                 "executor, not --executor reference");
+  if (o.tracing())
+    throw error("--trace and --check-hazards record the actor executor's op firings; "
+                "--executor reference has no actors to trace");
   o.threads = 1; // the calling thread
+}
+
+/// Sets and checks what the training steps' firings are recorded for.
+void interpret_tracing(const po::variables_map& vm, run_options& o) {
+  if (vm.count("trace"))
+    o.trace = take<std::string>(vm, "trace");
+  o.check_hazards = take<bool>(vm, "check-hazards");
+  if (!vm.count("trace-steps"))
+    return;
+  if (!o.tracing())
+    throw error("--trace-steps selects the steps that --trace or --check-hazards record; "
+                "give one of them");
+  std::tie(o.trace_first, o.trace_last) = parse_step_range(take<std::string>(vm, "trace-steps"));
 }
 
 run_options interpret(const po::variables_map& vm) {
@@ -269,6 +322,7 @@ run_options interpret(const po::variables_map& vm) {
     throw error("--data: expected synthetic or idx:DIR, got '" + o.data + "'");
   if (o.normalize && !idx)
     throw error("--normalize scales idx pixels; it does not apply to --data " + o.data);
+  interpret_tracing(vm, o);
   interpret_executor(vm, o);
   return o;
 }
@@ -328,6 +382,14 @@ nlohmann::json to_json(const run_options& o) {
     config["metrics"] = o.metrics;
   if (!o.dot.empty())
     config["dot"] = o.dot;
+  if (!o.trace.empty())
+    config["trace"] = o.trace;
+  if (o.tracing())
+    config["trace_steps"] = o.trace_last == std::numeric_limits<std::uint64_t>::max()
+                              ? std::string("all")
+                              : std::to_string(o.trace_first) + ":" + std::to_string(o.trace_last);
+  if (o.check_hazards)
+    config["check_hazards"] = true;
   return config;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ struct run_options {
   double fuse_allreduce_mb = 0;     ///< all-reduce bucket size in MiB; 0: one per gradient
   int blas_threads = 1;            ///< OpenBLAS threads per GEMM call
   std::string dot; ///< file for the training SSA graph; empty: do not write
+  std::string trace; ///< Chrome trace file of the training steps' op firings; empty: none
+  std::uint64_t trace_first = 1; ///< first training step --trace / --check-hazards record
+  std::uint64_t trace_last = std::numeric_limits<std::uint64_t>::max(); ///< last, inclusive
+  bool check_hazards = false; ///< check the recorded firings against the SSA graph
 
   /// fuse_allreduce_mb in bytes (build_strategy::fuse_all_reduce_bytes).
   std::int64_t fuse_allreduce_bytes() const {
@@ -42,6 +47,8 @@ struct run_options {
   /// True when `model` names the built-in MLP rather than a program file.
   bool builtin_model() const { return model == "mlp"; }
   bool actor() const { return executor == "actor"; }
+  /// True when the training steps' op firings are recorded (--trace or --check-hazards).
+  bool tracing() const { return !trace.empty() || check_hazards; }
 };
 
 /// Parses the command line. Prints the help text to `help_out` and returns nullopt for

@@ -11,6 +11,7 @@
 #include "apps/engine.hpp"
 #include "apps/metrics.hpp"
 #include "apps/model.hpp"
+#include "apps/training_trace.hpp"
 #include "devices/error.hpp"
 #include "graph/program_io.hpp"
 
@@ -114,18 +115,19 @@ void print_summary(std::ostream& out, const run_options& o, const run_metrics& m
 
 /// The metrics file: the run's timeline, eval and config, plus the effective setup.
 nlohmann::json report(const run_options& o, const run_metrics& metrics,
-                      const std::optional<eval_result>& eval) {
+                      const std::optional<eval_result>& eval, const trace_report& traced) {
   auto json = metrics.to_json(to_json(o), eval);
   json["places"] = o.places;
   json["executor"] = o.executor;
   json["threads"] = o.threads;
   json["reduce"] = o.reduce;
+  json.update(traced.metrics);
   return json;
 }
 
 } // namespace
 
-void run_training(const run_options& o, std::ostream& out) {
+int run_training(const run_options& o, std::ostream& out) {
   auto data = load_data(o.data, o.seed, o.normalize);
   if (o.eval && !data.test)
     throw error("--eval: " + o.data + " has no test set (t10k-images-idx3-ubyte and "
@@ -137,6 +139,9 @@ void run_training(const run_options& o, std::ostream& out) {
 
   batcher batches(data.train, o.batch_size, o.seed);
   auto steps = o.epochs ? *o.epochs * batches.batches_per_epoch() : o.steps;
+  std::optional<training_trace> traced; // attached before step 1, detached at the end
+  if (o.tracing())
+    traced.emplace(o, *executor, steps);
   print_header(out, o);
   run_metrics metrics;
   metrics.start();
@@ -150,12 +155,17 @@ void run_training(const run_options& o, std::ostream& out) {
       print_step(out, record, steps);
   }
 
+  trace_report trace_result;
+  if (traced)
+    trace_result = traced->finish(out);
+
   std::optional<eval_result> eval;
   if (o.eval)
     eval = evaluate(*executor, model, *data.test, o.batch_size);
   print_summary(out, o, metrics, eval);
   if (!o.metrics.empty())
-    write_json(report(o, metrics, eval), o.metrics);
+    write_json(report(o, metrics, eval, trace_result), o.metrics);
+  return trace_result.violations == 0 ? 0 : hazards_found;
 }
 
 } // namespace pe

@@ -37,7 +37,7 @@ void check_shape(const shape_t& shape) {
 } // namespace
 
 tensor::tensor(dtype type, shape_t shape, place where)
-    : type_(type), shape_(std::move(shape)), place_(where) {
+    : type_(type), shape_(std::move(shape)), numel_(numel_of(shape_)), place_(where) {
   if (place_.type != place::kind::cpu)
     throw error("tensor: host allocation requested for " + pe::to_string(place_));
   check_shape(shape_);
@@ -56,6 +56,7 @@ void tensor::resize(dtype type, shape_t shape) {
   std::size_t needed = static_cast<std::size_t>(numel_of(shape)) * size_of(type);
   type_ = type;
   shape_ = std::move(shape);
+  numel_ = numel_of(shape_);
   if (!storage_ || needed > capacity_) {
     storage_ = allocate(needed);
     capacity_ = needed;
@@ -73,6 +74,7 @@ tensor tensor::slice(std::int64_t begin, std::int64_t end) const {
   std::size_t offset = static_cast<std::size_t>(begin) * row_bytes;
   t.storage_ = std::shared_ptr<std::byte>(storage_, storage_.get() + offset);
   t.shape_[0] = end - begin;
+  t.numel_ = numel_of(t.shape_);
   t.capacity_ = t.bytes();
   return t;
 }

@@ -66,7 +66,7 @@ class tensor {
   const shape_t& shape() const { return shape_; }
   std::int64_t dim(std::size_t i) const { return shape_.at(i); }
   std::size_t rank() const { return shape_.size(); }
-  std::int64_t numel() const { return numel_of(shape_); }
+  std::int64_t numel() const { return numel_; }
   std::size_t bytes() const { return static_cast<std::size_t>(numel()) * size_of(type_); }
   place where() const { return place_; }
 
@@ -103,6 +103,7 @@ class tensor {
   std::size_t capacity_ = 0; // bytes reachable from storage_
   dtype type_ = dtype::fp32;
   shape_t shape_;
+  std::int64_t numel_ = 1; // of shape_, kept with it: kernels ask in their inner loops
   place place_;
 };
 

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -12,34 +13,20 @@
 
 #include "graph/program_io.hpp"
 #include "idx_files.hpp"
+#include "tests/support/process.hpp"
 
 namespace pe {
 namespace {
 
 using testing::temp_dir;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::run_result;
+using testing::slurp;
 
-struct run_result {
-  int status; ///< exit code; -1 when killed by a signal
-  std::string out;
-  std::string err;
-};
-
-/// Runs pe-actor-run with `args` (shell words), capturing its output in `dir`. `env` is
-/// what `env` gets before the binary: variables to set (NAME=VALUE) or unset (-u NAME).
-/// CPU_NUM is unset unless `env` sets it, so that the runner's environment cannot leak in.
+/// Runs pe-actor-run with `args` (shell words), capturing its output in `dir`; `env` as in
+/// run_binary.
 run_result run(const std::string& args, const temp_dir& dir, const std::string& env = "") {
-  auto out = dir.file("stdout"), err = dir.file("stderr");
-  auto command = "env -u CPU_NUM " + env + " " + PE_RUN_BINARY + " " + args + " >" + out +
-                 " 2>" + err;
-  int raw = std::system(command.c_str());
-  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(out), slurp(err)};
+  return testing::run_binary(PE_RUN_BINARY, args, dir.path(), env);
 }
 
 nlohmann::json read_json(const std::string& path) {
@@ -81,10 +68,11 @@ TEST(Cli, HelpListsEveryFlagAndExitsZero) {
        {"--model", "--startup", "--hidden", "--steps", "--epochs", "--batch-size", "--lr",
         "--optimizer", "--seed", "--data", "--eval", "--normalize", "--save-program",
         "--metrics", "--places", "--executor", "--blas-threads", "--threads", "--reduce",
-        "--fuse-allreduce-mb", "--dot"})
+        "--fuse-allreduce-mb", "--dot", "--trace", "--trace-steps", "--check-hazards"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   for (const char* fact : {"default: 0.1 for sgd", "warm-up", "idx:DIR", "CPU_NUM",
-                           "OPENBLAS_NUM_THREADS", "CUDA build", "global mini-batch"})
+                           "OPENBLAS_NUM_THREADS", "CUDA build", "global mini-batch",
+                           "chrome://tracing", "exit with status 3"})
     EXPECT_NE(r.out.find(fact), std::string::npos) << fact;
   auto here = "cpu:" + std::to_string(cores()) + ");"; // "(here cpu:N);", possibly wrapped
   EXPECT_NE(r.out.find(here), std::string::npos) << "the help names this machine's default";
@@ -130,6 +118,16 @@ INSTANTIATE_TEST_SUITE_P(
     bad_invocation{"--executor reference --places cpu:2", "--executor reference runs on one place"},
     bad_invocation{"--executor reference --threads 2", "configure the actor executor"},
     bad_invocation{"--executor reference --dot g.dot", "configure the actor executor"},
+    bad_invocation{"--executor reference --trace t.json", "--executor reference has no actors"},
+    bad_invocation{"--executor reference --check-hazards", "--executor reference has no actors"},
+    bad_invocation{"--trace-steps 2:3", "give one of them"},
+    bad_invocation{"--check-hazards --trace-steps 3:2", "the first step is after the last"},
+    bad_invocation{"--check-hazards --trace-steps 0:2", "expected A:B with steps 1 <= A <= B"},
+    bad_invocation{"--check-hazards --trace-steps 2", "expected A:B"},
+    bad_invocation{"--check-hazards --trace-steps 1:x", "expected A:B"},
+    bad_invocation{"--check-hazards --trace-steps -1:2", "expected A:B"},
+    bad_invocation{"--steps 3 --check-hazards --trace-steps 4:5", "the run has only 3 steps"},
+    bad_invocation{"--steps 1 --trace /nonexistent/t.json", "--trace /nonexistent/t.json"},
     bad_invocation{"--threads 0", "--threads must be positive"},
     bad_invocation{"--reduce sum", "--reduce"},
     bad_invocation{"--fuse-allreduce-mb -1", "--fuse-allreduce-mb"},
@@ -257,6 +255,39 @@ TEST(Cli, WritesTheSsaGraphAsDot) {
   auto text = slurp(dot);
   EXPECT_TRUE(text.starts_with("digraph")) << text.substr(0, 100);
   EXPECT_NE(text.find("all_reduce"), std::string::npos) << "two places combine gradients";
+}
+
+TEST(Cli, ChecksHazardsOfRealRuns) {
+  temp_dir dir("cli_hazards");
+  auto metrics_path = dir.file("metrics.json");
+  auto r = run("--places cpu:2 --steps 4 --check-hazards --metrics " + metrics_path, dir);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  std::smatch verdict;
+  ASSERT_TRUE(std::regex_search(r.out, verdict,
+                                std::regex("\nhazard check: 4 steps, (\\d+) firings, no violations\n")))
+    << r.out;
+  EXPECT_EQ(std::stoi(verdict[1]) % 4, 0) << "every op fires once per step";
+  EXPECT_GT(std::stoi(verdict[1]), 4 * 20);
+  auto metrics = read_json(metrics_path);
+  EXPECT_EQ(metrics.at("hazards"), nlohmann::json({{"steps", 4}, {"violations", 0}}));
+  EXPECT_FALSE(metrics.contains("trace")) << "no --trace, no trace file";
+  EXPECT_EQ(metrics.at("config").at("check_hazards"), true);
+  EXPECT_EQ(metrics.at("config").at("trace_steps"), "all");
+
+  // Reduce mode on three places, a window of steps, and the trace written as well.
+  auto trace = dir.file("t.json");
+  r = run("--places cpu:3 --reduce reduce --steps 5 --trace-steps 2:3 --check-hazards --trace " +
+            trace + " --metrics " + metrics_path, dir);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("hazard check: 2 steps, "), std::string::npos) << r.out;
+  metrics = read_json(metrics_path);
+  EXPECT_EQ(metrics.at("hazards"), nlohmann::json({{"steps", 2}, {"violations", 0}}));
+  EXPECT_EQ(metrics.at("trace").at("file"), trace);
+  EXPECT_GT(metrics.at("trace").at("events").get<int>(), 0);
+  EXPECT_EQ(metrics.at("config").at("trace_steps"), "2:3");
+  EXPECT_EQ(read_json(trace).at("otherData").at("places"),
+            nlohmann::json({"cpu:0", "cpu:1", "cpu:2"}));
 }
 
 TEST(Cli, SavedProgramsLoadAndTrainAgain) {

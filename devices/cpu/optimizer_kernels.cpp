@@ -55,7 +55,8 @@ void sgd(kernel_context& ctx) {
   const float lr = scalar_input(ctx, "LearningRate");
   float* param_out = state_output(ctx, "ParamOut", param);
   const float* p = param.data<float>();
-  for (std::int64_t i = 0; i < param.numel(); ++i) param_out[i] = p[i] - lr * grad[i];
+  const std::int64_t n = param.numel();
+  for (std::int64_t i = 0; i < n; ++i) param_out[i] = p[i] - lr * grad[i];
 }
 
 /// v = mu * v + g; p -= lr * (g + mu * v) with Nesterov, p -= lr * v without.
@@ -69,7 +70,8 @@ void momentum(kernel_context& ctx) {
   float* param_out = state_output(ctx, "ParamOut", param);
   float* velocity_out = state_output(ctx, "VelocityOut", ctx.input("Velocity"));
   const float* p = param.data<float>();
-  for (std::int64_t i = 0; i < param.numel(); ++i) {
+  const std::int64_t n = param.numel();
+  for (std::int64_t i = 0; i < n; ++i) {
     const float g = grad[i];
     const float v = mu * velocity[i] + g;
     const float step = nesterov ? g + mu * v : v;
@@ -105,7 +107,8 @@ void adam(kernel_context& ctx) {
   const float lr_t = lr * bias2 / (1.f - beta1_pow);
   const float eps_t = epsilon * bias2;
   const float* p = param.data<float>();
-  for (std::int64_t i = 0; i < param.numel(); ++i) {
+  const std::int64_t n = param.numel();
+  for (std::int64_t i = 0; i < n; ++i) {
     const float g = grad[i];
     const float m1 = beta1 * moment1[i] + (1.f - beta1) * g;
     const float m2 = beta2 * moment2[i] + (1.f - beta2) * g * g;
