@@ -11,8 +11,7 @@
 #include "actors/step_graph.hpp"
 #include "actors/trace.hpp"
 #include "devices/cpu/blas.hpp"
-#include "graph/attributes.hpp"
-#include "graph/op_role.hpp"
+#include "graph/program_info.hpp"
 #include "graph/validate.hpp"
 
 namespace pe {
@@ -28,11 +27,10 @@ int default_threads() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-/// The loss-gradient variable: Out of the op with op_role Backward|Loss, or "".
+/// The loss-gradient variable the Backward|Loss op seeds, or "" (inference programs).
 std::string loss_gradient(const proto::ProgramDesc& main) {
-  for (const auto& op : main.blocks(0).ops())
-    if (role_of(op) == (op_role::backward | op_role::loss)) return output_args(op, "Out").at(0);
-  return "";
+  std::string loss = analyze_program(main).loss;
+  return loss.empty() ? "" : grad_name(loss);
 }
 
 /// The places' values stacked along dim 0 (scalars count as one row each).

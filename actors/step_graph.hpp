@@ -51,10 +51,7 @@ class step_node {
   /// may reallocate outputs between steps). Throws when places disagree on sizes.
   cpu_collective collective();
 
-  bool is_collective() const {
-    return what == op_handle::kind::all_reduce || what == op_handle::kind::reduce ||
-           what == op_handle::kind::broadcast;
-  }
+  bool is_collective() const { return pe::is_collective(what); }
 
  private:
   friend class step_graph;

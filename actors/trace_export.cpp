@@ -12,11 +12,6 @@ namespace {
 
 using json = nlohmann::json;
 
-bool is_collective(op_handle::kind k) {
-  return k == op_handle::kind::all_reduce || k == op_handle::kind::reduce ||
-         k == op_handle::kind::broadcast;
-}
-
 double micros(std::int64_t ns) {
   return static_cast<double>(ns) / 1000.0;
 }

@@ -59,6 +59,12 @@ struct op_handle {
   std::vector<int> outputs; ///< var handle ids (dummies included)
 };
 
+/// Whether ops of this kind are collectives across places (all-reduce, reduce, broadcast).
+inline bool is_collective(op_handle::kind k) {
+  return k == op_handle::kind::all_reduce || k == op_handle::kind::reduce ||
+         k == op_handle::kind::broadcast;
+}
+
 /// Paddle's SSA graph: the program replicated on every place, each variable version
 /// assigned once, collectives inserted for gradients, dummy vars ordering every read of a
 /// version before the write of the next version (WAR) and consecutive writes (WAW).
