@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/feed_check.hpp"
-#include "actors/scope.hpp"
+#include "graph/exec/feed_check.hpp"
+#include "graph/exec/scope.hpp"
 #include "graph/proto.hpp"
 #include "graph/ssa_graph.hpp"
 
@@ -15,31 +15,44 @@ struct executor_runtime;
 struct executor_state;
 class trace_recorder;
 
+/// How a reader on another stream waits for the work it reads (the seed's two strategies).
+enum class sync_mode {
+  event, ///< a stream wait: the reader's stream waits on the writer's event; the host goes on
+  wait,  ///< the reader's op actor blocks on the writer's event before enqueueing its work
+};
+
 /// How the op actors are scheduled.
 struct execution_strategy {
   /// Worker threads of the CAF scheduler running every op actor; 0: one per core.
   int num_threads = 0;
+  sync_mode sync = sync_mode::event;
 };
 
-/// Paddle's ParallelExecutor with every op handle a CAF actor.
+/// Paddle's ParallelExecutor with every op handle a CAF actor and every place a device.
 ///
-/// The main program is replicated on every place (data parallelism); each op actor fires
-/// when the messages for all its input variable versions of the current step have arrived,
-/// runs its kernel on its place's scope, and messages the readers of its outputs. Messages
-/// carry only (step, ok); tensors stay in the per-place scopes. Gradients are combined by
-/// collective actors (all-reduce, or reduce + broadcast) according to the build strategy.
+/// The main program is replicated on every place (data parallelism). Each op actor fires
+/// when the messages for all its input variable versions of the current step have arrived:
+/// it enqueues its kernel on its place's compute stream (a collective: each place's part on
+/// that place's communication stream; a fetch: on the copy stream), records its event, and
+/// messages the readers of its outputs with that event. A reader on the same stream just
+/// enqueues (stream order is the dependency); a reader on another stream waits on the event
+/// (sync_mode). So the host runs ahead while each place's kernels run back to back. Messages
+/// carry (step, event); tensors stay in the per-place scopes. Collectives go through a
+/// communicator, launched by every place in one sequence.
 ///
-/// Feeds are split along dim 0 across places as evenly as possible (the first
-/// batch % places places get one more row; a place may get none). Places read their rows of
-/// the caller's tensors in place; feeds some op updates in place are copied first, so the
-/// caller's tensors are never modified. With
-/// gradient_scale::coeff_num_device the loss gradient on place p is rows_p / batch, so the
-/// summed update equals the one for the global-batch mean, also for uneven splits.
+/// Feeds are split along dim 0 across the global ranks as evenly as possible (the first
+/// batch % ranks get one more row; a rank may get none). Places read their rows of the
+/// caller's tensors in place; feeds some op updates in place are copied first, so the
+/// caller's tensors are never modified. With gradient_scale::coeff_num_device the loss
+/// gradient on rank r is rows_r / batch, so the summed update equals the one for the
+/// global-batch mean, also for uneven splits.
 ///
-/// A failing kernel poisons what depends on it: the step drains (every actor still fires
-/// exactly once), run() throws the first error with op, place and message, and the
-/// executor stays usable. Destroying the executor cancels a step in flight (remaining
-/// kernels are skipped), waits for it, and stops every actor.
+/// A failing kernel fails its stream, which poisons every later piece of work on that
+/// stream and on every stream that waits on it (collectives spread it to every place); run()
+/// throws the first error with op, place and message, and the executor stays usable.
+/// Temporaries are freed by the stream after the last kernel touching them has run.
+/// Destroying the executor cancels a step in flight (remaining kernels are skipped), waits
+/// for it, and stops every actor; the last executor of a runtime stops its streams.
 class parallel_executor {
  public:
   /// Runs `startup` once on place 0 and copies every persistable variable to the other
@@ -49,8 +62,8 @@ class parallel_executor {
                     execution_strategy exec = {});
 
   /// An executor for another program (typically the test program) over the same places,
-  /// threads and variables as `share_vars_from`: it sees the trained parameters. The two must
-  /// not run at the same time.
+  /// devices, threads and variables as `share_vars_from`: it sees the trained parameters.
+  /// The two must not run at the same time.
   parallel_executor(const proto::ProgramDesc& main, const parallel_executor& share_vars_from,
                     build_strategy build = {});
 
@@ -58,11 +71,9 @@ class parallel_executor {
   parallel_executor(const parallel_executor&) = delete;
   parallel_executor& operator=(const parallel_executor&) = delete;
 
-  /// Runs one step and returns each fetched variable merged across places:
-  /// - a variable whose declared dims have no batch dimension (-1) and one element (a mean
-  ///   loss, an accuracy) becomes sum_p (rows_p / batch) * value_p over places with rows:
-  ///   the global-batch value, not Paddle's [places] vector;
-  /// - anything else is concatenated along dim 0 in place order.
+  /// Runs one step and returns each fetched variable merged across places (merge_fetch):
+  /// a one-element loss or metric becomes the global-batch value, not Paddle's [places]
+  /// vector; anything else is concatenated along dim 0 in rank order.
   /// Throws pe::error on a bad feed, a kernel failure, or when the executor is being destroyed.
   std::vector<tensor> run(const feed_map& feeds, const std::vector<std::string>& fetch_list);
 
@@ -72,6 +83,7 @@ class parallel_executor {
 
   int num_places() const;
   int num_threads() const;
+  sync_mode sync() const;
   const scope& place_scope(int p) const;
 
   /// Records the firings of later steps into `recorder` (nullptr: stop recording). The
@@ -88,11 +100,12 @@ class parallel_executor {
   /// The SSA graph of the last run (built for its fetch list); throws before the first run.
   const ssa_graph& graph() const;
 
- private:
-  std::vector<tensor> merge(std::vector<std::vector<tensor>> per_place,
-                            const std::vector<std::string>& fetch_list) const;
+  /// For tests: the collective sequence numbers each place issued on the current graph, in
+  /// the order it issued them.
+  std::vector<std::vector<std::uint64_t>> collective_history() const;
 
-  std::shared_ptr<executor_runtime> runtime_; // places, scopes, actor system (shared)
+ private:
+  std::shared_ptr<executor_runtime> runtime_; // places, devices, scopes, actor system (shared)
   std::unique_ptr<executor_state> state_;     // this executor's program, graph, actors, step
 };
 

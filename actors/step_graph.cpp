@@ -52,27 +52,14 @@ void step_node::run(step_inputs& in) {
   }
 }
 
-cpu_collective step_node::collective() {
-  cpu_collective c;
-  c.what = what == op_handle::kind::all_reduce ? cpu_collective::kind::all_reduce
-           : what == op_handle::kind::reduce   ? cpu_collective::kind::reduce
-                                               : cpu_collective::kind::broadcast;
-  c.root = root_;
-  for (auto& places : slots_) {
-    const tensor& reference = *places[static_cast<std::size_t>(c.what == cpu_collective::kind::broadcast ? root_ : 0)];
-    if (!reference.initialized() || reference.type() != dtype::fp32)
-      throw error(label + ": the input is missing or not FP32");
-    std::vector<float*> buffers;
-    for (tensor* t : places) {
-      if (c.what == cpu_collective::kind::broadcast && t != &reference) t->resize(dtype::fp32, reference.shape());
-      if (!t->initialized() || t->numel() != reference.numel())
-        throw error(label + ": places disagree on the size (" + to_string(t->shape()) + " vs " +
-                    to_string(reference.shape()) + ")");
-      buffers.push_back(t->data<float>());
-    }
-    c.buffers.push_back(std::move(buffers));
-    c.sizes.push_back(static_cast<std::size_t>(reference.numel()));
-  }
+collective_call step_node::call() const {
+  collective_call c;
+  c.what = what == op_handle::kind::all_reduce ? collective_call::kind::all_reduce
+           : what == op_handle::kind::reduce   ? collective_call::kind::reduce
+                                               : collective_call::kind::broadcast;
+  c.root = place < 0 ? 0 : place;
+  c.sequence = sequence;
+  c.label = label;
   return c;
 }
 
@@ -93,11 +80,11 @@ shape_t fill_shape(const proto::OpDesc& fill) {
 } // namespace
 
 step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vector<scope*> scopes,
-                       const std::vector<place>& places)
+                       const std::vector<device*>& devices)
     : graph_(std::move(graph)) {
   const proto::BlockDesc& block = main.blocks(0);
   std::vector<std::string> place_names;
-  for (const auto& p : places) place_names.push_back(to_string(p));
+  for (const device* d : devices) place_names.push_back(to_string(d->where()));
   std::set<std::string, std::less<>> persistable;
   for (const auto& v : block.vars())
     if (v.persistable() || v.type().type() != proto::VarType::LOD_TENSOR) persistable.insert(v.name());
@@ -109,16 +96,20 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
     n.id = h.id;
     n.what = h.what;
     n.place = h.place;
-    n.root_ = h.place;
+    n.type = op_type_name(h, main);
     n.label = describe(h, main, place_names);
+    n.events_.resize(devices.size());
     auto slot = [&](int p, const std::string& name) {
       return &scopes[static_cast<std::size_t>(p)]->var(name);
     };
     switch (h.what) {
-      case op_handle::kind::computation:
-        n.op_.emplace(block.ops(h.op_index), *scopes[static_cast<std::size_t>(h.place)],
-                      places[static_cast<std::size_t>(h.place)], h.op_index);
+      case op_handle::kind::computation: {
+        device& d = *devices[static_cast<std::size_t>(h.place)];
+        n.op_.emplace(block.ops(h.op_index), *scopes[static_cast<std::size_t>(h.place)], d.where(),
+                      h.op_index);
+        n.op_->bind(&d, &d.get_stream(stream_kind::compute));
         break;
+      }
       case op_handle::kind::scale_loss_grad: {
         const proto::OpDesc& fill = block.ops(h.op_index);
         n.slots_ = {{slot(h.place, output_args(fill, "Out").at(0))}};
@@ -128,18 +119,25 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
       case op_handle::kind::fetch:
         n.slots_ = {{slot(h.place, h.vars.at(0))}};
         n.fetch_index_ = h.fetch_index;
+        n.runs_on = stream_kind::copy;
         break;
       default:
-        for (const auto& name : h.vars) {
-          std::vector<tensor*> per_place;
-          for (int p = 0; p < graph_.num_places; ++p) per_place.push_back(slot(p, name));
-          n.slots_.push_back(std::move(per_place));
+        n.runs_on = stream_kind::communication;
+        n.sequence = collectives_++;
+        for (int p = 0; p < graph_.num_places; ++p) {
+          std::vector<tensor*> vars;
+          for (const auto& name : h.vars) vars.push_back(slot(p, name));
+          n.slots_.push_back(std::move(vars));
         }
     }
+    for (std::size_t p = 0; p < devices.size(); ++p)
+      if (n.is_collective() || static_cast<int>(p) == h.place) n.events_[p] = devices[p]->make_event();
     for (int v : h.inputs)
       if (graph_.vars[static_cast<std::size_t>(v)].generated_op >= 0) ++n.dependencies;
-    for (int v : h.outputs)
-      for (int op : graph_.vars[static_cast<std::size_t>(v)].pending_ops) n.successors.push_back(op);
+    for (int v : h.outputs) {
+      const var_handle& var = graph_.vars[static_cast<std::size_t>(v)];
+      for (int op : var.pending_ops) n.successors.push_back({op, var.place});
+    }
 
     // Reference counts: one per (place, temporary name) this node touches.
     std::set<int> held;
@@ -156,6 +154,18 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
     for (int v : h.inputs) touch(v);
     for (int v : h.outputs) touch(v);
     n.releases.assign(held.begin(), held.end());
+  }
+  // Launch order: each collective waits (on the host) for the launch of the one before it,
+  // so every place issues them in sequence whatever the schedule; otherwise two places
+  // could each start a different collective and wait for the other forever.
+  int previous = -1;
+  for (auto& n : nodes_) {
+    if (!n.is_collective()) continue;
+    if (previous >= 0) {
+      nodes_[static_cast<std::size_t>(previous)].successors.push_back({n.id, -1});
+      ++n.dependencies;
+    }
+    previous = n.id;
   }
   for (const auto& n : nodes_)
     if (n.dependencies == 0) sources_.push_back(n.id);

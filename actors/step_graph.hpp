@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/bound_op.hpp"
-#include "actors/scope.hpp"
-#include "collectives/cpu_collective.hpp"
+#include "collectives/communicator.hpp"
+#include "devices/device.hpp"
+#include "graph/exec/bound_op.hpp"
+#include "graph/exec/scope.hpp"
 #include "graph/ssa_graph.hpp"
 
 namespace pe {
@@ -36,54 +37,74 @@ struct step_inputs {
 /// One op handle, ready to fire: everything but the messaging. Built once per graph.
 class step_node {
  public:
+  /// An output edge: the reader, and the place of the variable version it reads (whose
+  /// event the reader waits on); place -1 for a launch-order edge between collectives,
+  /// which orders the launches on the host and carries no event.
+  struct edge {
+    int to = 0;
+    int place = 0;
+  };
+
   int id = 0;
   op_handle::kind what = op_handle::kind::computation;
-  int place = 0;
-  std::string label;          ///< "op #3 (mul) on cpu:1", "all_reduce fc_0.w_0@GRAD", ...
+  int place = 0;              ///< computation, scale, fetch: where it runs; reduce/broadcast: root
+  std::string type;           ///< "mul", "all_reduce", "fetch", ...
+  std::string label;          ///< "op #3 (mul) on cpu:1", "all_reduce(fc_0.w_0@GRAD)", ...
+  stream_kind runs_on = stream_kind::compute;
   int dependencies = 0;       ///< input edges from other ops: arrivals needed to fire
-  std::vector<int> successors; ///< one entry per output edge to a pending op
-  std::vector<int> releases;   ///< reference counts this node holds (see step_graph)
-
-  /// Computation and the executor-performed ops: runs on the calling thread. Throws on error.
-  void run(step_inputs& in);
-
-  /// Collectives: the task over this step's buffers (pointers are taken now, since kernels
-  /// may reallocate outputs between steps). Throws when places disagree on sizes.
-  cpu_collective collective();
+  std::vector<edge> successors;
+  std::vector<int> releases;  ///< reference counts this node holds (see step_graph)
+  std::uint64_t sequence = 0; ///< collectives: launch position within a step (0, 1, ...)
 
   bool is_collective() const { return pe::is_collective(what); }
+
+  /// Computation and the executor-performed ops, on the stream's thread. Throws on error.
+  void run(step_inputs& in);
+
+  /// Collectives: what every rank launches (sequence counted within the step).
+  collective_call call() const;
+
+  /// Collectives: place p's tensors, in the same order on every place.
+  const std::vector<tensor*>& buffers(int p) const { return slots_[static_cast<std::size_t>(p)]; }
+
+  /// The event recorded after this node's work on place p (p = place for non-collectives).
+  event& done_on(int p) { return *events_[static_cast<std::size_t>(p)]; }
 
  private:
   friend class step_graph;
   std::optional<bound_op> op_;              // computation
-  std::vector<std::vector<tensor*>> slots_; // collectives: [var][place]; others: [0] = {target}
+  std::vector<std::vector<tensor*>> slots_; // collectives: [place][var]; others: [0] = {target}
+  std::vector<std::unique_ptr<event>> events_; // by place; null where the node does not run
   shape_t shape_;                           // scale_loss_grad: loss@GRAD's shape
   int fetch_index_ = -1;
-  int root_ = 0;
 };
 
-/// The SSA graph bound to per-place scopes: one step_node per op handle, plus the reference
-/// counts that free each temporary when the last op touching it on a place is done, so a
-/// step's memory stays near its live set.
+/// The SSA graph bound to per-place scopes and devices: one step_node per op handle, an
+/// event per (node, place), launch-order edges chaining the collectives in their sequence,
+/// and the reference counts that free each temporary once the last op touching it on a
+/// place has run, so a step's memory stays near its live set.
 class step_graph {
  public:
   step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vector<scope*> scopes,
-             const std::vector<place>& places);
+             const std::vector<device*>& devices);
 
   const ssa_graph& graph() const { return graph_; }
   std::vector<step_node>& nodes() { return nodes_; }
   const std::vector<int>& sources() const { return sources_; }
+  std::uint64_t collectives_per_step() const { return collectives_; }
 
   /// Sets every reference count to its full value; call before each step.
   void reset_counts();
 
-  /// Drops one reference of each count `node` holds, freeing tensors that reach zero.
+  /// Drops one reference of each count `node` holds, freeing tensors that reach zero. Called
+  /// from the stream that ran the node's work, after it ran: the release is stream-ordered.
   void release(const step_node& node);
 
  private:
   ssa_graph graph_;
   std::vector<step_node> nodes_;
   std::vector<int> sources_;
+  std::uint64_t collectives_ = 0;
   std::vector<tensor*> counted_;             // the tensor each count guards
   std::vector<int> full_counts_;
   std::unique_ptr<std::atomic<int>[]> counts_;

@@ -11,13 +11,17 @@
 
 namespace pe {
 
-/// One op firing as the tracer saw it: from the moment its last input message had arrived
-/// to the moment before it messaged the readers of its outputs.
+/// One op firing as the tracer saw it. The span is the op's work on its stream (its
+/// kernel; for a collective, from the moment every rank had joined to the moment every
+/// rank had finished), which is what the hazard checker compares; `enqueued_ns` is when
+/// the op actor, having received its last input message, put that work on the stream. The
+/// host runs ahead, so enqueued_ns is usually well before start_ns.
 struct trace_event {
   std::uint64_t step = 0;
   int op = 0;              ///< op handle id in the SSA graph
   int thread = 0;          ///< recording thread, numbered in order of first record
-  std::int64_t start_ns = 0; ///< steady clock, relative to the recorder's creation
+  std::int64_t enqueued_ns = 0; ///< steady clock, relative to the recorder's creation
+  std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
 };
 
@@ -46,7 +50,11 @@ class trace_recorder {
   /// Nanoseconds since this recorder was created (steady clock).
   std::int64_t now_ns() const;
 
-  void record(std::uint64_t step, int op, std::int64_t start_ns, std::int64_t end_ns);
+  /// A steady-clock time (ns since the clock's epoch) on this recorder's scale.
+  std::int64_t from_steady(std::int64_t steady_ns) const { return steady_ns - origin_ns_; }
+
+  void record(std::uint64_t step, int op, std::int64_t enqueued_ns, std::int64_t start_ns,
+              std::int64_t end_ns);
 
   /// Every event recorded so far, ordered by start time.
   std::vector<trace_event> events() const;

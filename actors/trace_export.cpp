@@ -116,7 +116,8 @@ void write_chrome_trace(std::ostream& out, const trace_source& source,
            {"label", describe(op, source.main, source.place_names)},
            {"inputs", var_list(source, op.inputs, collective)},
            {"outputs", var_list(source, op.outputs, collective)},
-           {"thread", e.thread}}}});
+           {"thread", e.thread},
+           {"enqueued_us", micros(e.enqueued_ns)}}}});
   }
 
   // One arrow per message: every output edge of a fired op to a reader fired in the same step.

@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "actors/parallel_executor.hpp"
-#include "actors/reference_executor.hpp"
+#include "graph/exec/reference_executor.hpp"
 #include "devices/cpu/blas.hpp"
 #include "devices/error.hpp"
 

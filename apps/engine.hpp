@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/feed_check.hpp"
+#include "graph/exec/feed_check.hpp"
 #include "actors/trace.hpp"
 #include "apps/options.hpp"
 #include "graph/models/mlp.hpp"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bench/report.hpp"
-#include "collectives/cpu_collective.hpp"
+#include "collectives/cpu/cpu_collective.hpp"
 
 namespace {
 

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/bound_op.hpp"
+#include "graph/exec/bound_op.hpp"
 #include "actors/parallel_executor.hpp"
 #include "actors/trace.hpp"
-#include "actors/reference_executor.hpp"
+#include "graph/exec/reference_executor.hpp"
 #include "bench/report.hpp"
 #include "graph/builder.hpp"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "actors/parallel_executor.hpp"
-#include "actors/reference_executor.hpp"
+#include "graph/exec/reference_executor.hpp"
 #include "bench/report.hpp"
 #include "graph/models/mlp.hpp"
 

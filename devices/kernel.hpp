@@ -7,14 +7,17 @@
 #include <vector>
 
 #include "devices/attribute.hpp"
+#include "devices/device.hpp"
 #include "devices/place.hpp"
 #include "devices/tensor.hpp"
 
 namespace pe {
 
 /// Everything a kernel sees of one op: its input and output tensors by slot, its
-/// attributes and its place. Executors build one per op handle and reuse it every step;
-/// the tensors pointed to live in the executor's per-place scope.
+/// attributes, its place, and the device and stream it runs on. Executors build one per op
+/// handle and reuse it every step; the tensors pointed to live in the executor's per-place
+/// scope. A CPU kernel runs on its stream's thread; a GPU kernel's host code runs there
+/// and launches onto stream().
 class kernel_context {
  public:
   using slot_map = std::map<std::string, std::vector<tensor*>, std::less<>>;
@@ -27,6 +30,15 @@ class kernel_context {
   const std::string& op_type() const { return op_type_; }
   place where() const { return place_; }
   const attribute_map& attrs() const { return attrs_; }
+
+  /// The device and stream the kernel runs on; null for a kernel called outside any
+  /// device (the reference executor runs CPU kernels on its own thread).
+  device* dev() const { return device_; }
+  stream* on() const { return stream_; }
+  void bind(device* d, stream* s) {
+    device_ = d;
+    stream_ = s;
+  }
 
   /// Number of tensors bound to an input slot (0 when the slot is absent).
   std::size_t input_count(std::string_view slot) const { return count(inputs_, slot); }
@@ -52,6 +64,8 @@ class kernel_context {
   slot_map outputs_;
   attribute_map attrs_;
   place place_;
+  device* device_ = nullptr;
+  stream* stream_ = nullptr;
 };
 
 using kernel_fn = std::function<void(kernel_context&)>;

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <new>
 
+#include "devices/cpu/host_allocator.hpp"
+
 namespace pe {
 
 std::string to_string(const shape_t& shape) {
@@ -23,10 +25,7 @@ std::int64_t numel_of(const shape_t& shape) {
 namespace {
 
 std::shared_ptr<std::byte> allocate(std::size_t bytes) {
-  // 64-byte alignment keeps BLAS and vectorised loops on their fast paths.
-  constexpr std::align_val_t alignment{64};
-  auto* p = static_cast<std::byte*>(::operator new(bytes == 0 ? 1 : bytes, alignment));
-  return {p, [](std::byte* q) { ::operator delete(q, alignment); }};
+  return host_allocator::instance().allocate(bytes);
 }
 
 void check_shape(const shape_t& shape) {

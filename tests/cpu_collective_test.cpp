@@ -5,7 +5,7 @@
 #include <random>
 #include <thread>
 
-#include "collectives/cpu_collective.hpp"
+#include "collectives/cpu/cpu_collective.hpp"
 
 namespace {
 

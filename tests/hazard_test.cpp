@@ -13,7 +13,7 @@
 
 #include "actors/hazard_check.hpp"
 #include "actors/parallel_executor.hpp"
-#include "actors/reference_executor.hpp"
+#include "graph/exec/reference_executor.hpp"
 #include "actors/trace.hpp"
 #include "graph/builder.hpp"
 #include "tests/support/grad_check.hpp"

@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/bound_op.hpp"
-#include "actors/scope.hpp"
+#include "graph/exec/bound_op.hpp"
+#include "graph/exec/scope.hpp"
 #include "graph/attributes.hpp"
 #include "graph/op_registry.hpp"
 #include "tests/support/op_test.hpp"

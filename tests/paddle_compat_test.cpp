@@ -6,7 +6,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "actors/reference_executor.hpp"
+#include "graph/exec/reference_executor.hpp"
 #include "graph/program_info.hpp"
 #include "graph/program_io.hpp"
 #include "graph/validate.hpp"

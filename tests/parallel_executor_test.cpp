@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "actors/parallel_executor.hpp"
-#include "actors/reference_executor.hpp"
+#include "graph/exec/reference_executor.hpp"
 #include "graph/models/mlp.hpp"
 #include "tests/support/batches.hpp"
 

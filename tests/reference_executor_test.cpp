@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "actors/reference_executor.hpp"
+#include "graph/exec/reference_executor.hpp"
 #include "graph/models/mlp.hpp"
 #include "tests/support/batches.hpp"
 #include "tests/support/grad_check.hpp"

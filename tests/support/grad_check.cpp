@@ -5,8 +5,8 @@
 #include <random>
 #include <sstream>
 
-#include "actors/bound_op.hpp"
-#include "actors/scope.hpp"
+#include "graph/exec/bound_op.hpp"
+#include "graph/exec/scope.hpp"
 #include "graph/attributes.hpp"
 #include "graph/op_registry.hpp"
 

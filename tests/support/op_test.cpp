@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/bound_op.hpp"
+#include "graph/exec/bound_op.hpp"
 #include "graph/attributes.hpp"
 
 namespace pe::testing {

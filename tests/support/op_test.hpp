@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "actors/scope.hpp"
+#include "graph/exec/scope.hpp"
 #include "devices/attribute.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/proto.hpp"

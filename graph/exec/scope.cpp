@@ -1,4 +1,4 @@
-#include "actors/scope.hpp"
+#include "graph/exec/scope.hpp"
 
 namespace pe {
 

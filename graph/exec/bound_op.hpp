@@ -22,6 +22,9 @@ class bound_op {
   /// Runs the kernel. An input no op has written yet, or a kernel failure, is thrown as pe::error "op #i (type) on place: message".
   void run();
 
+  /// The device and stream the kernel runs on (see kernel_context).
+  void bind(device* d, stream* s) { context_.bind(d, s); }
+
   const std::string& type() const { return context_.op_type(); }
   int index() const { return index_; }
 

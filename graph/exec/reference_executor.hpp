@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "actors/bound_op.hpp"
-#include "actors/feed_check.hpp"
-#include "actors/scope.hpp"
+#include "graph/exec/bound_op.hpp"
+#include "graph/exec/feed_check.hpp"
+#include "graph/exec/scope.hpp"
 #include "graph/proto.hpp"
 
 namespace pe {

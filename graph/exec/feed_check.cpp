@@ -1,4 +1,4 @@
-#include "actors/feed_check.hpp"
+#include "graph/exec/feed_check.hpp"
 
 namespace pe {
 

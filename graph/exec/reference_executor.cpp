@@ -1,4 +1,4 @@
-#include "actors/reference_executor.hpp"
+#include "graph/exec/reference_executor.hpp"
 
 #include "graph/validate.hpp"
 

@@ -1,6 +1,6 @@
-#include "actors/bound_op.hpp"
+#include "graph/exec/bound_op.hpp"
 
-#include "actors/scope.hpp"
+#include "graph/exec/scope.hpp"
 #include "graph/op_registry.hpp"
 
 namespace pe {

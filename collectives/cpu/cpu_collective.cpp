@@ -1,4 +1,4 @@
-#include "collectives/cpu_collective.hpp"
+#include "collectives/cpu/cpu_collective.hpp"
 
 #include <algorithm>
 #include <cstring>

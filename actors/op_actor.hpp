@@ -1,0 +1,64 @@
+#pragma once
+
+// The op actor and its message protocol. Included only by the executor's own .cpp files:
+// it brings in CAF.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/parallel_executor.hpp"
+#include "actors/step_graph.hpp"
+#include "collectives/communicator.hpp"
+#include "devices/device.hpp"
+
+namespace pe {
+
+class trace_recorder;
+
+/// What a var-ready message carries besides the step: the event recorded after the
+/// writer's work, the stream it was recorded on (a reader on that same stream needs no
+/// wait: stream order suffices), and the place of the variable version. Null for a
+/// launch-order edge. A local-only message type: it holds pointers.
+struct event_ref {
+  const event* done = nullptr;
+  const stream* on = nullptr;
+  int place = 0;
+};
+
+/// What every op actor of one executor shares. Set before a step, read during it.
+struct actor_env {
+  step_graph* graph = nullptr;
+  std::vector<caf::actor> actors;   ///< by node id
+  std::vector<device*> devices;     ///< by place
+  communicator* comm = nullptr;
+  step_inputs* in = nullptr;
+  sync_mode sync = sync_mode::event;
+  trace_recorder* trace = nullptr;  ///< set between steps
+  std::uint64_t sequence_base = 0;  ///< this step's first collective sequence number
+  std::atomic<int> remaining{0};    ///< op actors yet to fire this step
+  std::function<void()> all_fired;  ///< called by the last op actor of a step
+};
+
+using start_atom = caf::atom_constant<caf::atom("start")>;
+using ready_atom = caf::atom_constant<caf::atom("ready")>;
+
+/// The behaviour of every op handle. On (start_atom, step) for a source, or once
+/// (ready_atom, step, event_ref) arrived for every input edge: make its stream wait for
+/// the inputs written on other streams, enqueue its work, record its event, and tell each
+/// reader (ready_atom, step, event_ref). The op actor never runs a kernel itself: the host
+/// runs ahead while the places' streams run the kernels back to back.
+caf::behavior op_actor(caf::stateful_actor<struct op_actor_state>* self, actor_env* env, int id);
+
+struct op_actor_state {
+  std::uint64_t step = ~std::uint64_t{0};
+  int arrived = 0;
+  std::vector<event_ref> inputs; ///< events of this step's input edges
+};
+
+} // namespace pe
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(pe::event_ref)

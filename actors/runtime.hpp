@@ -1,0 +1,40 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "collectives/ranks.hpp"
+#include "devices/device.hpp"
+#include "graph/exec/scope.hpp"
+
+namespace caf {
+class actor_system;
+class actor_system_config;
+} // namespace caf
+
+namespace pe {
+
+/// What the executors of one set of places share (an executor and the test-program
+/// executor made from it): the ranks, a device and a scope per place, and the CAF actor
+/// system whose workers run the op actors. Members are destroyed in reverse order: the
+/// actor system first (no actor left to enqueue), then the devices (every stream thread
+/// ends), then the scopes their work used.
+struct executor_runtime {
+  /// Throws pe::error for no places or a place without a device in this build.
+  executor_runtime(std::vector<place> places, int threads);
+  ~executor_runtime();
+  executor_runtime(const executor_runtime&) = delete;
+  executor_runtime& operator=(const executor_runtime&) = delete;
+
+  rank_model ranks;
+  int num_threads;
+  std::vector<std::unique_ptr<scope>> scopes;
+  std::vector<std::unique_ptr<device>> devices;
+  std::unique_ptr<caf::actor_system_config> config; // the system keeps a reference
+  std::unique_ptr<caf::actor_system> system;
+
+  std::vector<scope*> scope_list() const;
+  std::vector<device*> device_list() const;
+};
+
+} // namespace pe

@@ -1,0 +1,66 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "devices/stream.hpp"
+#include "devices/tensor.hpp"
+
+namespace pe {
+
+/// One collective across every rank of a communicator. The same call, with the same
+/// sequence number, is launched once per local rank.
+struct collective_call {
+  enum class kind {
+    all_reduce, ///< every rank gets the element-wise sum
+    reduce,     ///< `root` gets the sum; the others keep their values
+    broadcast,  ///< every rank gets `root`'s values
+  };
+
+  kind what = kind::all_reduce;
+  int root = 0;               ///< global rank (reduce, broadcast)
+  std::uint64_t sequence = 0; ///< position in the order every rank issues collectives in
+  std::string label;          ///< what errors name: "all_reduce(fc_0.w_0@GRAD)"
+};
+
+/// Times of one completed collective, for tracing: when the last rank joined (no rank
+/// wrote before) and when the last rank finished (every rank's result was complete).
+struct collective_span {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+/// A group of ranks that run collectives together, behind one interface for every backend
+/// (in-process CPU, NCCL, across processes).
+///
+/// launch() enqueues one local rank's part on that rank's communication stream and returns
+/// at once; the caller records an event on the stream after it, and readers wait on that
+/// event. Ranks must launch in the same sequence (0, 1, 2, ...): a rank whose launch
+/// carries another sequence number than the one it expects fails that collective on every
+/// rank with an error naming both, instead of hanging. A launch on a stream that already
+/// failed still takes part and fails the collective on every rank, so one rank's failure
+/// reaches all of them.
+class communicator {
+ public:
+  /// Runs once per collective after every rank finished its part, on the thread of the
+  /// last one: the span, and whether the collective succeeded.
+  using completion = std::function<void(const collective_span&, bool ok)>;
+
+  virtual ~communicator() = default;
+
+  virtual int world_size() const = 0;
+
+  /// Rank `local_rank`'s part of `call` over `buffers` (that rank's tensors, in the same
+  /// order on every rank; read when the work runs, so earlier work on the stream may still
+  /// write them) on `on`, a communication stream of the rank's place.
+  virtual void launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers,
+                      stream& on, completion done = {}) = 0;
+
+  /// Fails every collective waiting for ranks and every later launch: the executor is
+  /// going away. Idempotent.
+  virtual void abort() = 0;
+};
+
+} // namespace pe

@@ -1,0 +1,178 @@
+#include "collectives/cpu/inproc_communicator.hpp"
+
+#include <cstring>
+
+#include "collectives/cpu/cpu_collective.hpp"
+#include "devices/error.hpp"
+
+namespace pe {
+
+namespace {
+
+/// Waiting ranks re-check for an abort this often (abort() also wakes them at once).
+constexpr auto abort_poll = std::chrono::milliseconds(5);
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+cpu_collective::kind kind_of(collective_call::kind k) {
+  switch (k) {
+    case collective_call::kind::all_reduce: return cpu_collective::kind::all_reduce;
+    case collective_call::kind::reduce: return cpu_collective::kind::reduce;
+    case collective_call::kind::broadcast: return cpu_collective::kind::broadcast;
+  }
+  return cpu_collective::kind::all_reduce;
+}
+
+} // namespace
+
+inproc_communicator::inproc_communicator(int ranks)
+    : ranks_(ranks), next_(static_cast<std::size_t>(ranks), 0),
+      history_(static_cast<std::size_t>(ranks)) {
+  if (ranks < 1) throw error("inproc_communicator: at least one rank is needed");
+}
+
+void inproc_communicator::launch(const collective_call& call, int local_rank,
+                                 std::vector<tensor*> buffers, stream& on, completion done) {
+  if (local_rank < 0 || local_rank >= ranks_)
+    throw error(call.label + ": rank " + std::to_string(local_rank) + " outside a communicator of " +
+                std::to_string(ranks_));
+  on.enqueue_always([this, call, local_rank, buffers = std::move(buffers),
+                     done = std::move(done)](bool failed) {
+    take_part(call, local_rank, buffers, failed, done);
+  });
+}
+
+void inproc_communicator::abort() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (!broken_) broken_ = "the communicator was aborted (the executor is being destroyed)";
+  changed_.notify_all();
+}
+
+std::vector<std::vector<std::uint64_t>> inproc_communicator::history() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return history_;
+}
+
+template <class Pred>
+void inproc_communicator::wait(std::unique_lock<std::mutex>& lock, Pred ready) {
+  while (!ready() && !broken_) changed_.wait_for(lock, abort_poll);
+}
+
+std::optional<std::string> inproc_communicator::check(meeting& m) {
+  const collective_call& c = m.call;
+  const bool broadcast = c.what == collective_call::kind::broadcast;
+  const auto& first = m.buffers[static_cast<std::size_t>(broadcast ? c.root : 0)];
+  for (std::size_t r = 0; r < m.buffers.size(); ++r) {
+    const auto& mine = m.buffers[r];
+    if (mine.size() != first.size())
+      return c.label + ": rank " + std::to_string(r) + " brought " + std::to_string(mine.size()) +
+             " buffers, rank 0 " + std::to_string(first.size());
+    if (broadcast && static_cast<int>(r) != c.root) continue; // resized to the root's below
+    for (std::size_t v = 0; v < mine.size(); ++v) {
+      if (!mine[v]->initialized() || mine[v]->type() != dtype::fp32)
+        return c.label + ": the input on rank " + std::to_string(r) + " is missing or not FP32";
+      if (mine[v]->numel() != first[v]->numel())
+        return c.label + ": ranks disagree on the size (" + to_string(mine[v]->shape()) + " vs " +
+               to_string(first[v]->shape()) + ")";
+    }
+  }
+  return std::nullopt;
+}
+
+void inproc_communicator::compute(meeting& m, int rank, int ranks) {
+  const collective_call& c = m.call;
+  if (c.what == collective_call::kind::broadcast) {
+    // Each rank copies the root's values into its own buffers: only its own are written.
+    if (rank == c.root) return;
+    const auto& from = m.buffers[static_cast<std::size_t>(c.root)];
+    auto& to = m.buffers[static_cast<std::size_t>(rank)];
+    for (std::size_t v = 0; v < to.size(); ++v) {
+      to[v]->resize(dtype::fp32, from[v]->shape());
+      std::memcpy(to[v]->raw(), from[v]->raw(), from[v]->bytes());
+    }
+    return;
+  }
+  cpu_collective work;
+  work.what = kind_of(c.what);
+  work.root = c.root;
+  for (std::size_t v = 0; v < m.buffers[0].size(); ++v) {
+    std::vector<float*> places;
+    for (auto& rank_buffers : m.buffers) places.push_back(rank_buffers[v]->data<float>());
+    work.buffers.push_back(std::move(places));
+    work.sizes.push_back(static_cast<std::size_t>(m.buffers[0][v]->numel()));
+  }
+  work.run_chunk(static_cast<std::size_t>(rank), static_cast<std::size_t>(ranks));
+}
+
+void inproc_communicator::take_part(const collective_call& call, int rank,
+                                    const std::vector<tensor*>& buffers, bool stream_failed,
+                                    const completion& done) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (broken_) throw error(call.label + ": " + *broken_);
+  auto& expected = next_[static_cast<std::size_t>(rank)];
+  if (call.sequence != expected) {
+    broken_ = "rank " + std::to_string(rank) + " launched collective #" +
+              std::to_string(call.sequence) + " (" + call.label + ") where it expected #" +
+              std::to_string(expected) + ": the ranks issue collectives in different orders";
+    changed_.notify_all();
+    throw error(*broken_);
+  }
+  ++expected;
+  history_[static_cast<std::size_t>(rank)].push_back(call.sequence);
+
+  meeting& m = meetings_[call.sequence];
+  if (m.joined == 0) {
+    m.call = call;
+    m.buffers.resize(static_cast<std::size_t>(ranks_));
+  } else if (m.call.what != call.what || m.call.root != call.root || m.call.label != call.label) {
+    broken_ = "collective #" + std::to_string(call.sequence) + " is " + m.call.label +
+              " on one rank and " + call.label + " on rank " + std::to_string(rank);
+    changed_.notify_all();
+    throw error(*broken_);
+  }
+  m.buffers[static_cast<std::size_t>(rank)] = buffers;
+  if (done) m.done = done;
+  if (stream_failed && !m.failure)
+    m.failure = call.label + ": skipped after an earlier failure on rank " + std::to_string(rank);
+  if (++m.joined == ranks_) {
+    if (!m.failure) m.failure = check(m);
+    m.span.start_ns = steady_ns();
+    changed_.notify_all();
+  }
+  wait(lock, [&] { return m.joined == ranks_; });
+  if (broken_ && m.joined < ranks_) throw error(call.label + ": " + *broken_);
+
+  if (!m.failure) {
+    lock.unlock();
+    try {
+      compute(m, rank, ranks_);
+    } catch (const std::exception& e) {
+      lock.lock();
+      if (!m.failure) m.failure = call.label + ": " + e.what();
+      lock.unlock();
+    }
+    lock.lock();
+  }
+  completion finish;
+  if (++m.finished == ranks_) {
+    m.span.end_ns = steady_ns();
+    finish = m.done;
+    changed_.notify_all();
+  }
+  wait(lock, [&] { return m.finished == ranks_; });
+  if (m.finished < ranks_) throw error(call.label + ": " + *broken_);
+  const std::optional<std::string> failure = m.failure;
+  const collective_span span = m.span;
+  if (++m.left == ranks_) meetings_.erase(call.sequence);
+  lock.unlock();
+  // The last rank to finish reports once, before any rank's part returns... except that the
+  // others may already be returning: readers wait on every rank's event, so that is enough.
+  if (finish) finish(span, !failure);
+  if (failure) throw error(*failure);
+}
+
+} // namespace pe

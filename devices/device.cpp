@@ -1,0 +1,55 @@
+#include "devices/device.hpp"
+
+#include <map>
+#include <mutex>
+
+#include "devices/cpu/cpu_device.hpp"
+#include "devices/error.hpp"
+
+namespace pe {
+
+namespace {
+
+struct device_registry {
+  std::mutex mutex;
+  std::map<place::kind, device_factory> factories;
+};
+
+device_registry& registry() {
+  static device_registry* r = [] {
+    auto* made = new device_registry; // never destroyed: devices may close during exit
+    made->factories[place::kind::cpu] = [](place p) { return std::make_unique<cpu_device>(p); };
+    return made;
+  }();
+  return *r;
+}
+
+} // namespace
+
+void register_device(place::kind kind, device_factory factory) {
+  device_registry& r = registry();
+  std::lock_guard<std::mutex> guard(r.mutex);
+  r.factories[kind] = std::move(factory);
+}
+
+std::unique_ptr<device> open_device(place p) {
+  device_registry& r = registry();
+  device_factory make;
+  {
+    std::lock_guard<std::mutex> guard(r.mutex);
+    auto it = r.factories.find(p.type);
+    if (it != r.factories.end()) make = it->second;
+  }
+  if (!make) throw error("place " + to_string(p) + " needs a device this build does not have");
+  return make(p);
+}
+
+bool synchronize_all(const std::vector<device*>& devices) {
+  bool ok = true;
+  for (device* d : devices)
+    for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy})
+      ok = d->get_stream(kind).synchronize() && ok;
+  return ok;
+}
+
+} // namespace pe

@@ -1,0 +1,57 @@
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "devices/place.hpp"
+#include "devices/stream.hpp"
+
+namespace pe {
+
+class tensor;
+
+/// Memory of one place. Buffers are freed when the last shared_ptr goes; callers that hand
+/// a buffer to queued work keep a reference in that work (stream-ordered release).
+class allocator {
+ public:
+  virtual ~allocator() = default;
+  virtual std::shared_ptr<std::byte> allocate(std::size_t bytes) = 0;
+};
+
+/// What one place can do: allocate, run work on its streams, make events, copy tensors.
+/// Knows nothing of programs or graphs; kernels reach their device through their kernel
+/// context. One device per place; several places may share hardware (two CPU places share
+/// the host, logical GPU places share a GPU), each with streams of its own.
+class device {
+ public:
+  virtual ~device() = default;
+
+  virtual place where() const = 0;
+  virtual allocator& memory() = 0;
+  virtual stream& get_stream(stream_kind kind) = 0;
+  virtual std::unique_ptr<event> make_event() = 0;
+
+  /// Enqueues on `on` a copy of `src` (any place) into `dst` (this device's place, or the
+  /// host), giving `dst` src's dtype and shape as they are when the copy runs: earlier work
+  /// on the stream may still be writing `src`. Both tensors must outlive the copy.
+  virtual void copy(stream& on, tensor& dst, const tensor& src) = 0;
+
+  /// Stops every stream: queued work is dropped and blocked waits return, so that nothing
+  /// outlives the device. Idempotent; the destructor calls it.
+  virtual void stop() = 0;
+};
+
+/// Makes the device of a place kind. Each device implementation registers one factory.
+using device_factory = std::function<std::unique_ptr<device>(place)>;
+void register_device(place::kind kind, device_factory factory);
+
+/// The device for `p`; throws pe::error naming the place when its kind has no device in
+/// this build.
+std::unique_ptr<device> open_device(place p);
+
+/// Every stream of the given devices synchronized; false when any failed.
+bool synchronize_all(const std::vector<device*>& devices);
+
+} // namespace pe

@@ -1,0 +1,81 @@
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "devices/place.hpp"
+
+namespace pe {
+
+/// The streams every place has: kernels on `compute`, collectives on `communication`,
+/// transfers to and from the host on `copy`. Work on one stream runs in enqueue order;
+/// work on different streams is ordered only through events.
+enum class stream_kind { compute, communication, copy };
+
+/// "compute", "communication", "copy".
+std::string to_string(stream_kind kind);
+
+/// A marker in a stream, with CUDA's semantics:
+/// - stream::record(e) captures the work enqueued on that stream so far, replacing what
+///   e captured before;
+/// - stream::wait(e) makes later work on the waiting stream wait for what e captured at
+///   the moment the wait was enqueued (a later record does not change that wait);
+/// - an event never recorded counts as complete.
+/// Record and wait are called by the host; the device does the waiting.
+class event {
+ public:
+  virtual ~event() = default;
+
+  /// Whether the captured work has finished (or was dropped by a failure or a stop).
+  virtual bool query() const = 0;
+
+  /// Blocks the calling thread until the captured work has finished. Returns false when
+  /// that work failed (a task threw, or waited on failed work) or its stream was stopped.
+  virtual bool synchronize() const = 0;
+};
+
+/// An in-order queue of work on one place.
+///
+/// A task that throws marks the stream failed: later tasks are skipped (their events still
+/// complete, as failed) until clear_error(), and a stream that waits on an event of failed
+/// work fails too. So a failure poisons everything ordered after it, on every stream,
+/// without a host round trip; the host reads the first message with error().
+class stream {
+ public:
+  using task = std::function<void()>;
+
+  virtual ~stream() = default;
+
+  virtual place where() const = 0;
+  virtual stream_kind kind() const = 0;
+
+  /// Runs `work` after everything enqueued before it on this stream. On a CPU place the
+  /// stream's own thread runs it; on a GPU place `work` is the host code that launches the
+  /// kernels onto the stream. Never blocks the caller on earlier work.
+  virtual void enqueue(task work) = 0;
+
+  /// Like enqueue, but `work` runs even when the stream has failed, and is told so. For
+  /// work that others wait for, such as a rank's part of a collective: it must take part
+  /// (and spread the failure) rather than leave the other ranks waiting. Exceptions it
+  /// throws fail the stream as enqueue's do.
+  virtual void enqueue_always(std::function<void(bool failed)> work) = 0;
+
+  /// Makes `e` capture the work enqueued on this stream so far.
+  virtual void record(event& e) = 0;
+
+  /// Makes work enqueued after this call wait for what `e` captured now.
+  virtual void wait(const event& e) = 0;
+
+  /// Blocks until everything enqueued so far has finished. False when any of it failed.
+  virtual bool synchronize() = 0;
+
+  /// The first failure since the last clear_error(): "task message", or a note that the
+  /// stream waited on failed work or was stopped.
+  virtual std::optional<std::string> error() const = 0;
+
+  /// Lets later work run again after a failure. Call only while the stream is idle.
+  virtual void clear_error() = 0;
+};
+
+} // namespace pe
