@@ -62,19 +62,13 @@ build_strategy strategy_of(const run_options& o) {
   return build;
 }
 
-std::vector<place> cpu_places(int count) {
-  std::vector<place> places;
-  for (int i = 0; i < count; ++i)
-    places.push_back(place::cpu(i));
-  return places;
-}
-
 /// Data parallelism over CPU places, every op an actor.
 class actor_engine final : public engine {
  public:
   actor_engine(const run_options& o, const model_programs& m)
     : main_(m.main),
-      train_(cpu_places(o.places), m.startup, m.main, strategy_of(o), {o.threads}) {
+      train_(o.places, m.startup, m.main, strategy_of(o),
+             {o.threads, o.sync == "wait" ? sync_mode::wait : sync_mode::event}) {
     if (o.eval)
       test_.emplace(m.test, train_, strategy_of(o));
   }

@@ -59,8 +59,15 @@ std::vector<int> parse_widths(const std::string& text) {
   }
 }
 
+std::vector<place> cpu_places(int count) {
+  std::vector<place> places;
+  for (int i = 0; i < count; ++i)
+    places.push_back(place::cpu(i));
+  return places;
+}
+
 /// "cpu:N" -> N >= 1 CPU places.
-int parse_places(const std::string& text) {
+std::vector<place> parse_places(const std::string& text) {
   if (text.starts_with("gpu:"))
     throw error("--places " + text + ": GPU places need the CUDA build; this build runs on "
                 "CPU places only (cpu:N)");
@@ -68,20 +75,20 @@ int parse_places(const std::string& text) {
                                         : std::nullopt;
   if (!count)
     throw error("--places: expected cpu:N with N >= 1 CPU places, got '" + text + "'");
-  return *count;
+  return cpu_places(*count);
 }
 
 /// The actor executor's places when --places is not given: CPU_NUM (as Paddle reads it),
 /// else one per core.
-int default_places() {
+std::vector<place> default_places() {
   const char* cpu_num = std::getenv("CPU_NUM");
   if (cpu_num == nullptr)
-    return core_count();
+    return cpu_places(core_count());
   auto count = positive_int(cpu_num);
   if (!count)
     throw error(std::string("CPU_NUM=") + cpu_num +
                 " in the environment: expected a positive number of CPU places");
-  return *count;
+  return cpu_places(*count);
 }
 
 /// "A:B" -> the training steps A..B (inclusive, 1-based) that --trace-steps selects.
@@ -178,6 +185,12 @@ po::options_description describe() {
      "how the actor executor combines gradients: allreduce (every place sums all gradients "
      "and runs the optimizer) or reduce (each parameter's owner place sums its gradient, "
      "updates it and broadcasts it)")
+    ("sync", po::value<std::string>()->value_name("MODE")->default_value("event"),
+     "how an op whose input was written on another stream of a place (a collective on the "
+     "communication stream reading a gradient, an optimizer reading an all-reduced "
+     "gradient, a fetch on the copy stream) waits for it: event (the reader's stream waits "
+     "on the writer's event, the op actor goes on at once) or wait (the op actor blocks "
+     "until the writer's work has run, then enqueues)")
     ("fuse-allreduce-mb", po::value<double>()->value_name("X")->default_value(0, "0"),
      "all-reduce gradients in buckets of at most X MiB, one collective per bucket; 0: one "
      "collective per gradient. Ignored with --reduce reduce")
@@ -230,7 +243,9 @@ void interpret_executor(const po::variables_map& vm, run_options& o) {
   if (!(o.fuse_allreduce_mb >= 0 && std::isfinite(o.fuse_allreduce_mb)))
     throw error("--fuse-allreduce-mb must be 0 (off) or a positive size in MiB, got " +
                 std::to_string(o.fuse_allreduce_mb));
-  std::optional<int> places;
+  if (o.sync != "event" && o.sync != "wait")
+    throw error("--sync: expected event or wait, got '" + o.sync + "'");
+  std::optional<std::vector<place>> places;
   if (vm.count("places"))
     places = parse_places(take<std::string>(vm, "places"));
 
@@ -240,14 +255,14 @@ void interpret_executor(const po::variables_map& vm, run_options& o) {
     require_positive(o.threads, "threads");
     return;
   }
-  o.places = places.value_or(1);
-  if (o.places != 1)
-    throw error("--executor reference runs on one place, got --places cpu:" +
-                std::to_string(o.places) + "; use --executor actor for several places");
+  o.places = places.value_or(cpu_places(1));
+  if (o.places.size() != 1)
+    throw error("--executor reference runs on one place, got --places " + o.places_text() +
+                "; use --executor actor for several places");
   if (vm.count("threads") || given(vm, "reduce") || given(vm, "fuse-allreduce-mb") ||
-      vm.count("dot"))
-    throw error("--threads, --reduce, --fuse-allreduce-mb and --dot configure the actor "
-                "executor, not --executor reference");
+      given(vm, "sync") || vm.count("dot"))
+    throw error("--threads, --reduce, --fuse-allreduce-mb, --sync and --dot configure the "
+                "actor executor, not --executor reference");
   if (o.tracing())
     throw error("--trace and --check-hazards record the actor executor's op firings; "
                 "--executor reference has no actors to trace");
@@ -286,6 +301,7 @@ run_options interpret(const po::variables_map& vm) {
     o.metrics = take<std::string>(vm, "metrics");
   o.executor = take<std::string>(vm, "executor");
   o.reduce = take<std::string>(vm, "reduce");
+  o.sync = take<std::string>(vm, "sync");
   o.fuse_allreduce_mb = take<double>(vm, "fuse-allreduce-mb");
   o.blas_threads = take<int>(vm, "blas-threads");
   if (vm.count("dot"))
@@ -350,6 +366,10 @@ std::optional<run_options> parse_options(int argc, const char* const* argv,
   return interpret(vm);
 }
 
+std::string run_options::places_text() const {
+  return "cpu:" + std::to_string(places.size());
+}
+
 nlohmann::json to_json(const run_options& o) {
   nlohmann::json config = {
     {"model", o.model},
@@ -358,10 +378,11 @@ nlohmann::json to_json(const run_options& o) {
     {"data", o.data},
     {"eval", o.eval},
     {"normalize", o.normalize},
-    {"places", "cpu:" + std::to_string(o.places)},
+    {"places", o.places_text()},
     {"executor", o.executor},
     {"threads", o.threads},
     {"reduce", o.reduce},
+    {"sync", o.sync},
     {"fuse_allreduce_mb", o.fuse_allreduce_mb},
     {"blas_threads", o.blas_threads},
   };

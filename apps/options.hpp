@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "devices/place.hpp"
+
 namespace pe {
 
 /// Everything pe-actor-run was asked to do, checked for consistency by parse_options.
@@ -28,8 +30,9 @@ struct run_options {
   std::string save_program; ///< directory; empty: do not save
   std::string metrics;      ///< JSON file; empty: do not write
   std::string executor = "actor"; ///< "actor" (parallel_executor) or "reference"
-  int places = 1;             ///< CPU places (data-parallel replicas); 1 with reference
+  std::vector<place> places = {place::cpu(0)}; ///< data-parallel replicas; cpu:0 with reference
   int threads = 1;            ///< CAF scheduler workers of the actor executor; 1 with reference
+  std::string sync = "event"; ///< how readers on another stream wait: "event" or "wait"
   std::string reduce = "allreduce"; ///< "allreduce" or "reduce" (build_strategy::reduce_mode)
   double fuse_allreduce_mb = 0;     ///< all-reduce bucket size in MiB; 0: one per gradient
   int blas_threads = 1;            ///< OpenBLAS threads per GEMM call
@@ -47,6 +50,8 @@ struct run_options {
   /// True when `model` names the built-in MLP rather than a program file.
   bool builtin_model() const { return model == "mlp"; }
   bool actor() const { return executor == "actor"; }
+  /// "cpu:2": the places as --places writes them.
+  std::string places_text() const;
   /// True when the training steps' op firings are recorded (--trace or --check-hazards).
   bool tracing() const { return !trace.empty() || check_hazards; }
 };

@@ -71,11 +71,12 @@ void write_dot(const engine& executor, const std::string& path) {
 
 /// What runs where, with the defaults resolved: places, executor, threads, gradient strategy.
 void print_header(std::ostream& out, const run_options& o) {
-  out << "training " << o.model << " on cpu:" << o.places << " ("
-      << o.places << (o.places == 1 ? " CPU place" : " CPU places") << ") with the "
+  out << "training " << o.model << " on " << o.places_text() << " ("
+      << o.places.size() << (o.places.size() == 1 ? " CPU place" : " CPU places") << ") with the "
       << o.executor << " executor";
   if (o.actor()) {
-    out << ", " << o.threads << (o.threads == 1 ? " thread" : " threads") << ", " << o.reduce;
+    out << ", " << o.threads << (o.threads == 1 ? " thread" : " threads") << ", " << o.reduce
+        << ", --sync " << o.sync;
     if (o.reduce == "allreduce" && o.fuse_allreduce_mb > 0)
       out << " fused in " << o.fuse_allreduce_mb << " MiB buckets";
   }
@@ -100,7 +101,7 @@ void print_step(std::ostream& out, const run_metrics::step_record& s, std::int64
 void print_summary(std::ostream& out, const run_options& o, const run_metrics& metrics,
                    const std::optional<eval_result>& eval) {
   const auto& steps = metrics.steps();
-  out << "trained " << steps.size() << " steps on cpu:" << o.places << " (" << o.executor
+  out << "trained " << steps.size() << " steps on " << o.places_text() << " (" << o.executor
       << " executor): loss " << std::setprecision(6)
       << steps.front().loss << " -> " << steps.back().loss << ", " << std::fixed
       << std::setprecision(1) << metrics.samples_per_sec()
@@ -117,7 +118,8 @@ void print_summary(std::ostream& out, const run_options& o, const run_metrics& m
 nlohmann::json report(const run_options& o, const run_metrics& metrics,
                       const std::optional<eval_result>& eval, const trace_report& traced) {
   auto json = metrics.to_json(to_json(o), eval);
-  json["places"] = o.places;
+  json["places"] = o.places.size();
+  json["sync"] = o.sync;
   json["executor"] = o.executor;
   json["threads"] = o.threads;
   json["reduce"] = o.reduce;

@@ -68,7 +68,7 @@ TEST(Cli, HelpListsEveryFlagAndExitsZero) {
        {"--model", "--startup", "--hidden", "--steps", "--epochs", "--batch-size", "--lr",
         "--optimizer", "--seed", "--data", "--eval", "--normalize", "--save-program",
         "--metrics", "--places", "--executor", "--blas-threads", "--threads", "--reduce",
-        "--fuse-allreduce-mb", "--dot", "--trace", "--trace-steps", "--check-hazards"})
+        "--fuse-allreduce-mb", "--sync", "--dot", "--trace", "--trace-steps", "--check-hazards"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   for (const char* fact : {"default: 0.1 for sgd", "warm-up", "idx:DIR", "CPU_NUM",
                            "OPENBLAS_NUM_THREADS", "CUDA build", "global mini-batch",
@@ -118,6 +118,8 @@ INSTANTIATE_TEST_SUITE_P(
     bad_invocation{"--executor reference --places cpu:2", "--executor reference runs on one place"},
     bad_invocation{"--executor reference --threads 2", "configure the actor executor"},
     bad_invocation{"--executor reference --dot g.dot", "configure the actor executor"},
+    bad_invocation{"--executor reference --sync wait", "configure the actor executor"},
+    bad_invocation{"--sync poll", "--sync: expected event or wait, got 'poll'"},
     bad_invocation{"--executor reference --trace t.json", "--executor reference has no actors"},
     bad_invocation{"--executor reference --check-hazards", "--executor reference has no actors"},
     bad_invocation{"--trace-steps 2:3", "give one of them"},
@@ -213,6 +215,16 @@ TEST(Cli, TwoPlacesTrainTheGlobalBatchLikeTheReferenceExecutor) {
   // The test executor shares the trained parameters of the two places.
   auto reference_eval = reference.at("eval").at("loss").get<double>();
   EXPECT_NEAR(two.at("eval").at("loss").get<double>(), reference_eval, 1e-4 * reference_eval);
+}
+
+TEST(Cli, BothSyncStrategiesTrainTheSameSteps) {
+  temp_dir dir("cli_sync");
+  auto event = train("--places cpu:2 --steps 20 --sync event", dir);
+  auto wait = train("--places cpu:2 --steps 20 --sync wait", dir);
+  EXPECT_EQ(event.at("sync").get<std::string>(), "event");
+  EXPECT_EQ(wait.at("config").at("sync").get<std::string>(), "wait");
+  EXPECT_EQ(losses(event), losses(wait)) << "the strategy changes when ops wait, not what they compute";
+  expect_falling(losses(wait), 0.9);
 }
 
 TEST(Cli, ThreePlacesTrainInReduceMode) {

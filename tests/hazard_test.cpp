@@ -48,8 +48,10 @@ trace_source source_of(const parallel_executor& exe) {
 
 // --- write after read without the dummy edges -------------------------------------------
 
-/// y = mul(x, w) reads x@0 for milliseconds; x = scale(x) overwrites it in place (x@1) in
-/// microseconds. Only the WAR dummy edge orders the two.
+/// y = mul(x, relu(w)) reads x@0 for milliseconds; x = scale(x) overwrites it in place
+/// (x@1). Only the WAR dummy edge orders the two. The scale is a source; the mul fires one
+/// message after the relu, so without the edge the scale is enqueued on the place's stream
+/// before the mul and overwrites x before the mul reads it.
 struct war_program {
   proto::ProgramDesc main, startup;
   feed_map feed;
@@ -59,7 +61,8 @@ struct war_program {
     program_builder b(main, startup, 7);
     b.data("x", {-1, 512}, dtype::fp32);
     b.parameter("w", {512, 512}, program_builder::init::xavier_uniform);
-    b.append_op("mul", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"y"}}}, {});
+    b.append_op("relu", {{"X", {"w"}}}, {{"Out", {"w_relu"}}}, {});
+    b.append_op("mul", {{"X", {"x"}}, {"Y", {"w_relu"}}}, {{"Out", {"y"}}}, {});
     b.append_op("scale", {{"X", {"x"}}}, {{"Out", {"x"}}}, {{"scale", 2.f}});
     feed = {{"x", pe::testing::random_tensor({256, 512}, 11)}};
   }
@@ -75,8 +78,8 @@ TEST(hazard, checker_catches_the_overwrite_that_missing_war_edges_allow) {
   parallel_executor exe(cpu_places(1), p.startup, p.main, unsafe, execution_strategy{2});
   trace_recorder recorder;
   exe.trace(&recorder);
-  // Both ops are ready when a step starts; the scale runs on the other worker while the mul
-  // reads (or even before it). One step usually shows it; a few more rule out bad luck.
+  // The scale is ready when the step starts, the mul only after the relu's message: the
+  // scale's kernel runs first. One step usually shows it; a few more rule out bad luck.
   std::vector<hazard_violation> violations;
   for (int step = 0; step < 20 && violations.empty(); ++step) {
     exe.run(p.feed, p.fetch);
@@ -84,8 +87,8 @@ TEST(hazard, checker_catches_the_overwrite_that_missing_war_edges_allow) {
   }
   ASSERT_FALSE(violations.empty()) << "20 steps without the scale overlapping the mul";
   const auto& v = violations.front();
-  EXPECT_NE(v.message.find("op #0 (mul) on cpu:0"), std::string::npos) << v.message;
-  EXPECT_NE(v.message.find("op #1 (scale) on cpu:0"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("op #1 (mul) on cpu:0"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("op #2 (scale) on cpu:0"), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("x@0 on cpu:0"), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("write after read"), std::string::npos) << v.message;
 }
@@ -235,8 +238,10 @@ TEST(hazard, random_in_place_programs_match_the_reference_without_hazards) {
     SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(places) + " places, batch " +
                  std::to_string(batch) + ": " + listing(p.main));
 
+    for (sync_mode sync : {sync_mode::event, sync_mode::wait}) {
+    SCOPED_TRACE(sync == sync_mode::event ? "--sync event" : "--sync wait");
     trace_recorder recorder;
-    parallel_executor exe(cpu_places(places), p.startup, p.main, {}, execution_strategy{2});
+    parallel_executor exe(cpu_places(places), p.startup, p.main, {}, execution_strategy{2, sync});
     exe.trace(&recorder);
     scope ref_vars;
     reference_executor ref(p.main, ref_vars);
@@ -258,10 +263,12 @@ TEST(hazard, random_in_place_programs_match_the_reference_without_hazards) {
     EXPECT_EQ(events.size(), static_cast<std::size_t>(steps) * exe.graph().ops.size());
     for (const auto& v : check_hazards(source_of(exe), events)) ADD_FAILURE() << v.message;
     if (HasFailure()) return; // the first failing program is the repro
+    if (sync == sync_mode::wait) continue;
 
     with_in_place += p.in_place ? 1 : 0;
     with_empty_place += batch < places ? 1 : 0;
     for (const auto& v : exe.graph().vars) most_versions = std::max(most_versions, v.version + 1);
+    }
   }
   std::cout << programs << " programs: " << with_in_place << " with in-place updates, "
             << with_empty_place << " with a place of 0 rows, up to " << most_versions

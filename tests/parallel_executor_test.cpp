@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <numeric>
 #include <thread>
 
 #include "actors/parallel_executor.hpp"
@@ -89,6 +90,7 @@ struct mode_case {
   reduce_mode reduce;
   const char* optimizer;
   float lr;
+  sync_mode sync = sync_mode::event;
 };
 
 class matches_reference : public ::testing::TestWithParam<mode_case> {};
@@ -100,7 +102,7 @@ TEST_P(matches_reference, losses_and_parameters_for_ten_steps) {
   auto want = reference_losses(m, reference, 10, 24);
   build_strategy build;
   build.reduce = c.reduce;
-  parallel_executor exe(cpu_places(c.places), m.startup, m.main, build, {2});
+  parallel_executor exe(cpu_places(c.places), m.startup, m.main, build, {2, c.sync});
   auto got = actor_losses(exe, m, 10, 24);
   for (int s = 0; s < 10; ++s) expect_close(got[s], want[s], 1e-5f, "step " + std::to_string(s));
   expect_same_parameters(exe, reference, m, 1e-4f);
@@ -117,7 +119,44 @@ INSTANTIATE_TEST_SUITE_P(
                       mode_case{2, reduce_mode::reduce, "sgd", 0.2f},
                       mode_case{3, reduce_mode::reduce, "sgd", 0.2f},
                       mode_case{4, reduce_mode::reduce, "adam", 0.01f},
-                      mode_case{3, reduce_mode::all_reduce, "momentum", 0.05f}));
+                      mode_case{3, reduce_mode::all_reduce, "momentum", 0.05f},
+                      mode_case{1, reduce_mode::all_reduce, "sgd", 0.2f, sync_mode::wait},
+                      mode_case{2, reduce_mode::all_reduce, "sgd", 0.2f, sync_mode::wait},
+                      mode_case{4, reduce_mode::all_reduce, "adam", 0.01f, sync_mode::wait},
+                      mode_case{3, reduce_mode::reduce, "sgd", 0.2f, sync_mode::wait},
+                      mode_case{4, reduce_mode::reduce, "adam", 0.01f, sync_mode::wait}));
+
+// Every place issues its collectives in one sequence (0, 1, 2, ... across steps), whatever
+// the order the scheduler ran the op actors in: the communicator records each place's
+// launches in the order its communication stream ran them.
+TEST(parallel_executor, places_issue_collectives_in_one_sequence) {
+  auto m = model("sgd", 0.2f);
+  struct setup {
+    int places;
+    reduce_mode reduce;
+    std::int64_t fuse_bytes;
+    sync_mode sync;
+  };
+  for (const setup& c : {setup{4, reduce_mode::all_reduce, 0, sync_mode::event},
+                         setup{3, reduce_mode::all_reduce, 64, sync_mode::event},
+                         setup{4, reduce_mode::reduce, 0, sync_mode::event},
+                         setup{2, reduce_mode::all_reduce, 0, sync_mode::wait}}) {
+    build_strategy build;
+    build.reduce = c.reduce;
+    build.fuse_all_reduce_bytes = c.fuse_bytes;
+    parallel_executor exe(cpu_places(c.places), m.startup, m.main, build, {2, c.sync});
+    constexpr int steps = 6;
+    actor_losses(exe, m, steps, 24);
+    std::size_t per_step = 0;
+    for (const auto& op : exe.graph().ops) per_step += is_collective(op.what) ? 1 : 0;
+    ASSERT_GT(per_step, 1u);
+    std::vector<std::uint64_t> want(per_step * steps);
+    std::iota(want.begin(), want.end(), 0);
+    auto history = exe.collective_history();
+    ASSERT_EQ(history.size(), static_cast<std::size_t>(c.places));
+    for (int p = 0; p < c.places; ++p) EXPECT_EQ(history[static_cast<std::size_t>(p)], want) << "place " << p;
+  }
+}
 
 TEST(parallel_executor, fused_all_reduce_matches_reference) {
   auto m = model("sgd", 0.2f);
