@@ -25,11 +25,14 @@ void fail_stream(stream& s) {
 }
 
 /// A computation, loss-gradient scale or fetch: on its place's stream.
-void launch_op(actor_env& env, step_node& n, std::uint64_t step,
-               const std::vector<event_ref>& inputs, std::int64_t enqueued) {
+void launch_op(actor_env& env, step_node& n, const std::vector<event_ref>& inputs) {
   stream& s = env.devices[static_cast<std::size_t>(n.place)]->get_stream(n.runs_on);
   if (!order_after_inputs(env, s, inputs, -1)) fail_stream(s);
-  s.enqueue([&env, &n, step, enqueued] {
+  // Two pointers: small enough for std::function to hold without allocating.
+  s.enqueue([envp = &env, np = &n] {
+    actor_env& env = *envp;
+    step_node& n = *np;
+    const std::uint64_t step = n.fired_step;
     trace_recorder* t = env.trace != nullptr && env.trace->wants(step) ? env.trace : nullptr;
     const std::int64_t start = t != nullptr ? t->now_ns() : 0;
     if (env.in->cancelled.load()) {
@@ -42,17 +45,18 @@ void launch_op(actor_env& env, step_node& n, std::uint64_t step,
       env.in->fail(e.what());
       throw;
     }
-    if (t != nullptr) t->record(step, n.id, enqueued, start, t->now_ns());
+    if (t != nullptr) t->record(step, n.id, n.enqueued_ns, start, t->now_ns());
     env.graph->release(n);
   });
   s.record(n.done_on(n.place));
 }
 
 /// A collective: every place's part on its communication stream, in sequence.
-void launch_collective(actor_env& env, step_node& n, std::uint64_t step,
-                       const std::vector<event_ref>& inputs, std::int64_t enqueued) {
+void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref>& inputs) {
   collective_call call = n.call();
   call.sequence += env.sequence_base;
+  const std::uint64_t step = n.fired_step;
+  const std::int64_t enqueued = n.enqueued_ns;
   communicator::completion done = [&env, &n, step, enqueued](const collective_span& span, bool ok) {
     if (!ok) {
       env.in->fail(n.label + " failed");
@@ -77,10 +81,11 @@ caf::behavior op_actor(caf::stateful_actor<op_actor_state>* self, actor_env* env
   auto fire = [self, env, id](std::uint64_t step) {
     step_node& n = env->graph->nodes()[static_cast<std::size_t>(id)];
     trace_recorder* t = env->trace != nullptr && env->trace->wants(step) ? env->trace : nullptr;
-    const std::int64_t enqueued = t != nullptr ? t->now_ns() : 0;
+    n.fired_step = step;
+    n.enqueued_ns = t != nullptr ? t->now_ns() : 0;
     try {
-      if (n.is_collective()) launch_collective(*env, n, step, self->state.inputs, enqueued);
-      else launch_op(*env, n, step, self->state.inputs, enqueued);
+      if (n.is_collective()) launch_collective(*env, n, self->state.inputs);
+      else launch_op(*env, n, self->state.inputs);
     } catch (const std::exception& e) {
       env->in->fail(n.label + ": " + e.what()); // enqueueing itself failed: nothing to wait on
     }

@@ -2,7 +2,6 @@
 
 #include <condition_variable>
 #include <mutex>
-#include <thread>
 
 #include "actors/feed_split.hpp"
 #include "actors/op_actor.hpp"
@@ -17,10 +16,6 @@
 namespace pe {
 
 namespace {
-
-int default_threads() {
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
 
 /// The loss-gradient variable the Backward|Loss op seeds, or "" (inference programs).
 std::string loss_gradient(const proto::ProgramDesc& main) {
@@ -76,8 +71,7 @@ struct executor_state {
 parallel_executor::parallel_executor(std::vector<place> places, const proto::ProgramDesc& startup,
                                      const proto::ProgramDesc& main, build_strategy build,
                                      execution_strategy exec)
-    : runtime_(std::make_shared<executor_runtime>(std::move(places),
-                                         exec.num_threads > 0 ? exec.num_threads : default_threads())),
+    : runtime_(std::make_shared<executor_runtime>(std::move(places), exec.num_threads)),
       state_(std::make_unique<executor_state>(main, build, exec.sync)) {
   // Places run concurrently on their streams: one BLAS thread each keeps them from
   // over-subscribing the cores.

@@ -23,8 +23,10 @@ enum class sync_mode {
 
 /// How the op actors are scheduled.
 struct execution_strategy {
-  /// Worker threads of the CAF scheduler running every op actor; 0: one per core.
-  int num_threads = 0;
+  /// Worker threads of the CAF scheduler running every op actor (at least 1). Op actors only
+  /// enqueue work on the places' devices, so one worker keeps up with several places;
+  /// more workers wake one another for every message.
+  int num_threads = 1;
   sync_mode sync = sync_mode::event;
 };
 

@@ -55,6 +55,10 @@ class step_node {
   std::vector<edge> successors;
   std::vector<int> releases;  ///< reference counts this node holds (see step_graph)
   std::uint64_t sequence = 0; ///< collectives: launch position within a step (0, 1, ...)
+  /// What the op actor hands the work it enqueues, written before the enqueue (which orders
+  /// it before the work): the step, and when the actor fired (trace clock; 0 untraced).
+  std::uint64_t fired_step = 0;
+  std::int64_t enqueued_ns = 0;
 
   bool is_collective() const { return pe::is_collective(what); }
 

@@ -179,8 +179,9 @@ po::options_description describe() {
       "cpu:$CPU_NUM when CPU_NUM is set, else one per core (here cpu:" + cores +
       "); with reference: cpu:1, the only choice. GPU places need the CUDA build").c_str())
     ("threads", po::value<int>()->value_name("T"),
-     ("worker threads of the actor executor's CAF scheduler, shared by all places "
-      "(default: one per core, here " + cores + ")").c_str())
+     "worker threads of the actor executor's CAF scheduler, shared by all places (default "
+     "1: op actors only enqueue kernels on the places' device threads, and one worker keeps "
+     "up with them; more workers wake each other for every message)")
     ("reduce", po::value<std::string>()->value_name("MODE")->default_value("allreduce"),
      "how the actor executor combines gradients: allreduce (every place sums all gradients "
      "and runs the optimizer) or reduce (each parameter's owner place sums its gradient, "
@@ -251,7 +252,7 @@ void interpret_executor(const po::variables_map& vm, run_options& o) {
 
   if (o.actor()) {
     o.places = places ? *places : default_places();
-    o.threads = vm.count("threads") ? take<int>(vm, "threads") : core_count();
+    o.threads = vm.count("threads") ? take<int>(vm, "threads") : 1;
     require_positive(o.threads, "threads");
     return;
   }

@@ -344,6 +344,16 @@ TEST(communicator, mismatched_buffer_counts_fail_every_rank) {
   EXPECT_NE(w.error(0).find("buffers"), std::string::npos) << w.error(0);
 }
 
+TEST(communicator, ranks_disagreeing_on_the_collective_fail_every_rank) {
+  world w(2);
+  std::vector<tensor> buffers = {tensor::zeros(dtype::fp32, {4}), tensor::zeros(dtype::fp32, {4})};
+  w.comm.launch(call(collective_call::kind::all_reduce, 0), 0, {&buffers[0]}, w.on(0));
+  w.comm.launch(call(collective_call::kind::broadcast, 0), 1, {&buffers[1]}, w.on(1));
+  ASSERT_EQ(w.sync_all(), all(2, false));
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(w.error(r).find("collective #0 is"), std::string::npos) << r << ": " << w.error(r);
+}
+
 TEST(communicator, abort_releases_a_rank_waiting_for_the_others) {
   world w(2);
   tensor t = tensor::zeros(dtype::fp32, {8});

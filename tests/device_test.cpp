@@ -1,5 +1,7 @@
 // The CPU device against the stream and event rules of devices/stream.hpp (CUDA's
-// semantics): one TEST per rule.
+// semantics): one TEST per rule. A CPU device runs its three streams on one thread, so a
+// task the test blocks holds that device: streams that must go on past a blocked task live
+// on another device.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -158,9 +160,11 @@ TEST(device, wait_orders_later_work_after_the_captured_work) {
 }
 
 TEST(device, wait_uses_the_capture_of_when_it_was_enqueued) {
+  // B lives on another device: a blocked task holds its own device's thread.
   auto dev = open_device(place::cpu(0));
+  auto other = open_device(place::cpu(1));
   stream& a = dev->get_stream(stream_kind::compute);
-  stream& b = dev->get_stream(stream_kind::communication);
+  stream& b = other->get_stream(stream_kind::communication);
   gate first, second;
   std::atomic<bool> second_done{false};
   a.enqueue(first.blocker());
@@ -175,7 +179,7 @@ TEST(device, wait_uses_the_capture_of_when_it_was_enqueued) {
   a.record(*e); // moves the event past the second task; B's wait must not move with it
 
   first.open();
-  EXPECT_EQ(sync(b, *dev), ok);
+  EXPECT_EQ(sync(b, *other), ok);
   EXPECT_TRUE(b_ran.load());
   EXPECT_FALSE(second_done.load());
   EXPECT_FALSE(e->query());
@@ -186,8 +190,9 @@ TEST(device, wait_uses_the_capture_of_when_it_was_enqueued) {
 
 TEST(device, an_event_never_recorded_counts_as_complete) {
   auto dev = open_device(place::cpu(0));
+  auto other = open_device(place::cpu(1)); // a blocked task holds its own device's thread
   stream& a = dev->get_stream(stream_kind::compute);
-  stream& b = dev->get_stream(stream_kind::copy);
+  stream& b = other->get_stream(stream_kind::copy);
   gate g;
   a.enqueue(g.blocker()); // busy work elsewhere that a wrong wait could get stuck behind
   auto e = dev->make_event();
@@ -196,7 +201,7 @@ TEST(device, an_event_never_recorded_counts_as_complete) {
   b.wait(*e);
   std::atomic<bool> b_ran{false};
   b.enqueue([&] { b_ran = true; });
-  EXPECT_EQ(sync(b, *dev), ok);
+  EXPECT_EQ(sync(b, *other), ok);
   EXPECT_TRUE(b_ran.load());
   g.open();
   EXPECT_EQ(sync(a, *dev), ok);
@@ -371,6 +376,33 @@ TEST(device, destroying_a_device_releases_its_waiting_streams) {
   g.open();
   EXPECT_EQ(sync(a, *dev0), ok);
   EXPECT_FALSE(ran.load());
+}
+
+TEST(device, a_stream_waiting_on_a_stopped_stream_fails) {
+  auto dev0 = open_device(place::cpu(0));
+  auto dev1 = open_device(place::cpu(1));
+  stream& a = dev0->get_stream(stream_kind::compute);
+  stream& b = dev1->get_stream(stream_kind::compute);
+  gate g;
+  a.enqueue(g.blocker());
+  auto e = dev0->make_event();
+  a.record(*e);
+  b.wait(*e);
+  std::atomic<bool> b_ran{false};
+  b.enqueue([&] { b_ran = true; });
+  std::this_thread::sleep_for(race_window);
+
+  // dev0's stop joins A's thread, which sits in the gated task: open the gate from aside.
+  std::thread opener([&g] {
+    std::this_thread::sleep_for(50ms);
+    g.open();
+  });
+  dev0->stop();
+  opener.join();
+  EXPECT_EQ(sync(b, *dev1), failed);
+  EXPECT_FALSE(b_ran.load());
+  ASSERT_TRUE(b.error().has_value());
+  EXPECT_NE(b.error()->find("waited on failed work"), std::string::npos) << *b.error();
 }
 
 // A task that blocks the host way (event::synchronize) on a sibling stream, which itself

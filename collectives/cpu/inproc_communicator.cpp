@@ -3,14 +3,12 @@
 #include <cstring>
 
 #include "collectives/cpu/cpu_collective.hpp"
+#include "devices/cpu/cpu_device.hpp"
 #include "devices/error.hpp"
 
 namespace pe {
 
 namespace {
-
-/// Waiting ranks re-check for an abort this often (abort() also wakes them at once).
-constexpr auto abort_poll = std::chrono::milliseconds(5);
 
 std::int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -40,26 +38,28 @@ void inproc_communicator::launch(const collective_call& call, int local_rank,
   if (local_rank < 0 || local_rank >= ranks_)
     throw error(call.label + ": rank " + std::to_string(local_rank) + " outside a communicator of " +
                 std::to_string(ranks_));
-  on.enqueue_always([this, call, local_rank, buffers = std::move(buffers),
-                     done = std::move(done)](bool failed) {
-    take_part(call, local_rank, buffers, failed, done);
-  });
+  if (call.root < 0 || call.root >= ranks_)
+    throw error(call.label + ": root rank " + std::to_string(call.root) +
+                " outside a communicator of " + std::to_string(ranks_));
+  auto* cpu = dynamic_cast<cpu_stream*>(&on);
+  if (cpu == nullptr)
+    throw error(call.label + ": the in-process communicator runs on CPU streams, not on " +
+                to_string(on.where()));
+  auto state = std::make_shared<part>(part{call, local_rank, std::move(buffers), std::move(done)});
+  cpu->enqueue_polled([this, state](bool failed) { return poll(*state, failed); });
 }
 
 void inproc_communicator::abort() {
-  std::lock_guard<std::mutex> guard(mutex_);
-  if (!broken_) broken_ = "the communicator was aborted (the executor is being destroyed)";
-  changed_.notify_all();
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (!broken_) broken_ = "the communicator was aborted (the executor is being destroyed)";
+  }
+  cpu_device::notify_progress(); // parked ranks poll again and fail
 }
 
 std::vector<std::vector<std::uint64_t>> inproc_communicator::history() const {
   std::lock_guard<std::mutex> guard(mutex_);
   return history_;
-}
-
-template <class Pred>
-void inproc_communicator::wait(std::unique_lock<std::mutex>& lock, Pred ready) {
-  while (!ready() && !broken_) changed_.wait_for(lock, abort_poll);
 }
 
 std::optional<std::string> inproc_communicator::check(meeting& m) {
@@ -108,21 +108,17 @@ void inproc_communicator::compute(meeting& m, int rank, int ranks) {
   work.run_chunk(static_cast<std::size_t>(rank), static_cast<std::size_t>(ranks));
 }
 
-void inproc_communicator::take_part(const collective_call& call, int rank,
-                                    const std::vector<tensor*>& buffers, bool stream_failed,
-                                    const completion& done) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (broken_) throw error(call.label + ": " + *broken_);
-  auto& expected = next_[static_cast<std::size_t>(rank)];
+void inproc_communicator::join(part& p, bool stream_failed, std::unique_lock<std::mutex>& lock) {
+  const collective_call& call = p.call;
+  auto& expected = next_[static_cast<std::size_t>(p.rank)];
   if (call.sequence != expected) {
-    broken_ = "rank " + std::to_string(rank) + " launched collective #" +
+    broken_ = "rank " + std::to_string(p.rank) + " launched collective #" +
               std::to_string(call.sequence) + " (" + call.label + ") where it expected #" +
               std::to_string(expected) + ": the ranks issue collectives in different orders";
-    changed_.notify_all();
     throw error(*broken_);
   }
   ++expected;
-  history_[static_cast<std::size_t>(rank)].push_back(call.sequence);
+  history_[static_cast<std::size_t>(p.rank)].push_back(call.sequence);
 
   meeting& m = meetings_[call.sequence];
   if (m.joined == 0) {
@@ -130,49 +126,62 @@ void inproc_communicator::take_part(const collective_call& call, int rank,
     m.buffers.resize(static_cast<std::size_t>(ranks_));
   } else if (m.call.what != call.what || m.call.root != call.root || m.call.label != call.label) {
     broken_ = "collective #" + std::to_string(call.sequence) + " is " + m.call.label +
-              " on one rank and " + call.label + " on rank " + std::to_string(rank);
-    changed_.notify_all();
+              " on one rank and " + call.label + " on rank " + std::to_string(p.rank);
     throw error(*broken_);
   }
-  m.buffers[static_cast<std::size_t>(rank)] = buffers;
-  if (done) m.done = done;
+  m.buffers[static_cast<std::size_t>(p.rank)] = p.buffers;
+  if (p.done) m.done = p.done;
   if (stream_failed && !m.failure)
-    m.failure = call.label + ": skipped after an earlier failure on rank " + std::to_string(rank);
+    m.failure = call.label + ": skipped after an earlier failure on rank " + std::to_string(p.rank);
+  p.joined = true;
   if (++m.joined == ranks_) {
     if (!m.failure) m.failure = check(m);
     m.span.start_ns = steady_ns();
-    changed_.notify_all();
   }
-  wait(lock, [&] { return m.joined == ranks_; });
-  if (broken_ && m.joined < ranks_) throw error(call.label + ": " + *broken_);
+  (void)lock;
+}
 
-  if (!m.failure) {
-    lock.unlock();
-    try {
-      compute(m, rank, ranks_);
-    } catch (const std::exception& e) {
-      lock.lock();
-      if (!m.failure) m.failure = call.label + ": " + e.what();
+bool inproc_communicator::poll(part& p, bool stream_failed) {
+  const collective_call& call = p.call;
+  std::unique_lock<std::mutex> lock(mutex_);
+  struct notify_on_exit { // every change of a meeting may let a parked rank go on
+    ~notify_on_exit() { cpu_device::notify_progress(); }
+  } notify;
+  if (broken_) throw error(call.label + ": " + *broken_);
+  if (!p.joined) join(p, stream_failed, lock);
+  meeting& m = meetings_.at(call.sequence);
+  if (m.joined < ranks_) return false;
+
+  if (!p.computed) {
+    if (!m.failure) {
       lock.unlock();
+      std::optional<std::string> failure;
+      try {
+        compute(m, p.rank, ranks_);
+      } catch (const std::exception& e) {
+        failure = call.label + ": " + e.what();
+      }
+      lock.lock();
+      if (failure && !m.failure) m.failure = failure;
     }
-    lock.lock();
+    p.computed = true;
+    if (++m.finished == ranks_) {
+      m.span.end_ns = steady_ns();
+      // The last rank to finish reports once; every rank's part is done only after this
+      // returns on its own stream, and readers wait on every rank's event.
+      completion finish = m.done;
+      const collective_span span = m.span;
+      const bool ok = !m.failure;
+      lock.unlock();
+      if (finish) finish(span, ok);
+      lock.lock();
+    }
   }
-  completion finish;
-  if (++m.finished == ranks_) {
-    m.span.end_ns = steady_ns();
-    finish = m.done;
-    changed_.notify_all();
-  }
-  wait(lock, [&] { return m.finished == ranks_; });
-  if (m.finished < ranks_) throw error(call.label + ": " + *broken_);
+  if (m.finished < ranks_) return false;
   const std::optional<std::string> failure = m.failure;
-  const collective_span span = m.span;
   if (++m.left == ranks_) meetings_.erase(call.sequence);
-  lock.unlock();
-  // The last rank to finish reports once, before any rank's part returns... except that the
-  // others may already be returning: readers wait on every rank's event, so that is enough.
-  if (finish) finish(span, !failure);
   if (failure) throw error(*failure);
+  return true;
 }
 
 } // namespace pe

@@ -1,7 +1,5 @@
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -15,11 +13,13 @@ namespace pe {
 
 /// The communicator of the CPU places of one process: the ranks' parts meet in memory.
 ///
-/// Each rank's part runs on its place's communication stream. When every rank has joined
-/// (all inputs ready), rank r sums chunk r of the buffers in rank order (0 + 1 + ...) and
-/// writes it where the collective puts results; when every rank has finished, each rank's
-/// part returns. So N places reduce on N threads, and the result is bit-identical whatever
-/// the schedule and the number of places' threads.
+/// Each rank's part is polled work on its place's communication stream (cpu_stream): it
+/// joins the meeting of its sequence number; once every rank has joined (all inputs
+/// ready), rank r sums chunk r of the buffers in rank order (0 + 1 + ...) and writes it
+/// where the collective puts results; once every rank has finished its chunk, each rank's
+/// part is done. Waiting for the others holds only the communication stream: the place's
+/// device thread runs its kernels meanwhile. N places reduce on N threads, and the result
+/// is bit-identical whatever the schedule.
 class inproc_communicator final : public communicator {
  public:
   explicit inproc_communicator(int ranks);
@@ -45,19 +45,26 @@ class inproc_communicator final : public communicator {
     completion done;
   };
 
-  void take_part(const collective_call& call, int rank, const std::vector<tensor*>& buffers,
-                 bool stream_failed, const completion& done);
-  /// Blocks until `ready` holds or the communicator breaks; the lock is held.
-  template <class Pred>
-  void wait(std::unique_lock<std::mutex>& lock, Pred ready);
+  /// How far one rank's part of one collective has come.
+  struct part {
+    collective_call call;
+    int rank = 0;
+    std::vector<tensor*> buffers;
+    completion done;
+    bool joined = false;
+    bool computed = false;
+  };
+
+  /// One poll of a rank's part: true when finished. Throws when the collective failed.
+  bool poll(part& p, bool stream_failed);
+  void join(part& p, bool stream_failed, std::unique_lock<std::mutex>& lock);
   /// Checks the buffers of every rank once all have joined; the first problem, or none.
   static std::optional<std::string> check(meeting& m);
   static void compute(meeting& m, int rank, int ranks);
 
   int ranks_;
   mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::map<std::uint64_t, meeting> meetings_;
+  std::map<std::uint64_t, meeting> meetings_; // node-based: references stay valid
   std::vector<std::uint64_t> next_;                   // by rank: the sequence it expects
   std::vector<std::vector<std::uint64_t>> history_;   // by rank
   std::optional<std::string> broken_;                 // sticky: aborted or out of sequence

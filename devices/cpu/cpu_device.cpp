@@ -1,12 +1,38 @@
 #include "devices/cpu/cpu_device.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include "devices/tensor.hpp"
 
 namespace pe {
 
+namespace {
+
+/// How long an idle device thread keeps looking for work before it sleeps: long enough to
+/// bridge the host's gap between a step's last kernel and the next step's first, short
+/// enough not to hold a core that another place needs (it yields while it looks).
+constexpr auto idle_spin = std::chrono::microseconds(100);
+
+/// Every CPU device thread that sleeps, so that progress elsewhere can wake it.
+struct sleeper_registry {
+  std::mutex mutex;
+  std::vector<cpu_device*> asleep;
+  std::atomic<int> count{0};
+  std::atomic<std::uint64_t> epoch{0};
+};
+
+sleeper_registry& sleepers() {
+  static sleeper_registry* r = new sleeper_registry; // never destroyed: threads may outlive statics
+  return *r;
+}
+
+} // namespace
+
 cpu_device::cpu_device(place where) : place_(where) {
   for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy})
-    streams_[static_cast<std::size_t>(kind)] = std::make_unique<cpu_stream>(where, kind);
+    streams_[static_cast<std::size_t>(kind)] = std::make_unique<cpu_stream>(*this, kind);
+  thread_ = std::thread([this] { run(); });
 }
 
 cpu_device::~cpu_device() {
@@ -29,8 +55,80 @@ void cpu_device::copy(stream& on, tensor& dst, const tensor& src) {
 }
 
 void cpu_device::stop() {
-  // Flag every stream before joining any: a stream blocked waiting on a sibling returns.
   for (auto& s : streams_) s->stop();
+  stopping_ = true;
+  wake();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  for (auto& s : streams_) s->drop_queue();
+  notify_progress(); // streams of other devices waiting on these fail now
+}
+
+void cpu_device::wake() {
+  // seq_cst with run(), which sets sleeping_ and then checks for work: either it sees the
+  // work, or this sees it going to sleep. A busy or spinning thread needs no signal.
+  if (!sleeping_.load() && !stopping_.load()) return;
+  std::lock_guard<std::mutex> guard(mutex_);
+  signaled_ = true;
+  wakeup_.notify_one();
+}
+
+std::uint64_t cpu_device::progress_epoch() {
+  return sleepers().epoch.load();
+}
+
+void cpu_device::notify_progress() {
+  sleeper_registry& r = sleepers();
+  r.epoch.fetch_add(1);
+  // seq_cst with run(), which registers and then checks readiness: either it sees this
+  // progress, or this sees it registered.
+  if (r.count.load() == 0) return;
+  std::lock_guard<std::mutex> guard(r.mutex);
+  for (cpu_device* d : r.asleep) d->wake();
+}
+
+bool cpu_device::any_ready() const {
+  return std::any_of(streams_.begin(), streams_.end(), [](const auto& s) { return s->ready(); });
+}
+
+void cpu_device::run() {
+  // The communication stream first: its heads are cheap (waits, a rank joining), and other
+  // places may wait for them; then copies; then kernels.
+  const std::array<cpu_stream*, 3> order = {
+      streams_[static_cast<std::size_t>(stream_kind::communication)].get(),
+      streams_[static_cast<std::size_t>(stream_kind::copy)].get(),
+      streams_[static_cast<std::size_t>(stream_kind::compute)].get()};
+  sleeper_registry& r = sleepers();
+  while (!stopping_.load()) {
+    bool progressed = false;
+    for (cpu_stream* s : order) progressed = s->step() || progressed;
+    if (progressed) continue;
+
+    const auto until = std::chrono::steady_clock::now() + idle_spin;
+    while (!stopping_.load() && !any_ready() && std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
+    if (stopping_.load() || any_ready()) continue;
+
+    // Sleep until woken. Registered first, then checked once more: a wake-up that comes
+    // between the check and the wait finds signaled_ set.
+    {
+      std::lock_guard<std::mutex> guard(r.mutex);
+      r.asleep.push_back(this);
+      r.count.fetch_add(1);
+    }
+    sleeping_ = true;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!any_ready())
+        wakeup_.wait(lock, [this] { return signaled_ || stopping_.load(); });
+      signaled_ = false;
+    }
+    sleeping_ = false;
+    {
+      std::lock_guard<std::mutex> guard(r.mutex);
+      r.asleep.erase(std::find(r.asleep.begin(), r.asleep.end(), this));
+      r.count.fetch_sub(1);
+    }
+  }
 }
 
 } // namespace pe

@@ -1,7 +1,11 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "devices/cpu/cpu_stream.hpp"
 #include "devices/cpu/host_allocator.hpp"
@@ -9,10 +13,20 @@
 
 namespace pe {
 
-/// A CPU place: host memory and three cpu_streams (compute, communication, copy), each a
-/// thread of its own. Several CPU places in one process share the cores; each runs its
-/// kernels on its own compute stream, so a place's kernels run back to back whichever
-/// scheduler thread enqueued them.
+/// A CPU place: host memory, three streams (compute, communication, copy), and one thread
+/// of its own that runs them: the device actor.
+///
+/// Why one thread per place, not one per stream, and why not a CAF actor: a CPU place has
+/// one core's worth of compute to give, like a GPU has its SMs; its streams are concurrent
+/// queues, not concurrent processors. One thread that takes the next runnable head of its
+/// three FIFOs (the communication stream's first, then copy, then compute) is a detached
+/// actor whose mailbox is those FIFOs: N places are N runnable threads, so on a 2-core
+/// machine two places never fight a third thread for a core, and a collective waiting for
+/// the other places holds only its stream. devices/ stays free of CAF: kernels never see it.
+///
+/// A task that blocks holds the whole place (as a kernel holds its core): tasks block only
+/// where a test makes them. An idle device thread spins briefly (yielding the core) before
+/// it sleeps, so back-to-back kernels and the next step's first kernel do not pay a wake-up.
 class cpu_device final : public device {
  public:
   explicit cpu_device(place where);
@@ -25,9 +39,30 @@ class cpu_device final : public device {
   void copy(stream& on, tensor& dst, const tensor& src) override;
   void stop() override;
 
+  /// Wakes this device's thread: work was enqueued on one of its streams.
+  void wake();
+
+  /// Something a CPU device may wait for happened (a stream finished an item, a rank joined
+  /// a collective): advances the progress epoch, so that parked polled work is polled
+  /// again, and wakes every sleeping CPU device thread. When no device sleeps it costs an
+  /// atomic increment and a load.
+  static void notify_progress();
+
+  /// Advanced by every notify_progress().
+  static std::uint64_t progress_epoch();
+
  private:
+  void run();
+  bool any_ready() const;
+
   place place_;
   std::array<std::unique_ptr<cpu_stream>, 3> streams_; // by stream_kind
+  std::mutex mutex_;
+  std::condition_variable wakeup_;
+  bool signaled_ = false; // guarded by mutex_
+  std::atomic<bool> sleeping_{false}; // the thread may be about to wait: wake() must signal
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
 };
 
 } // namespace pe

@@ -1,27 +1,11 @@
 #include "devices/cpu/cpu_stream.hpp"
 
-#include <chrono>
-
+#include "devices/cpu/cpu_device.hpp"
 #include "devices/error.hpp"
 
 namespace pe {
 
 namespace {
-
-/// How long an idle stream thread keeps looking for work before it sleeps: long enough to
-/// bridge the gap between two kernels the host enqueues back to back, short enough not to
-/// steal a core on this 2-core machine from threads with real work.
-constexpr auto idle_spin = std::chrono::microseconds(20);
-
-/// A stream waiting on another stream re-checks its own stop flag this often: the other
-/// stream does not know who waits on it, so nobody would wake it when it is stopped.
-constexpr auto stop_poll = std::chrono::milliseconds(2);
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 cpu_event& as_cpu(event& e) {
   auto* c = dynamic_cast<cpu_event*>(&e);
@@ -48,57 +32,70 @@ std::string to_string(stream_kind kind) {
 
 bool cpu_event::query() const {
   const cpu_stream* s = stream_.load(std::memory_order_acquire);
-  return s == nullptr || s->completed_.load(std::memory_order_acquire) >= ticket_.load() ||
-         s->stopping_.load();
+  return s == nullptr || s->finished(ticket_.load(std::memory_order_acquire));
 }
 
 bool cpu_event::synchronize() const {
   const cpu_stream* s = stream_.load(std::memory_order_acquire);
   if (s == nullptr) return true;
   const std::uint64_t ticket = ticket_.load(std::memory_order_acquire);
-  return s->wait_for(ticket, nullptr) && !s->failed_at_or_before(ticket);
+  return s->wait_for(ticket) && !s->failed_at_or_before(ticket);
 }
 
 // --- cpu_stream ------------------------------------------------------------------------
 
-cpu_stream::cpu_stream(place where, stream_kind kind)
-    : place_(where), kind_(kind), thread_([this] { run(); }) {}
+cpu_stream::cpu_stream(cpu_device& owner, stream_kind kind) : owner_(owner), kind_(kind) {}
 
-cpu_stream::~cpu_stream() {
-  stop();
+place cpu_stream::where() const {
+  return owner_.where();
 }
 
 void cpu_stream::stop() {
-  {
-    std::lock_guard<std::mutex> guard(mutex_);
-    stopping_ = true;
-    queue_.clear();
-    work_ready_.notify_all();
-    finished_.notify_all();
-  }
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  std::lock_guard<std::mutex> guard(mutex_);
+  stopping_ = true;
+  finished_.notify_all();
+}
+
+void cpu_stream::drop_queue() {
+  std::deque<item> dropped;
+  std::lock_guard<std::mutex> guard(mutex_);
+  dropped.swap(queue_);
 }
 
 void cpu_stream::push(item it) {
-  std::lock_guard<std::mutex> guard(mutex_);
-  if (stopping_) return; // a stopped stream drops work, as it drops what was queued
-  it.ticket = ++enqueued_;
-  queue_.push_back(std::move(it));
-  work_ready_.notify_one();
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (stopping_) return; // a stopped stream drops work, as it dropped what was queued
+    it.ticket = ++enqueued_;
+    queue_.push_back(std::move(it));
+  }
+  owner_.wake();
 }
 
 void cpu_stream::enqueue(task work) {
-  push(item{0, std::move(work), {}});
+  item it;
+  it.work = std::move(work);
+  push(std::move(it));
 }
 
 void cpu_stream::enqueue_always(std::function<void(bool failed)> work) {
-  push(item{0, {}, std::move(work)});
+  enqueue_polled([work = std::move(work)](bool failed) {
+    work(failed);
+    return true;
+  });
+}
+
+void cpu_stream::enqueue_polled(polled_task work) {
+  item it;
+  it.polled = std::move(work);
+  push(std::move(it));
 }
 
 void cpu_stream::record(event& e) {
   cpu_event& c = as_cpu(e);
-  std::lock_guard<std::mutex> guard(mutex_);
-  c.ticket_.store(enqueued_, std::memory_order_release);
+  // No lock: the tickets enqueued so far are what a record captures; a push racing with it
+  // from another thread is ordered by neither, as in CUDA.
+  c.ticket_.store(enqueued_.load(), std::memory_order_release);
   c.stream_.store(this, std::memory_order_release);
 }
 
@@ -107,16 +104,15 @@ void cpu_stream::wait(const event& e) {
   cpu_stream* target = c.stream_.load(std::memory_order_acquire);
   if (target == nullptr || target == this) return; // never recorded, or stream order suffices
   // The snapshot is taken now: a later record() of the event does not move this wait.
-  push(item{0, {}, {}, target, c.ticket_.load(std::memory_order_acquire)});
+  item it;
+  it.wait_on = target;
+  it.wait_ticket = c.ticket_.load(std::memory_order_acquire);
+  push(std::move(it));
 }
 
 bool cpu_stream::synchronize() {
-  std::uint64_t ticket;
-  {
-    std::lock_guard<std::mutex> guard(mutex_);
-    ticket = enqueued_;
-  }
-  return wait_for(ticket, nullptr) && !failed_at_or_before(ticket);
+  const std::uint64_t ticket = enqueued_.load();
+  return wait_for(ticket) && !failed_at_or_before(ticket);
 }
 
 std::optional<std::string> cpu_stream::error() const {
@@ -130,6 +126,10 @@ void cpu_stream::clear_error() {
   failed_at_ = no_failure;
 }
 
+bool cpu_stream::finished(std::uint64_t ticket) const {
+  return completed_.load() >= ticket || stopping_.load();
+}
+
 bool cpu_stream::failed_at_or_before(std::uint64_t ticket) const {
   return failed_at_.load(std::memory_order_acquire) <= ticket || stopping_.load();
 }
@@ -141,72 +141,90 @@ void cpu_stream::fail(std::uint64_t ticket, std::string message) {
   failed_at_.store(ticket, std::memory_order_release);
 }
 
-bool cpu_stream::wait_for(std::uint64_t ticket, const cpu_stream* waiter) const {
-  auto done = [&] {
-    return completed_.load() >= ticket || stopping_.load() || (waiter && waiter->stopping_.load());
-  };
-  if (done()) return !stopping_.load() && !(waiter && waiter->stopping_.load());
-  std::unique_lock<std::mutex> lock(mutex_);
-  ++waiters_; // seq_cst with the thread's store of completed_: one of the two sees the other
-  while (!done()) {
-    if (waiter != nullptr) finished_.wait_for(lock, stop_poll);
-    else finished_.wait(lock);
+bool cpu_stream::wait_for(std::uint64_t ticket) const {
+  // Spin briefly (yielding the core) first: a host thread that waits for a step's end
+  // usually has only microseconds to wait, and a wake-up costs more.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  while (!finished(ticket) && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  if (!finished(ticket)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++waiters_; // seq_cst with finish()'s store of completed_: one of the two sees the other
+    finished_.wait(lock, [&] { return finished(ticket); });
+    --waiters_;
   }
-  --waiters_;
-  return !stopping_.load() && !(waiter && waiter->stopping_.load());
+  return !stopping_.load();
 }
 
-void cpu_stream::execute(item& it) {
+bool cpu_stream::head_ready() const {
+  if (queue_.empty() || stopping_) return false; // (call with mutex_ held)
+  const item& head = queue_.front();
+  if (head.wait_on != nullptr) return head.wait_on->finished(head.wait_ticket);
+  return !head.parked || cpu_device::progress_epoch() != head.parked_at;
+}
+
+bool cpu_stream::ready() const {
+  if (completed_.load() == enqueued_.load()) return false; // empty, without the lock
+  std::lock_guard<std::mutex> guard(mutex_);
+  return head_ready();
+}
+
+bool cpu_stream::execute(item& it) {
   if (it.wait_on != nullptr) {
-    if (!it.wait_on->wait_for(it.wait_ticket, this)) {
-      if (!stopping_) fail(it.ticket, "waited on failed work of the " + to_string(it.wait_on->kind_) +
-                                          " stream of " + pe::to_string(it.wait_on->place_));
-    } else if (it.wait_on->failed_at_or_before(it.wait_ticket)) {
+    if (!it.wait_on->finished(it.wait_ticket)) return false;
+    if (it.wait_on->failed_at_or_before(it.wait_ticket))
       fail(it.ticket, "waited on failed work of the " + to_string(it.wait_on->kind_) +
-                          " stream of " + pe::to_string(it.wait_on->place_));
-    }
-    return;
+                          " stream of " + pe::to_string(it.wait_on->where()));
+    return true;
   }
   const bool failed = failed_at_.load(std::memory_order_acquire) != no_failure;
-  if (failed && !it.always_work) return; // poisoned: skip
+  if (failed && !it.polled) return true; // poisoned: skip
   try {
-    if (it.always_work) it.always_work(failed);
-    else it.work();
+    if (it.polled) return it.polled(failed);
+    it.work();
   } catch (const std::exception& e) {
     fail(it.ticket, e.what());
   } catch (...) {
     fail(it.ticket, "unknown exception");
   }
+  return true;
 }
 
-void cpu_stream::run() {
-  for (;;) {
-    item it;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      if (queue_.empty() && !stopping_) {
-        lock.unlock();
-        const auto until = std::chrono::steady_clock::now() + idle_spin;
-        while (std::chrono::steady_clock::now() < until) {
-          for (int i = 0; i < 64; ++i) cpu_relax();
-          if (completed_.load(std::memory_order_relaxed) != enqueued_.load(std::memory_order_relaxed)) break;
-        }
-        lock.lock();
-        work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      }
-      if (stopping_) return;
-      it = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    execute(it);
-    it.work = nullptr; // release what the task captured before the work counts as finished
-    it.always_work = nullptr;
-    completed_.store(it.ticket);
-    if (waiters_.load() > 0) {
-      std::lock_guard<std::mutex> guard(mutex_);
-      finished_.notify_all();
-    }
+bool cpu_stream::step() {
+  if (completed_.load() == enqueued_.load()) return false; // empty, without the lock
+  item* head;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (!head_ready()) return false;
+    head = &queue_.front(); // stays valid: only this thread pops, push_back keeps references
   }
+  // Read before polling: progress made during the poll leaves the head ready.
+  const std::uint64_t epoch = cpu_device::progress_epoch();
+  if (!execute(*head)) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    head->parked = head->polled != nullptr;
+    head->parked_at = epoch;
+    return false;
+  }
+  const std::uint64_t ticket = head->ticket;
+  {
+    // What the task captured is dropped before the work counts as finished: a buffer it
+    // held is released in stream order.
+    item done;
+    std::lock_guard<std::mutex> guard(mutex_);
+    done = std::move(queue_.front());
+    queue_.pop_front();
+  }
+  finish(ticket);
+  return true;
+}
+
+void cpu_stream::finish(std::uint64_t ticket) {
+  completed_.store(ticket);
+  if (waiters_.load() > 0) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    finished_.notify_all();
+  }
+  cpu_device::notify_progress(); // another device's stream may wait for this ticket
 }
 
 } // namespace pe

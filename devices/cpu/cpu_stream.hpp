@@ -4,13 +4,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
-#include <thread>
 
 #include "devices/stream.hpp"
 
 namespace pe {
 
+class cpu_device;
 class cpu_stream;
 
 /// An event of a CPU stream: the stream and the ticket of the last work item it captured.
@@ -25,24 +26,26 @@ class cpu_event final : public event {
   std::atomic<std::uint64_t> ticket_{0};
 };
 
-/// A CPU stream: a FIFO of work items and one thread of its own that runs them in order.
-///
-/// Why a plain thread and not a CAF actor: devices/ stays free of CAF (kernels must never
-/// see it), and a stream is exactly a detached actor with one behaviour, "run the next
-/// item", whose mailbox is this FIFO. Owning the thread also lets it spin briefly before
-/// sleeping, so back-to-back kernels do not pay a wake-up each.
+/// One in-order queue of a CPU device. It has no thread of its own: its device's thread runs
+/// the heads of all the device's streams in turn (see cpu_device), so a stream is a FIFO
+/// plus the bookkeeping that makes events work.
 ///
 /// Every item gets a ticket 1, 2, ... in enqueue order; the stream publishes the ticket of
 /// the last finished item. An event is (stream, ticket): complete when that ticket has
 /// finished, failed when the stream's first failure since clear_error() is at or before it.
 class cpu_stream final : public stream {
  public:
-  cpu_stream(place where, stream_kind kind);
-  ~cpu_stream() override;
+  /// Work the device thread polls at the head of the stream until it says it is done:
+  /// told whether the stream has failed, it returns true when finished. The in-process
+  /// collectives use it, so that a rank waiting for the others holds its communication
+  /// stream, not its whole device.
+  using polled_task = std::function<bool(bool failed)>;
+
+  cpu_stream(cpu_device& owner, stream_kind kind);
   cpu_stream(const cpu_stream&) = delete;
   cpu_stream& operator=(const cpu_stream&) = delete;
 
-  place where() const override { return place_; }
+  place where() const override;
   stream_kind kind() const override { return kind_; }
   void enqueue(task work) override;
   void enqueue_always(std::function<void(bool failed)> work) override;
@@ -52,44 +55,64 @@ class cpu_stream final : public stream {
   std::optional<std::string> error() const override;
   void clear_error() override;
 
-  /// Drops queued work, ends the thread and releases every waiter. Idempotent.
+  /// Enqueues work that may take several polls (see polled_task); it runs even after a
+  /// failure, like enqueue_always.
+  void enqueue_polled(polled_task work);
+
+  /// For the device thread: makes progress on the head item if it can (runs it, or finds
+  /// its wait satisfied). False when the stream is empty or its head must wait.
+  bool step();
+
+  /// For the device thread: whether step() could make progress now.
+  bool ready() const;
+
+  /// Flags the stream stopped: no more work runs or is queued, host waiters return, waits
+  /// on it fail. Idempotent.
   void stop();
+
+  /// Destroys the queued work; call once the device thread has ended.
+  void drop_queue();
 
  private:
   friend class cpu_event;
   static constexpr std::uint64_t no_failure = ~std::uint64_t{0};
 
   struct item {
-    std::uint64_t ticket;
-    task work;                             // empty for a wait
-    std::function<void(bool)> always_work; // enqueue_always
+    std::uint64_t ticket = 0;
+    task work;                     // plain work; skipped after a failure
+    polled_task polled;            // runs even after a failure, until it returns true
     cpu_stream* wait_on = nullptr; // a wait: the stream and ticket it waits for
     std::uint64_t wait_ticket = 0;
+    bool parked = false;           // polled and pending: not polled again before progress
+    std::uint64_t parked_at = 0;   // the progress epoch it was parked in
   };
 
+  /// Whether the head can make progress; call with mutex_ held.
+  bool head_ready() const;
+
   void push(item it);
-  void run();
-  void execute(item& it);
-  /// Blocks until `ticket` finished on this stream or `waiter` (when given) is stopped.
-  /// True when it finished without failure.
-  bool wait_for(std::uint64_t ticket, const cpu_stream* waiter) const;
+  /// Runs or checks the head; true when it is finished and may be popped.
+  bool execute(item& it);
+  void finish(std::uint64_t ticket);
+  /// Blocks the calling host thread until `ticket` finished or the stream stopped; true when
+  /// it finished without failure.
+  bool wait_for(std::uint64_t ticket) const;
   bool failed_at_or_before(std::uint64_t ticket) const;
+  bool finished(std::uint64_t ticket) const;
   void fail(std::uint64_t ticket, std::string message);
 
-  place place_;
+  cpu_device& owner_;
   stream_kind kind_;
 
   mutable std::mutex mutex_;
-  mutable std::condition_variable work_ready_; // the thread waits for items
-  mutable std::condition_variable finished_;   // waiters wait for completed_
-  std::deque<item> queue_;
-  std::atomic<std::uint64_t> enqueued_{0}; // written under mutex_; read lock-free by the idle spin
+  mutable std::condition_variable finished_; // host threads wait for completed_
+  std::deque<item> queue_;                   // the device thread reads the front unlocked
+  std::atomic<std::uint64_t> enqueued_{0};   // written under mutex_
   std::atomic<std::uint64_t> completed_{0};
   std::atomic<std::uint64_t> failed_at_{no_failure};
   std::optional<std::string> error_; // guarded by mutex_
   std::atomic<bool> stopping_{false};
   mutable std::atomic<int> waiters_{0};
-  std::thread thread_;
 };
 
 } // namespace pe
