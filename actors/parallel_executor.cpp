@@ -78,11 +78,18 @@ parallel_executor::parallel_executor(std::vector<place> places, const proto::Pro
   set_blas_threads(1);
   scope& first = *runtime_->scopes[0];
   reference_executor(startup, first).run({}, {});
-  for (std::size_t p = 1; p < runtime_->scopes.size(); ++p)
+  // The other places get place 0's persistables through their devices' copy streams.
+  for (std::size_t p = 1; p < runtime_->scopes.size(); ++p) {
+    device& d = *runtime_->devices[p];
+    stream& copies = d.get_stream(stream_kind::copy);
     for (const auto& v : state_->main.blocks(0).vars())
       if (v.persistable())
         if (const tensor* t = first.find(v.name()); t != nullptr && t->initialized())
-          runtime_->scopes[p]->var(v.name()) = t->clone();
+          d.copy(copies, runtime_->scopes[p]->var(v.name()), *t);
+    if (!copies.synchronize())
+      throw error("copying the startup program's variables to " + to_string(d.where()) + ": " +
+                  copies.error().value_or("the copy stream stopped"));
+  }
 }
 
 parallel_executor::parallel_executor(const proto::ProgramDesc& main,

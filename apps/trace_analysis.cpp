@@ -46,6 +46,19 @@ std::vector<std::size_t> critical_path(const trace_file& trace, std::uint64_t st
   std::map<std::size_t, std::vector<std::size_t>> senders;
   for (const auto& m : trace.messages)
     senders[m.to].push_back(m.from);
+  // Stream order: each span also waits for the span before it on its track.
+  std::map<std::size_t, std::size_t> last_on_track;
+  std::vector<std::size_t> by_start = spans;
+  std::sort(by_start.begin(), by_start.end(), [&](std::size_t a, std::size_t b) {
+    return trace.spans[a].start_us < trace.spans[b].start_us;
+  });
+  for (std::size_t s : by_start) {
+    auto [previous, first] = last_on_track.try_emplace(trace.spans[s].track, s);
+    if (!first) {
+      senders[s].push_back(previous->second);
+      previous->second = s;
+    }
+  }
   auto ends_before = [&](std::size_t a, std::size_t b) {
     return trace.spans[a].end_us < trace.spans[b].end_us;
   };

@@ -35,8 +35,9 @@ std::vector<track_busy> track_busy_times(const trace_file& trace);
 double traced_wall_us(const trace_file& trace);
 
 /// The chain of spans that decided when `step` ended, first span first: it ends with the
-/// span that ends last, and before each span comes the sender of its last-arriving message
-/// (the latest-ending one). The chain starts at a span that no message of the step reached.
+/// span that ends last, and before each span comes whichever ended last of the senders of
+/// its messages and the span before it on its own track (its stream: a kernel starts only
+/// after the one enqueued before it). The chain starts at a span with neither.
 std::vector<std::size_t> critical_path(const trace_file& trace, std::uint64_t step);
 
 /// A time within a step when no lane of a track group (a place's lanes, or the collectives)

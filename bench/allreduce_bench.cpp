@@ -1,74 +1,49 @@
 // CPU all-reduce bandwidth across 2 places, 4 KiB to 64 MiB per place, against memcpy of
-// the same bytes. The all-reduce is a pe::cpu_collective cut into chunks as the actor
-// executor cuts it for its chunk workers (chunk_count for 2 workers), the chunks run by 2
-// threads. Bandwidth is one place's buffer bytes per second (NCCL's "algorithm bandwidth"):
-// the all-reduce reads 2 such buffers and writes 2, one thread's memcpy reads 1 and writes 1.
-#include <barrier>
+// the same bytes. The all-reduce is what the actor executor runs: an inproc_communicator
+// launch on each of two CPU devices' communication streams, each device thread summing its
+// half, timed until both streams are done. Bandwidth is one place's buffer bytes per second
+// (NCCL's "algorithm bandwidth"): the all-reduce reads 2 such buffers and writes 2, one
+// thread's memcpy reads 1 and writes 1.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench/report.hpp"
-#include "collectives/cpu/cpu_collective.hpp"
+#include "collectives/cpu/inproc_communicator.hpp"
+#include "devices/device.hpp"
+#include "devices/error.hpp"
 
 namespace {
 
 using namespace pe;
 
-constexpr std::size_t workers = 2;
-
-/// Runs one collective per round on two threads, like the executor's two chunk-worker actors:
-/// the calling thread runs chunk 0 and a helper thread chunk 1 when there is one. Every
-/// round wakes the helper, as the executor messages a worker for every collective.
-class chunk_team {
- public:
-  explicit chunk_team(const cpu_collective& task)
-      : task_(task), parts_(chunk_count(task.total_elements(), workers)),
-        helper_([this] { help(); }) {}
-
-  ~chunk_team() {
-    stop_ = true; // published to the helper by the barrier
-    start_.arrive_and_wait();
-    helper_.join();
-  }
-
-  void run() {
-    start_.arrive_and_wait();
-    task_.run_chunk(0, parts_);
-    done_.arrive_and_wait();
-  }
-
- private:
-  void help() {
-    for (;;) {
-      start_.arrive_and_wait();
-      if (stop_) return;
-      if (parts_ > 1) task_.run_chunk(1, parts_);
-      done_.arrive_and_wait();
-    }
-  }
-
-  const cpu_collective& task_;
-  const std::size_t parts_;
-  bool stop_ = false;
-  std::barrier<> start_{2};
-  std::barrier<> done_{2};
-  std::thread helper_; // last: starts once the members above exist
-};
+constexpr int places = 2;
 
 void all_reduce(benchmark::State& state, std::size_t bytes) {
-  const std::size_t n = bytes / sizeof(float);
+  const auto n = static_cast<std::int64_t>(bytes / sizeof(float));
+  std::vector<std::unique_ptr<device>> devices;
   // Zeros stay zeros however many rounds run (no overflow, no denormals).
-  std::vector<float> place0(n), place1(n);
-  cpu_collective task;
-  task.buffers = {{place0.data(), place1.data()}};
-  task.sizes = {n};
-  chunk_team team(task);
-  team.run();
-  for (auto _ : state) team.run();
+  std::vector<tensor> buffers;
+  for (int p = 0; p < places; ++p) {
+    devices.push_back(open_device(place::cpu(p)));
+    buffers.push_back(tensor::zeros(dtype::fp32, {n}));
+  }
+  inproc_communicator comm(places);
+  std::uint64_t sequence = 0;
+  auto round = [&] {
+    collective_call call{collective_call::kind::all_reduce, 0, sequence++, "all_reduce(bench)"};
+    for (int p = 0; p < places; ++p)
+      comm.launch(call, p, {&buffers[static_cast<std::size_t>(p)]},
+                  devices[static_cast<std::size_t>(p)]->get_stream(stream_kind::communication));
+    for (auto& d : devices)
+      if (!d->get_stream(stream_kind::communication).synchronize())
+        throw error("all-reduce failed: " + d->get_stream(stream_kind::communication).error().value_or("?"));
+  };
+  round();
+  for (auto _ : state) round();
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
 }
 
@@ -101,7 +76,7 @@ int main(int argc, char** argv) {
     const std::string reduce_name = "allreduce/bytes:" + size, copy_name = "memcpy/bytes:" + size;
     benchmark::RegisterBenchmark(reduce_name.c_str(), all_reduce, bytes)->UseRealTime();
     benchmark::RegisterBenchmark(copy_name.c_str(), copy, bytes)->UseRealTime();
-    rows.push_back({"CPU all-reduce, 2 places, 2 chunk threads", size_name(bytes) + " per place",
+    rows.push_back({"CPU all-reduce, 2 places (device threads)", size_name(bytes) + " per place",
                     reduce_name, copy_name, "memcpy, 1 thread", bandwidth});
   }
   bench::run_and_report(rows);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds with a sanitizer and runs the tests that exercise concurrency and memory:
-# the actor executor, the collectives, the reference executor and the CLI.
+# the CPU device (streams, events), the communicator and collectives, the actor executor,
+# the reference executor, the hazard checker and tracing.
 # Usage: scripts/sanitize.sh thread|address
 # ThreadSanitizer runs the tests against a TSan-instrumented CAF (scripts/build_caf_tsan.sh):
 # with Debian's uninstrumented libcaf_core it reports races inside CAF's mailboxes.
@@ -10,15 +11,16 @@ kind=${1:?usage: scripts/sanitize.sh thread|address}
 build=build-${kind}san
 scripts/install_deps.sh
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPE_SANITIZE="$kind"
-cmake --build "$build" -j2 --target parallel_executor_test cpu_collective_test \
-  reference_executor_test ssa_graph_test hazard_test trace_test
+tests=(device_test communicator_test cpu_collective_test parallel_executor_test
+       reference_executor_test ssa_graph_test hazard_test trace_test)
+cmake --build "$build" -j2 --target "${tests[@]}"
 if [[ "$kind" == thread ]]; then
   scripts/build_caf_tsan.sh build-caf-tsan
   export LD_LIBRARY_PATH="$PWD/build-caf-tsan/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 export ASAN_OPTIONS="detect_leaks=1 halt_on_error=1"
-for t in parallel_executor_test cpu_collective_test reference_executor_test ssa_graph_test hazard_test trace_test; do
+for t in "${tests[@]}"; do
   echo "== $t under ${kind} sanitizer"
   "$build/tests/$t" --gtest_brief=1
 done

@@ -80,11 +80,4 @@ TEST(cpu_collective, broadcast_copies_the_root) {
     for (int p = 0; p < 4; ++p) EXPECT_EQ(d.values[v][p], before[v][2]) << v << " " << p;
 }
 
-TEST(cpu_collective, chunk_count_scales_with_size) {
-  EXPECT_EQ(pe::chunk_count(100, 4), 1u);            // tiny: one worker
-  EXPECT_EQ(pe::chunk_count(1 << 20, 4), 4u);        // large: every worker
-  EXPECT_EQ(pe::chunk_count(40000, 4), 2u);          // in between
-  EXPECT_EQ(pe::chunk_count(1 << 20, 0), 1u);
-}
-
 } // namespace

@@ -64,9 +64,4 @@ void cpu_collective::run_chunk(std::size_t k, std::size_t parts) const {
   }
 }
 
-std::size_t chunk_count(std::size_t elements, std::size_t workers, std::size_t min_chunk) {
-  return std::clamp<std::size_t>(elements / std::max<std::size_t>(min_chunk, 1), 1,
-                                 std::max<std::size_t>(workers, 1));
-}
-
 } // namespace pe

@@ -6,9 +6,10 @@
 
 namespace pe {
 
-/// One collective call across the CPU places of this process, performed in place in the
-/// places' own buffers. Several variables may travel together (a fused bucket); the work
-/// is cut into chunks of the variables' concatenation so that several workers share it.
+/// The arithmetic of one collective across the CPU places of this process, performed in
+/// place in the places' own buffers. Several variables may travel together (a fused
+/// bucket); the work is cut into chunks of the variables' concatenation so that the ranks
+/// share it (inproc_communicator: rank r does chunk r).
 ///
 /// Every element is summed in place order (place 0 + place 1 + ...), whatever the chunking,
 /// so results are bit-identical run to run and independent of the worker count.
@@ -34,10 +35,5 @@ struct cpu_collective {
   /// All chunks, one after another.
   void run() const { run_chunk(0, 1); }
 };
-
-/// How many chunks a collective of `elements` floats is worth cutting into for `workers`
-/// workers: one per worker, but none smaller than `min_chunk` elements (tiny buffers are
-/// cheaper done by one worker than messaged to several).
-std::size_t chunk_count(std::size_t elements, std::size_t workers, std::size_t min_chunk = 16384);
 
 } // namespace pe
