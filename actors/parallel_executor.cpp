@@ -200,7 +200,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_per_place(
     // A new fetch list means new fetch ops: rebuild the graph, its actors and communicator.
     st.stop_actors();
     st.graph = std::make_unique<step_graph>(
-        st.main, build_ssa_graph(st.main, ranks.local_size(), st.build, fetch_list),
+        st.main, build_ssa_graph(st.main, st.declared, ranks.local_size(), st.build, fetch_list),
         rt.scope_list(), rt.device_list());
     st.comm = std::make_unique<inproc_communicator>(ranks.local_size());
     st.fetch_list = fetch_list;

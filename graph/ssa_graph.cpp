@@ -36,8 +36,9 @@ param_grads role_var_pairs(const proto::OpDesc& op, int index) {
 /// every (place, name), the pending fused all-reduce bucket and the reduce-mode owners.
 class graph_builder {
  public:
-  graph_builder(const proto::ProgramDesc& main, int num_places, const build_strategy& strategy)
-      : vars_(validate_program(main)),
+  graph_builder(const proto::ProgramDesc& main, var_table validated, int num_places,
+                const build_strategy& strategy)
+      : vars_(std::move(validated)),
         block_(main.blocks(0)),
         strategy_(strategy),
         versions_(num_places),
@@ -341,9 +342,15 @@ std::string describe(const op_handle& op, const proto::ProgramDesc& main,
 ssa_graph build_ssa_graph(const proto::ProgramDesc& main, int num_places,
                           const build_strategy& strategy,
                           const std::vector<std::string>& fetch_list) {
+  return build_ssa_graph(main, validate_program(main), num_places, strategy, fetch_list);
+}
+
+ssa_graph build_ssa_graph(const proto::ProgramDesc& main, const var_table& validated,
+                          int num_places, const build_strategy& strategy,
+                          const std::vector<std::string>& fetch_list) {
   if (num_places < 1)
     throw error("build_ssa_graph: need at least one place, got " + std::to_string(num_places));
-  return graph_builder(main, num_places, strategy).build(fetch_list);
+  return graph_builder(main, validated, num_places, strategy).build(fetch_list);
 }
 
 std::string to_dot(const ssa_graph& graph, const proto::ProgramDesc& main) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/op_registry.hpp"
 #include "graph/proto.hpp"
 
 namespace pe {
@@ -88,6 +89,12 @@ struct ssa_graph {
 /// all the others: the WAR/WAW hazard edges, then one output for each op without any.
 ssa_graph build_ssa_graph(const proto::ProgramDesc& main, int num_places,
                           const build_strategy& strategy,
+                          const std::vector<std::string>& fetch_list);
+
+/// The same for a program validated already: `validated` is what validate_program returned
+/// for it (executors validate a program once and build a graph per fetch list).
+ssa_graph build_ssa_graph(const proto::ProgramDesc& main, const var_table& validated,
+                          int num_places, const build_strategy& strategy,
                           const std::vector<std::string>& fetch_list);
 
 /// The op's type ("mul") or, for the engine's own ops, its kind ("all_reduce", "fetch").

@@ -227,8 +227,10 @@ TEST(parallel_executor, evaluation_shares_parameters) {
 }
 
 TEST(parallel_executor, kernel_error_reaches_the_caller_and_the_executor_stays_usable) {
+  for (sync_mode sync : {sync_mode::event, sync_mode::wait}) {
+  SCOPED_TRACE(sync == sync_mode::event ? "--sync event" : "--sync wait");
   auto m = model("sgd", 0.2f);
-  parallel_executor exe(cpu_places(3), m.startup, m.main, {}, {2});
+  parallel_executor exe(cpu_places(3), m.startup, m.main, {}, {2, sync});
   auto feed = batch_feed(m, 9, 4);
   auto before = exe.place_scope(1).get("fc_0.w_0").clone();
   auto bad = feed;
@@ -246,6 +248,7 @@ TEST(parallel_executor, kernel_error_reaches_the_caller_and_the_executor_stays_u
   auto after = exe.place_scope(1).get("fc_0.w_0").values<float>();
   EXPECT_TRUE(std::equal(after.begin(), after.end(), before.values<float>().begin()));
   EXPECT_NO_THROW(exe.run(feed, {m.loss}));
+  }
 }
 
 TEST(parallel_executor, bad_feeds_are_rejected_before_the_step) {
