@@ -21,7 +21,7 @@ bool order_after_inputs(const actor_env& env, stream& s, const std::vector<event
 }
 
 void fail_stream(stream& s) {
-  s.enqueue([] { throw error("an input was written by failed work"); });
+  s.enqueue([] { throw error("waited on failed work: an input's writer failed"); });
 }
 
 /// A computation, loss-gradient scale or fetch: on its place's stream.

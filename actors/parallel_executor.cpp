@@ -103,6 +103,8 @@ parallel_executor::~parallel_executor() {
     std::unique_lock<std::mutex> lock(state_->mutex);
     state_->closing = true;
     state_->in.cancelled = true;
+    // Before the abort, so that a step in flight reports why it stopped.
+    state_->in.fail("the step was cancelled: the executor is being destroyed");
     if (state_->comm) state_->comm->abort();
     state_->changed.wait(lock, [this] { return state_->active_runs == 0; });
   }
@@ -239,18 +241,24 @@ std::vector<std::vector<tensor>> parallel_executor::run_per_place(
   st.changed.wait(lock, [&st] { return st.all_fired; });
   lock.unlock();
 
-  // Every op actor has enqueued its work; the streams may still be running it.
-  std::optional<std::string> stream_error;
+  // Every op actor has enqueued its work; the streams may still be running it. Kernel
+  // errors are in st.in; a stream's own error is the cause only where it did not just wait
+  // on another stream's failure (a collective that failed by itself, say).
+  std::optional<std::string> cause, consequence;
   for (device* d : rt.device_list())
-    for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy}) {
+    for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy}) {
       stream& s = d->get_stream(kind);
-      if (!s.synchronize() && !stream_error)
-        stream_error = s.error().value_or("stopped") + " (" + to_string(d->where()) + " " +
-                       to_string(kind) + " stream)";
+      if (!s.synchronize()) {
+        const std::string what = s.error().value_or("the stream was stopped") + " (" +
+                                 to_string(d->where()) + " " + to_string(kind) + " stream)";
+        auto& slot = what.starts_with("waited on failed work") ? consequence : cause;
+        if (!slot) slot = what;
+      }
       s.clear_error();
     }
   if (auto e = st.in.first_error()) throw error(*e);
-  if (stream_error) throw error(*stream_error);
+  if (cause) throw error(*cause);
+  if (consequence) throw error(*consequence);
   return std::move(st.in.fetched);
 }
 

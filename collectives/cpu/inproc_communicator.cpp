@@ -144,11 +144,19 @@ void inproc_communicator::join(part& p, bool stream_failed, std::unique_lock<std
 bool inproc_communicator::poll(part& p, bool stream_failed) {
   const collective_call& call = p.call;
   std::unique_lock<std::mutex> lock(mutex_);
-  struct notify_on_exit { // every change of a meeting may let a parked rank go on
-    ~notify_on_exit() { cpu_device::notify_progress(); }
+  // A rank that joins or finishes its chunk may let the parked ranks go on: tell them. A
+  // poll that changed nothing tells nobody, or waiting ranks would poll each other forever.
+  struct notify_on_change {
+    bool changed = false;
+    ~notify_on_change() {
+      if (changed) cpu_device::notify_progress();
+    }
   } notify;
   if (broken_) throw error(call.label + ": " + *broken_);
-  if (!p.joined) join(p, stream_failed, lock);
+  if (!p.joined) {
+    notify.changed = true; // also when join throws: the others must see the break
+    join(p, stream_failed, lock);
+  }
   meeting& m = meetings_.at(call.sequence);
   if (m.joined < ranks_) return false;
 
@@ -165,6 +173,7 @@ bool inproc_communicator::poll(part& p, bool stream_failed) {
       if (failure && !m.failure) m.failure = failure;
     }
     p.computed = true;
+    notify.changed = true;
     if (++m.finished == ranks_) {
       m.span.end_ns = steady_ns();
       // The last rank to finish reports once; every rank's part is done only after this

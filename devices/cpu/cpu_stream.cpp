@@ -107,6 +107,9 @@ void cpu_stream::wait(const event& e) {
   item it;
   it.wait_on = target;
   it.wait_ticket = c.ticket_.load(std::memory_order_acquire);
+  // Until this wait is done, the target announces its progress to sleeping devices. Counted
+  // before the wait is queued, so no device can find it unsatisfied and sleep uncounted.
+  target->watchers_.fetch_add(1);
   push(std::move(it));
 }
 
@@ -194,6 +197,7 @@ bool cpu_stream::step() {
   item* head;
   {
     std::lock_guard<std::mutex> guard(mutex_);
+    if (queue_.empty() || stopping_) return false;
     if (!head_ready()) return false;
     head = &queue_.front(); // stays valid: only this thread pops, push_back keeps references
   }
@@ -213,6 +217,7 @@ bool cpu_stream::step() {
     std::lock_guard<std::mutex> guard(mutex_);
     done = std::move(queue_.front());
     queue_.pop_front();
+    if (done.wait_on != nullptr) done.wait_on->watchers_.fetch_sub(1);
   }
   finish(ticket);
   return true;
@@ -224,7 +229,9 @@ void cpu_stream::finish(std::uint64_t ticket) {
     std::lock_guard<std::mutex> guard(mutex_);
     finished_.notify_all();
   }
-  cpu_device::notify_progress(); // another device's stream may wait for this ticket
+  // Only when a stream of another device waits on this one: every kernel would otherwise
+  // wake a place that sleeps waiting for the other places.
+  if (watchers_.load() > 0) cpu_device::notify_progress();
 }
 
 } // namespace pe

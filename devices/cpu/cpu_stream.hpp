@@ -112,7 +112,8 @@ class cpu_stream final : public stream {
   std::atomic<std::uint64_t> failed_at_{no_failure};
   std::optional<std::string> error_; // guarded by mutex_
   std::atomic<bool> stopping_{false};
-  mutable std::atomic<int> waiters_{0};
+  mutable std::atomic<int> waiters_{0};  // host threads blocked in wait_for
+  std::atomic<int> watchers_{0};         // waits of other streams stuck on this one
 };
 
 } // namespace pe
