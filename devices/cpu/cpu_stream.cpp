@@ -194,32 +194,45 @@ bool cpu_stream::execute(item& it) {
 
 bool cpu_stream::step() {
   if (completed_.load() == enqueued_.load()) return false; // empty, without the lock
-  item* head;
+  item it;
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    if (queue_.empty() || stopping_) return false;
     if (!head_ready()) return false;
-    head = &queue_.front(); // stays valid: only this thread pops, push_back keeps references
+    if (queue_.front().polled) return step_polled();
+    // Plain work and waits leave the queue before they run: one lock per item, and only
+    // this thread ever looks at the head.
+    it = std::move(queue_.front());
+    queue_.pop_front();
   }
+  const std::uint64_t ticket = it.ticket;
+  execute(it);
+  if (it.wait_on != nullptr) it.wait_on->watchers_.fetch_sub(1);
+  it = item(); // what the task captured is dropped before it counts as finished
+  finish(ticket);
+  return true;
+}
+
+bool cpu_stream::step_polled() {
+  // Called with mutex_ held; polled work stays at the head until it says it is done, and
+  // the poll runs unlocked (it may take long, and it may enqueue elsewhere).
+  item* head = &queue_.front(); // stays valid: only this thread pops, push_back keeps references
+  mutex_.unlock();
   // Read before polling: progress made during the poll leaves the head ready.
   const std::uint64_t epoch = cpu_device::progress_epoch();
-  if (!execute(*head)) {
-    std::lock_guard<std::mutex> guard(mutex_);
-    head->parked = head->polled != nullptr;
+  const bool done = execute(*head);
+  mutex_.lock();
+  if (!done) {
+    head->parked = true;
     head->parked_at = epoch;
     return false;
   }
   const std::uint64_t ticket = head->ticket;
-  {
-    // What the task captured is dropped before the work counts as finished: a buffer it
-    // held is released in stream order.
-    item done;
-    std::lock_guard<std::mutex> guard(mutex_);
-    done = std::move(queue_.front());
-    queue_.pop_front();
-    if (done.wait_on != nullptr) done.wait_on->watchers_.fetch_sub(1);
-  }
+  item finished_item = std::move(queue_.front());
+  queue_.pop_front();
+  mutex_.unlock();
+  finished_item = item();
   finish(ticket);
+  mutex_.lock(); // the caller's guard unlocks
   return true;
 }
 

@@ -91,6 +91,8 @@ class cpu_stream final : public stream {
   bool head_ready() const;
 
   void push(item it);
+  /// step() for polled work at the head; called and returns with mutex_ held.
+  bool step_polled();
   /// Runs or checks the head; true when it is finished and may be popped.
   bool execute(item& it);
   void finish(std::uint64_t ticket);
