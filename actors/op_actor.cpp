@@ -58,10 +58,9 @@ void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref
   const std::uint64_t step = n.fired_step;
   const std::int64_t enqueued = n.enqueued_ns;
   communicator::completion done = [&env, &n, step, enqueued](const collective_span& span, bool ok) {
-    if (!ok) {
-      env.in->fail(n.label + " failed");
-      return;
-    }
+    // A failed collective's message is its streams' error, which run() reports (or the
+    // kernel error that poisoned it, reported first).
+    if (!ok) return;
     if (trace_recorder* t = env.trace; t != nullptr && t->wants(step))
       t->record(step, n.id, enqueued, t->from_steady(span.start_ns), t->from_steady(span.end_ns));
     env.graph->release(n);

@@ -133,8 +133,9 @@ TEST(device, record_captures_the_work_enqueued_so_far) {
 
 TEST(device, wait_orders_later_work_after_the_captured_work) {
   auto dev = open_device(place::cpu(0));
+  auto other = open_device(place::cpu(1)); // a blocked task holds its own device's thread
   stream& a = dev->get_stream(stream_kind::compute);
-  stream& b = dev->get_stream(stream_kind::copy);
+  stream& b = other->get_stream(stream_kind::copy);
   gate g;
   std::atomic<bool> a_done{false}, b_before_ran{false}, b_ran{false}, b_saw_a{false};
   a.enqueue([&] {
@@ -154,7 +155,7 @@ TEST(device, wait_orders_later_work_after_the_captured_work) {
   std::this_thread::sleep_for(race_window);
   EXPECT_FALSE(b_ran.load());
   g.open();
-  EXPECT_EQ(sync(b, *dev), ok);
+  EXPECT_EQ(sync(b, *other), ok);
   EXPECT_TRUE(b_ran.load());
   EXPECT_TRUE(b_saw_a.load());
 }
