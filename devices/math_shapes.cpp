@@ -23,4 +23,20 @@ shape_t reduced_dims(const shape_t& x, const std::vector<bool>& reduced, bool ke
   return out;
 }
 
+std::string to_string(const std::vector<std::int32_t>& values) {
+  return to_string(shape_t(values.begin(), values.end()));
+}
+
+shape_t xshape_dims(const shape_t& x) {
+  shape_t out{0};
+  out.insert(out.end(), x.begin(), x.end());
+  return out;
+}
+
+shape_t permuted(const shape_t& dims, const std::vector<std::size_t>& perm) {
+  shape_t out;
+  for (std::size_t p : perm) out.push_back(dims[p]);
+  return out;
+}
+
 } // namespace pe

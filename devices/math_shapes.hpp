@@ -1,7 +1,8 @@
 #pragma once
 
-// The shape rules of the math ops (mul, matmul_v2, elementwise_add, reduce_mean), shared by
-// shape inference (graph/ops/math_ops.cpp, where dims may be -1 = unknown) and the kernels
+// The shape rules of the math ops (mul, matmul_v2, the elementwise ops, softmax, reduce_mean)
+// and of the shape ops (reshape2, flatten_contiguous_range, transpose2, squeeze2, unsqueeze2),
+// shared by shape inference (graph/ops/*.cpp, where dims may be -1 = unknown) and the kernels
 // (concrete dims), so a program is checked at build time by the same rule its kernels apply.
 // Each rule reports a violation through `ctx.fail`, which prefixes the op.
 
@@ -123,6 +124,22 @@ broadcast_span infer_broadcast(const C& ctx, const shape_t& x, const shape_t& y,
   return {first, first + spanned};
 }
 
+// --- axes ------------------------------------------------------------------------------
+
+/// `axis` of a rank-`rank` tensor counted from the front; a negative axis counts from the
+/// back, as in Paddle. Fails unless it lies in [-rank, rank); `what` names it ("axis",
+/// "start_axis").
+template <failure_sink C>
+std::size_t normalize_axis(const C& ctx, const std::string& what, std::int64_t axis,
+                           std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r)
+    ctx.fail(what + " " + std::to_string(axis) + " is out of range for X of rank " +
+             std::to_string(rank) + " (valid: [" + std::to_string(-r) + ", " +
+             std::to_string(r) + "))");
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
 // --- reduce ----------------------------------------------------------------------------
 
 /// reduce_mean's reduced axes of a rank-`rank` X as a mask: `dims` (negative counts from
@@ -144,5 +161,135 @@ std::vector<bool> reduced_axes(const C& ctx, std::size_t rank,
 
 /// X's dims with the masked axes set to 1 (`keep_dim`) or removed; [1] when none remain.
 shape_t reduced_dims(const shape_t& x, const std::vector<bool>& reduced, bool keep_dim);
+
+// --- shape ops -------------------------------------------------------------------------
+
+/// "[2, -1, 0]": an INTS attribute in messages.
+std::string to_string(const std::vector<std::int32_t>& values);
+
+/// The XShape output of the shape ops: [0, X's dims]. It carries X's dims, not its data, to
+/// the grad op.
+shape_t xshape_dims(const shape_t& x);
+
+/// X's dims recovered from XShape (its dims without the leading 0).
+template <failure_sink C>
+shape_t dims_of_xshape(const C& ctx, const shape_t& xshape) {
+  if (xshape.empty()) ctx.fail("XShape must be [0, X's dims], got []");
+  return {xshape.begin() + 1, xshape.end()};
+}
+
+/// reshape2's Out dims for X and its `shape` attribute, as Paddle: 0 copies X's dim at the
+/// same index, one -1 takes what the others leave of X's element count. When X's count is
+/// unknown (a -1 in X), the -1 stays unknown and the count is not checked.
+template <failure_sink C>
+shape_t reshape_dims(const C& ctx, const shape_t& x, const std::vector<std::int32_t>& shape) {
+  const auto which = [&] { return "shape " + to_string(shape) + " for X " + to_string(x); };
+  shape_t out;
+  std::size_t inferred = shape.size();
+  std::int64_t capacity = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const std::int64_t s = shape[i];
+    if (s == -1) {
+      if (inferred != shape.size()) ctx.fail("more than one -1 in " + which());
+      inferred = i;
+      out.push_back(-1);
+      continue;
+    }
+    if (s < -1)
+      ctx.fail("shape[" + std::to_string(i) + "] = " + std::to_string(s) +
+               " must be > 0, 0 (copy X's dim) or -1 (infer): " + which());
+    if (s == 0 && i >= x.size())
+      ctx.fail("shape[" + std::to_string(i) + "] = 0 copies a dim X does not have: " + which());
+    out.push_back(s == 0 ? x[i] : s);
+    capacity *= out.back();
+  }
+  const std::int64_t count = known_product(x, 0, x.size());
+  if (count < 0) return out;
+  if (inferred != shape.size()) {
+    if (capacity <= 0 || count % capacity != 0)
+      ctx.fail("X's " + std::to_string(count) + " elements do not fill " + which());
+    out[inferred] = count / capacity;
+  } else if (capacity != count) {
+    ctx.fail("X's " + std::to_string(count) + " elements do not fill " + which());
+  }
+  return out;
+}
+
+/// flatten_contiguous_range's Out dims: X's axes start_axis..stop_axis (negative: from the
+/// back) merged into one; a 0-D X becomes [1], as in Paddle.
+template <failure_sink C>
+shape_t flatten_dims(const C& ctx, const shape_t& x, std::int32_t start_axis,
+                     std::int32_t stop_axis) {
+  if (x.empty()) return {1};
+  const std::size_t start = normalize_axis(ctx, "start_axis", start_axis, x.size());
+  const std::size_t stop = normalize_axis(ctx, "stop_axis", stop_axis, x.size());
+  if (start > stop)
+    ctx.fail("start_axis " + std::to_string(start_axis) + " comes after stop_axis " +
+             std::to_string(stop_axis) + " for X " + to_string(x));
+  shape_t out(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(start));
+  out.push_back(known_product(x, start, stop + 1));
+  out.insert(out.end(), x.begin() + static_cast<std::ptrdiff_t>(stop + 1), x.end());
+  return out;
+}
+
+/// transpose2's permutation: `axis` (negative: from the back) must list each of X's axes
+/// once. Out dim i is X dim perm[i].
+template <failure_sink C>
+std::vector<std::size_t> transpose_perm(const C& ctx, std::size_t rank,
+                                        const std::vector<std::int32_t>& axis) {
+  const auto bad = [&] {
+    ctx.fail("axis " + to_string(axis) + " must list each of the " + std::to_string(rank) +
+             " axes of X once");
+  };
+  if (axis.size() != rank) bad();
+  std::vector<std::size_t> perm;
+  std::vector<bool> seen(rank, false);
+  for (std::int32_t a : axis) {
+    perm.push_back(normalize_axis(ctx, "axis entry", a, rank));
+    if (seen[perm.back()]) bad();
+    seen[perm.back()] = true;
+  }
+  return perm;
+}
+
+/// `dims` permuted: out[i] = dims[perm[i]].
+shape_t permuted(const shape_t& dims, const std::vector<std::size_t>& perm);
+
+/// squeeze2's Out dims, as Paddle: `axes` empty removes every dim of 1; otherwise each listed
+/// axis (negative: from the back) is removed when its dim is 1 and kept when it is not. At
+/// build time a listed unknown dim (-1) is removed too, as Paddle's compile-time rule does.
+template <failure_sink C>
+shape_t squeeze_dims(const C& ctx, const shape_t& x, const std::vector<std::int32_t>& axes) {
+  std::vector<bool> removed(x.size(), false);
+  for (std::size_t i = 0; i < x.size(); ++i) removed[i] = axes.empty() && x[i] == 1;
+  for (std::int32_t a : axes) {
+    const std::size_t i = normalize_axis(ctx, "axes entry", a, x.size());
+    removed[i] = x[i] == 1 || x[i] == -1;
+  }
+  shape_t out;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (!removed[i]) out.push_back(x[i]);
+  return out;
+}
+
+/// unsqueeze2's Out dims, as Paddle: a 1 is inserted at each of `axes` in turn, an axis
+/// counting positions in the dims built so far (negative: from the back, -1 appends).
+template <failure_sink C>
+shape_t unsqueeze_dims(const C& ctx, const shape_t& x, const std::vector<std::int32_t>& axes) {
+  std::vector<bool> inserted(x.size(), false);
+  for (std::int32_t a : axes) {
+    const auto rank = static_cast<std::int64_t>(inserted.size());
+    const std::int64_t at = a < 0 ? a + rank + 1 : a;
+    if (at < 0 || at > rank)
+      ctx.fail("axes entry " + std::to_string(a) + " is out of range for inserting into " +
+               std::to_string(rank) + " dims (valid: [" + std::to_string(-rank - 1) + ", " +
+               std::to_string(rank) + "]), axes " + to_string(axes) + ", X " + to_string(x));
+    inserted.insert(inserted.begin() + at, true);
+  }
+  shape_t out;
+  auto next = x.begin();
+  for (bool one : inserted) out.push_back(one ? 1 : *next++);
+  return out;
+}
 
 } // namespace pe

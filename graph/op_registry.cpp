@@ -130,6 +130,9 @@ const op_registry& op_registry::global() {
   static const op_registry instance = [] {
     op_registry r;
     register_math_ops(r);
+    register_elementwise_ops(r);
+    register_activation_ops(r);
+    register_shape_ops(r);
     register_loss_ops(r);
     register_init_ops(r);
     register_optimizer_ops(r);

@@ -1,5 +1,5 @@
-// CPU kernels of the math group: the helpers every math kernel shares, elementwise_add and
-// sum. GEMM ops, activations and reductions live in their own files.
+// CPU kernels of the math group: the helpers every math kernel shares and sum. GEMM ops,
+// activations, reductions and the broadcasting binary ops live in their own files.
 #include "devices/cpu/math_kernels.hpp"
 
 #include <algorithm>
@@ -7,7 +7,6 @@
 #include <string>
 
 #include "devices/cpu/cpu_kernels.hpp"
-#include "devices/math_shapes.hpp"
 
 namespace pe {
 
@@ -54,16 +53,7 @@ broadcast_layout::broadcast_layout(const shape_t& full, const std::vector<bool>&
 }
 
 void reduce_sum(const broadcast_layout& layout, const float* full, float* small) {
-  std::fill(small, small + layout.small_numel(), 0.f);
-  layout.for_each_row([&](std::int64_t f, std::int64_t s, std::int64_t n, bool repeated) {
-    if (repeated) {
-      double total = 0;
-      for (std::int64_t i = 0; i < n; ++i) total += full[f + i];
-      small[s] += static_cast<float>(total);
-    } else {
-      for (std::int64_t i = 0; i < n; ++i) small[s + i] += full[f + i];
-    }
-  });
+  reduce_sum_of(layout, [full](std::int64_t i, std::int64_t) { return full[i]; }, small);
 }
 
 void broadcast_scaled(const broadcast_layout& layout, const float* small, float scale,
@@ -77,56 +67,6 @@ void broadcast_scaled(const broadcast_layout& layout, const float* small, float 
 }
 
 namespace {
-
-// --- elementwise_add -------------------------------------------------------------------
-
-/// X's dims with Y's broadcast axes marked: the layout of X (full) against Y (small).
-broadcast_layout add_layout(const kernel_context& ctx, const tensor& x, const tensor& y) {
-  const auto span =
-      infer_broadcast(ctx, x.shape(), y.shape(), ctx.attrs().get<std::int32_t>("axis"));
-  std::vector<bool> repeated(x.rank(), true);
-  std::fill(repeated.begin() + static_cast<std::ptrdiff_t>(span.begin),
-            repeated.begin() + static_cast<std::ptrdiff_t>(span.end), false);
-  return {x.shape(), repeated};
-}
-
-/// Out = X + Y, Y broadcast. In place on X is fine (each element is read, then written);
-/// Out aliasing Y is not, as Y is re-read across rows.
-void elementwise_add(kernel_context& ctx) {
-  const tensor& x = fp32_input(ctx, "X");
-  const tensor& y = fp32_input(ctx, "Y");
-  const broadcast_layout layout = add_layout(ctx, x, y);
-  write_unaliased(ctx.output("Out"), {&y}, [&](tensor& out) {
-    out.resize(dtype::fp32, x.shape());
-    const float* xs = x.data<float>();
-    const float* ys = y.data<float>();
-    float* os = out.data<float>();
-    layout.for_each_row([&](std::int64_t f, std::int64_t s, std::int64_t n, bool repeated) {
-      if (repeated) {
-        const float v = ys[s];
-        for (std::int64_t i = 0; i < n; ++i) os[f + i] = xs[f + i] + v;
-      } else {
-        for (std::int64_t i = 0; i < n; ++i) os[f + i] = xs[f + i] + ys[s + i];
-      }
-    });
-  });
-}
-
-/// X@GRAD = Out@GRAD; Y@GRAD = Out@GRAD summed over Y's broadcast axes. Each is computed
-/// only when bound.
-void elementwise_add_grad(kernel_context& ctx) {
-  const tensor& x = fp32_input(ctx, "X");
-  const tensor& y = fp32_input(ctx, "Y");
-  const tensor& dout = fp32_input(ctx, "Out@GRAD");
-  expect_dims(ctx, "Out@GRAD", dout, x.shape());
-  const broadcast_layout layout = add_layout(ctx, x, y);
-  if (ctx.has_output("Y@GRAD"))
-    write_unaliased(ctx.output("Y@GRAD"), {&dout}, [&](tensor& dy) {
-      dy.resize(dtype::fp32, y.shape());
-      reduce_sum(layout, dout.data<float>(), dy.data<float>());
-    });
-  if (ctx.has_output("X@GRAD")) ctx.output("X@GRAD").copy_from(dout);
-}
 
 // --- sum -------------------------------------------------------------------------------
 
@@ -179,8 +119,6 @@ void sum(kernel_context& ctx) {
 } // namespace
 
 void register_math_kernels(kernel_registry& r) {
-  r.add("elementwise_add", place::kind::cpu, elementwise_add);
-  r.add("elementwise_add_grad", place::kind::cpu, elementwise_add_grad);
   r.add("sum", place::kind::cpu, sum);
   register_gemm_kernels(r);
   register_activation_kernels(r);

@@ -1,8 +1,9 @@
 #pragma once
 
-// What the CPU kernels of the math group share (math_kernels.cpp, gemm_kernels.cpp,
-// activation_kernels.cpp, reduce_kernels.cpp): input checks, in-place safety, element maps
-// and the broadcast / reduction traversal. Internal to devices/cpu.
+// What the CPU kernels of the math group (math_kernels.cpp, gemm_kernels.cpp,
+// activation_kernels.cpp, reduce_kernels.cpp) share with the elementwise, softmax and shape
+// kernels: input checks, in-place safety, element maps and the broadcast / reduction
+// traversal. Internal to devices/cpu.
 
 #include <algorithm>
 #include <cstdint>
@@ -16,7 +17,7 @@ namespace pe {
 
 /// The kernels of each math file; register_math_kernels calls them all.
 void register_gemm_kernels(kernel_registry& r);       // mul, matmul_v2
-void register_activation_kernels(kernel_registry& r); // relu, tanh, sigmoid, scale
+void register_activation_kernels(kernel_registry& r); // the activations, scale
 void register_reduce_kernels(kernel_registry& r);     // mean, reduce_mean
 
 /// Input `slot`[i], checked to be an initialised FP32 tensor (the math kernels compute in
@@ -110,6 +111,17 @@ class broadcast_layout {
     }
   }
 
+  /// Calls f(full_index, small_index) for every element of the full tensor, in memory order.
+  template <class F>
+  void for_each_element(F&& f) const {
+    for_each_row([&](std::int64_t full, std::int64_t small, std::int64_t n, bool repeated) {
+      if (repeated)
+        for (std::int64_t i = 0; i < n; ++i) f(full + i, small);
+      else
+        for (std::int64_t i = 0; i < n; ++i) f(full + i, small + i);
+    });
+  }
+
  private:
   std::vector<std::int64_t> extents_;       ///< merged runs, outermost first; never empty
   std::vector<std::int64_t> small_strides_; ///< 0 for reduced runs
@@ -117,8 +129,24 @@ class broadcast_layout {
   std::int64_t small_numel_ = 1;
 };
 
-/// small = sum of the full elements mapping to each small element; a contiguous run that
-/// maps to one element is summed in double, as it may be long (mean over a whole tensor).
+/// small[j] = sum of term(i, j) over the full elements i mapping to small element j; a
+/// contiguous run that maps to one element is summed in double, as it may be long (mean over
+/// a whole tensor).
+template <class Term>
+void reduce_sum_of(const broadcast_layout& layout, Term&& term, float* small) {
+  std::fill(small, small + layout.small_numel(), 0.f);
+  layout.for_each_row([&](std::int64_t f, std::int64_t s, std::int64_t n, bool repeated) {
+    if (repeated) {
+      double total = 0;
+      for (std::int64_t i = 0; i < n; ++i) total += term(f + i, s);
+      small[s] += static_cast<float>(total);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) small[s + i] += term(f + i, s + i);
+    }
+  });
+}
+
+/// small = sum of the full elements mapping to each small element (reduce_sum_of).
 void reduce_sum(const broadcast_layout& layout, const float* full, float* small);
 
 /// full = scale * small, repeated over the reduced axes.

@@ -1,5 +1,5 @@
-// Schemas of the math ops: mul, matmul_v2, elementwise_add, relu, tanh, sigmoid, scale,
-// sum, mean, reduce_mean, and the grad ops of those that have one. The shape rules are
+// Schemas of the math ops: mul, matmul_v2, relu, tanh, sigmoid, scale, sum, mean,
+// reduce_mean, and the grad ops of those that have one. The shape rules are
 // devices/math_shapes.hpp's, the same the CPU kernels apply; every math op computes in FP32.
 #include "graph/op_registry.hpp"
 
@@ -10,47 +10,11 @@
 
 #include "devices/math_shapes.hpp"
 #include "graph/attributes.hpp"
+#include "graph/ops/op_helpers.hpp"
 
 namespace pe {
 
 namespace {
-
-/// The dims of input `slot`[i], which must be FP32.
-const shape_t& fp32_dims(const shape_context& ctx, const std::string& slot, std::size_t i = 0) {
-  const dtype type = ctx.input_dtype(slot, i);
-  ctx.expect(type == dtype::fp32, slot + " must be FP32, got " + to_string(type));
-  return ctx.input_dims(slot, i);
-}
-
-/// Shape inference giving each output the dims of an input: {{"X", "Out"}} for relu,
-/// {{"X", "X@GRAD"}} for a grad op.
-shape_fn dims_from(std::vector<std::pair<std::string, std::string>> input_to_output) {
-  return [pairs = std::move(input_to_output)](shape_context& ctx) {
-    for (const auto& [in, out] : pairs) ctx.set_outputs(out, fp32_dims(ctx, in), dtype::fp32);
-  };
-}
-
-/// Registers `forward` with Paddle's default grad maker for `grad`, and the schema of the
-/// "<type>_grad" op it emits: the inputs `grad` lists, the forward's attributes, and an
-/// output "<I>@GRAD" per input slot I. Those outputs are dispensable: an input whose
-/// gradient nobody needs is left unbound and not computed.
-void add_with_grad(op_registry& r, op_schema forward, const default_grad& grad,
-                   shape_fn infer_grad) {
-  op_schema backward{.type = forward.type + "_grad",
-                     .inputs = {},
-                     .outputs = {},
-                     .attrs = forward.attrs,
-                     .infer_shape = std::move(infer_grad),
-                     .make_grad = {}};
-  for (const auto& slot : grad.forward_inputs) backward.inputs.push_back({slot});
-  for (const auto& slot : grad.forward_outputs) backward.inputs.push_back({slot});
-  for (const auto& slot : grad.output_grads) backward.inputs.push_back({grad_name(slot)});
-  for (const auto& slot : grad.input_grads)
-    backward.outputs.push_back({.name = grad_name(slot), .dispensable = true});
-  forward.make_grad = make_default_grad(grad);
-  r.add(std::move(forward));
-  r.add(std::move(backward));
-}
 
 /// A `scale` op computing out = s * in, carrying `forward`'s attributes (op_role, ...):
 /// what Paddle's grad makers of scale and sum emit.
@@ -82,12 +46,6 @@ void infer_matmul_op(shape_context& ctx) {
   const matmul_dims d = infer_matmul(ctx, fp32_dims(ctx, "X"), fp32_dims(ctx, "Y"),
                                      a.get<bool>("trans_x"), a.get<bool>("trans_y"));
   ctx.set_outputs("Out", d.out, dtype::fp32);
-}
-
-void infer_elementwise_add(shape_context& ctx) {
-  const shape_t& x = fp32_dims(ctx, "X");
-  infer_broadcast(ctx, x, fp32_dims(ctx, "Y"), ctx.attrs().get<std::int32_t>("axis"));
-  ctx.set_outputs("Out", x, dtype::fp32);
 }
 
 void infer_sum(shape_context& ctx) {
@@ -149,14 +107,6 @@ void add_gemm_ops(op_registry& r) {
                  .outputs = {{"Out"}},
                  .attrs = {{"trans_x", false}, {"trans_y", false}},
                  .infer_shape = infer_matmul_op,
-                 .make_grad = {}},
-                grad, infer_grad);
-  add_with_grad(r,
-                {.type = "elementwise_add",
-                 .inputs = {{"X"}, {"Y"}},
-                 .outputs = {{"Out"}},
-                 .attrs = {{"axis", std::int32_t{-1}}},
-                 .infer_shape = infer_elementwise_add,
                  .make_grad = {}},
                 grad, infer_grad);
 }

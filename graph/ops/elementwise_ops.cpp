@@ -1,0 +1,50 @@
+// Schemas of the broadcasting binary ops elementwise_add, elementwise_sub, elementwise_mul,
+// elementwise_div and their grad ops. Y is broadcast against X by devices/math_shapes.hpp's
+// infer_broadcast, the rule the CPU kernels apply; Out has X's dims. All compute in FP32.
+#include "graph/op_registry.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "devices/math_shapes.hpp"
+#include "graph/ops/op_helpers.hpp"
+
+namespace pe {
+
+namespace {
+
+void infer_elementwise(shape_context& ctx) {
+  const shape_t& x = fp32_dims(ctx, "X");
+  infer_broadcast(ctx, x, fp32_dims(ctx, "Y"), ctx.attrs().get<std::int32_t>("axis"));
+  ctx.set_outputs("Out", x, dtype::fp32);
+}
+
+/// One op of the family. As in Paddle, the grads read X, Y and Out@GRAD, and division's
+/// also Out (Y@GRAD = -Out@GRAD * Out / Y).
+void add_elementwise(op_registry& r, const std::string& type,
+                     std::vector<std::string> forward_outputs) {
+  add_with_grad(r,
+                {.type = type,
+                 .inputs = {{"X"}, {"Y"}},
+                 .outputs = {{"Out"}},
+                 .attrs = {{"axis", std::int32_t{-1}}},
+                 .infer_shape = infer_elementwise,
+                 .make_grad = {}},
+                {.forward_inputs = {"X", "Y"},
+                 .forward_outputs = std::move(forward_outputs),
+                 .output_grads = {"Out"},
+                 .input_grads = {"X", "Y"}},
+                dims_from({{"X", "X@GRAD"}, {"Y", "Y@GRAD"}}));
+}
+
+} // namespace
+
+void register_elementwise_ops(op_registry& r) {
+  add_elementwise(r, "elementwise_add", {});
+  add_elementwise(r, "elementwise_sub", {});
+  add_elementwise(r, "elementwise_mul", {});
+  add_elementwise(r, "elementwise_div", {"Out"});
+}
+
+} // namespace pe
