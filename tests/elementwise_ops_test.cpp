@@ -24,29 +24,9 @@ using pe::testing::infer;
 using pe::testing::make_op;
 using pe::testing::run_op;
 
-tensor values(std::vector<float> v, shape_t dims) {
-  return tensor::from_vector(v, std::move(dims));
-}
-
-/// 0, 1, 2, ... in a tensor of `dims`.
-tensor iota(shape_t dims) {
-  std::vector<float> v(static_cast<std::size_t>(pe::numel_of(dims)));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
-  return values(std::move(v), std::move(dims));
-}
-
-::testing::AssertionResult tensor_is(const tensor& t, const shape_t& dims,
-                                     const std::vector<float>& expected) {
-  if (t.shape() != dims)
-    return ::testing::AssertionFailure()
-           << "dims " << pe::to_string(t.shape()) << ", expected " << pe::to_string(dims);
-  auto got = t.values<float>();
-  for (std::size_t i = 0; i < expected.size(); ++i)
-    if (std::abs(got[i] - expected[i]) > 1e-5f * (1.f + std::abs(expected[i])))
-      return ::testing::AssertionFailure()
-             << "element " << i << " is " << got[i] << ", expected " << expected[i];
-  return ::testing::AssertionSuccess();
-}
+using pe::testing::iota;
+using pe::testing::tensor_is;
+using pe::testing::values;
 
 pe::proto::OpDesc binary_op(const std::string& type, const attr_list& attrs = {}) {
   return make_op(type, {{"X", "x"}, {"Y", "y"}}, {{"Out", "out"}}, attrs);

@@ -15,6 +15,7 @@
 #include "graph/attributes.hpp"
 #include "graph/op_registry.hpp"
 #include "tests/support/grad_check.hpp"
+#include "tests/support/op_test.hpp"
 
 namespace pe {
 namespace {
@@ -47,29 +48,9 @@ tensor run_forward(const std::string& type,
   return vars.get("Out");
 }
 
-tensor values(std::vector<float> v, shape_t dims) {
-  return tensor::from_vector(v, std::move(dims));
-}
-
-/// 0, 1, 2, ... in a tensor of `dims`.
-tensor iota(shape_t dims) {
-  std::vector<float> v(static_cast<std::size_t>(numel_of(dims)));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
-  return values(std::move(v), std::move(dims));
-}
-
-::testing::AssertionResult tensor_is(const tensor& t, const shape_t& dims,
-                                     const std::vector<float>& expected) {
-  if (t.shape() != dims)
-    return ::testing::AssertionFailure()
-           << "dims " << to_string(t.shape()) << ", expected " << to_string(dims);
-  auto got = t.values<float>();
-  for (std::size_t i = 0; i < expected.size(); ++i)
-    if (std::abs(got[i] - expected[i]) > 1e-5f * (1.f + std::abs(expected[i])))
-      return ::testing::AssertionFailure()
-             << "element " << i << " is " << got[i] << ", expected " << expected[i];
-  return ::testing::AssertionSuccess();
-}
+using testing::iota;
+using testing::tensor_is;
+using testing::values;
 
 /// The pe::error message `run` throws, or "" when it throws nothing.
 template <class Fn>

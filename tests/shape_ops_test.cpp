@@ -28,7 +28,7 @@ using pe::testing::run_op;
 using ints = std::vector<std::int32_t>;
 
 /// 0, 1, 2, ... as int64 in a tensor of `dims`: exact values whose order shows any permutation.
-tensor iota(shape_t dims) {
+tensor int_iota(shape_t dims) {
   std::vector<std::int64_t> v(static_cast<std::size_t>(pe::numel_of(dims)));
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>(i);
   return tensor::from_vector(v, std::move(dims));
@@ -54,8 +54,8 @@ pe::scope run(const std::string& type, const tensor& x, const attr_list& attrs) 
 /// Out's dims of `type` over an X of `dims`, checking its elements kept their order and
 /// XShape recorded X's dims.
 shape_t dims_after(const std::string& type, const shape_t& dims, const attr_list& attrs) {
-  pe::scope vars = run(type, iota(dims), attrs);
-  EXPECT_EQ(elements(vars.get("out")), elements(iota(dims)));
+  pe::scope vars = run(type, int_iota(dims), attrs);
+  EXPECT_EQ(elements(vars.get("out")), elements(int_iota(dims)));
   shape_t xshape = {0};
   xshape.insert(xshape.end(), dims.begin(), dims.end());
   EXPECT_EQ(vars.get("xshape").shape(), xshape);
@@ -101,11 +101,11 @@ void expect_rejected(const std::string& type, const shape_t& dims, const attr_li
 
 TEST(Assign, CopiesAnyDtypeAndGradIsAssign) {
   pe::scope vars;
-  vars.var("x") = iota({2, 3});
+  vars.var("x") = int_iota({2, 3});
   const auto op = make_op("assign", {{"X", "x"}}, {{"Out", "out"}});
   run_op(op, vars);
   EXPECT_EQ(vars.get("out").shape(), (shape_t{2, 3}));
-  EXPECT_EQ(elements(vars.get("out")), elements(iota({2, 3})));
+  EXPECT_EQ(elements(vars.get("out")), elements(int_iota({2, 3})));
   EXPECT_NE(vars.get("out").raw(), vars.get("x").raw());
 
   EXPECT_EQ(infer(op, {{"x", {pe::dtype::int64, {-1, 3}}}}).at("out").dims, (shape_t{-1, 3}));
@@ -201,13 +201,13 @@ TEST(FlattenContiguousRange, MergesAxesStartToStop) {
 // --- transpose2 ------------------------------------------------------------------------
 
 TEST(Transpose2, PermutesAxes) {
-  pe::scope vars = run("transpose2", iota({2, 3}), {{"axis", ints{1, 0}}});
+  pe::scope vars = run("transpose2", int_iota({2, 3}), {{"axis", ints{1, 0}}});
   EXPECT_EQ(vars.get("out").shape(), (shape_t{3, 2}));
   EXPECT_EQ(elements(vars.get("out")), (std::vector<std::int64_t>{0, 3, 1, 4, 2, 5}));
   EXPECT_EQ(vars.get("xshape").shape(), (shape_t{0, 2, 3}));
 
   // Out[i][j][k] = X[j][k][i] for axis [2, 0, 1] (-1 is axis 2), X = 0..23 over [2, 3, 4].
-  vars = run("transpose2", iota({2, 3, 4}), {{"axis", ints{-1, 0, 1}}});
+  vars = run("transpose2", int_iota({2, 3, 4}), {{"axis", ints{-1, 0, 1}}});
   ASSERT_EQ(vars.get("out").shape(), (shape_t{4, 2, 3}));
   std::vector<std::int64_t> expected;
   for (std::int64_t i = 0; i < 4; ++i)

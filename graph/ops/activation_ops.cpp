@@ -47,18 +47,7 @@ void register_activation_ops(op_registry& r) {
                 reads_x, dims_from({{"X", "X@GRAD"}}));
 
   for (const char* type : {"softmax", "log_softmax"})
-    add_with_grad(r,
-                  {.type = type,
-                   .inputs = {{"X"}},
-                   .outputs = {{"Out"}},
-                   .attrs = {{"axis", std::int32_t{-1}}},
-                   .infer_shape = infer_softmax,
-                   .make_grad = {}},
-                  {.forward_inputs = {},
-                   .forward_outputs = {"Out"},
-                   .output_grads = {"Out"},
-                   .input_grads = {"X"}},
-                  dims_from({{"Out", "X@GRAD"}}));
+    add_with_out_grad(r, type, {{"axis", std::int32_t{-1}}}, infer_softmax);
 }
 
 } // namespace pe

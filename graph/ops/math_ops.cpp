@@ -114,18 +114,7 @@ void add_gemm_ops(op_registry& r) {
 void add_unary_ops(op_registry& r) {
   // As in Paddle, the activations' grads read Out, not X.
   for (const char* type : {"relu", "tanh", "sigmoid"})
-    add_with_grad(r,
-                  {.type = type,
-                   .inputs = {{"X"}},
-                   .outputs = {{"Out"}},
-                   .attrs = {},
-                   .infer_shape = dims_from({{"X", "Out"}}),
-                   .make_grad = {}},
-                  {.forward_inputs = {},
-                   .forward_outputs = {"Out"},
-                   .output_grads = {"Out"},
-                   .input_grads = {"X"}},
-                  dims_from({{"Out", "X@GRAD"}}));
+    add_with_out_grad(r, type, {}, dims_from({{"X", "Out"}}));
 
   op_schema scale{.type = "scale",
                   .inputs = {{"X"}},

@@ -32,4 +32,20 @@ void add_with_grad(op_registry& r, op_schema forward, const default_grad& grad,
   r.add(std::move(backward));
 }
 
+void add_with_out_grad(op_registry& r, const std::string& type, std::vector<attr_spec> attrs,
+                       shape_fn infer_shape) {
+  add_with_grad(r,
+                {.type = type,
+                 .inputs = {{"X"}},
+                 .outputs = {{"Out"}},
+                 .attrs = std::move(attrs),
+                 .infer_shape = std::move(infer_shape),
+                 .make_grad = {}},
+                {.forward_inputs = {},
+                 .forward_outputs = {"Out"},
+                 .output_grads = {"Out"},
+                 .input_grads = {"X"}},
+                dims_from({{"Out", "X@GRAD"}}));
+}
+
 } // namespace pe

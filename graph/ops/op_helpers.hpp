@@ -27,4 +27,9 @@ shape_fn dims_from(std::vector<std::pair<std::string, std::string>> input_to_out
 void add_with_grad(op_registry& r, op_schema forward, const default_grad& grad,
                    shape_fn infer_grad);
 
+/// A unary op X -> Out whose grad op reads Out and Out@GRAD but not X, as Paddle's
+/// relu/tanh/sigmoid and softmax/log_softmax grads do; X@GRAD gets Out's dims.
+void add_with_out_grad(op_registry& r, const std::string& type, std::vector<attr_spec> attrs,
+                       shape_fn infer_shape);
+
 } // namespace pe

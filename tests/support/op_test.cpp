@@ -2,10 +2,35 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "graph/exec/bound_op.hpp"
 #include "graph/attributes.hpp"
 
 namespace pe::testing {
+
+tensor values(std::vector<float> v, shape_t dims) {
+  return tensor::from_vector(v, std::move(dims));
+}
+
+tensor iota(shape_t dims) {
+  std::vector<float> v(static_cast<std::size_t>(numel_of(dims)));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+  return values(std::move(v), std::move(dims));
+}
+
+::testing::AssertionResult tensor_is(const tensor& t, const shape_t& dims,
+                                     const std::vector<float>& expected) {
+  if (t.shape() != dims)
+    return ::testing::AssertionFailure()
+           << "dims " << to_string(t.shape()) << ", expected " << to_string(dims);
+  auto got = t.values<float>();
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    if (std::abs(got[i] - expected[i]) > 1e-5f * (1.f + std::abs(expected[i])))
+      return ::testing::AssertionFailure()
+             << "element " << i << " is " << got[i] << ", expected " << expected[i];
+  return ::testing::AssertionSuccess();
+}
 
 proto::OpDesc make_op(const std::string& type, const slot_vars& inputs, const slot_vars& outputs,
                       const attr_list& attrs) {

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <map>
+
+#include <gtest/gtest.h>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +27,16 @@ void run_op(const proto::OpDesc& op, scope& vars);
 
 /// The message of the pe::error that binding or running `op` throws ("" when it succeeds).
 std::string error_of(const proto::OpDesc& op, scope& vars);
+
+/// An FP32 tensor of `dims` holding `v`.
+tensor values(std::vector<float> v, shape_t dims);
+
+/// 0, 1, 2, ... as FP32 in a tensor of `dims`.
+tensor iota(shape_t dims);
+
+/// `t` has `dims` and each element within 1e-5 relative of `expected`.
+::testing::AssertionResult tensor_is(const tensor& t, const shape_t& dims,
+                                     const std::vector<float>& expected);
 
 /// The outputs shape inference gives `op` over the declared `vars`, by name.
 std::map<std::string, var_info> infer(const proto::OpDesc& op, const var_table& vars = {});
