@@ -46,4 +46,20 @@ constexpr dtype dtype_of<std::uint8_t>() { return dtype::uint8; }
 template <>
 constexpr dtype dtype_of<bool>() { return dtype::boolean; }
 
+/// Calls f(T{}) with the C++ element type T of `t` (one of the dtype_of types above), so a
+/// kernel can be written once for all of them; false, without calling f, for a dtype that
+/// has none (FP16, BF16, INT8, INT16).
+template <class F>
+bool visit_element_type(dtype t, F&& f) {
+  switch (t) {
+    case dtype::boolean: f(bool{}); return true;
+    case dtype::uint8: f(std::uint8_t{}); return true;
+    case dtype::int32: f(std::int32_t{}); return true;
+    case dtype::int64: f(std::int64_t{}); return true;
+    case dtype::fp32: f(float{}); return true;
+    case dtype::fp64: f(double{}); return true;
+    default: return false;
+  }
+}
+
 } // namespace pe

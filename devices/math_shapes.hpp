@@ -1,7 +1,8 @@
 #pragma once
 
 // The shape rules of the math ops (mul, matmul_v2, the elementwise ops, softmax, reduce_mean)
-// and of the shape ops (reshape2, flatten_contiguous_range, transpose2, squeeze2, unsqueeze2),
+// and of the shape ops (reshape2, flatten_contiguous_range, transpose2, squeeze2, unsqueeze2,
+// concat, split),
 // shared by shape inference (graph/ops/*.cpp, where dims may be -1 = unknown) and the kernels
 // (concrete dims), so a program is checked at build time by the same rule its kernels apply.
 // Each rule reports a violation through `ctx.fail`, which prefixes the op.
@@ -290,6 +291,74 @@ shape_t unsqueeze_dims(const C& ctx, const shape_t& x, const std::vector<std::in
   auto next = x.begin();
   for (bool one : inserted) out.push_back(one ? 1 : *next++);
   return out;
+}
+
+
+// --- concat, split ---------------------------------------------------------------------
+
+/// concat's Out dims: the inputs `xs` (at least one) have one rank and agree off `axis`
+/// (negative: from the back); Out's `axis` dim is the sum of theirs, -1 when one is unknown.
+template <failure_sink C>
+shape_t concat_dims(const C& ctx, const std::vector<shape_t>& xs, std::int32_t axis) {
+  if (xs.empty()) ctx.fail("X binds no variables");
+  const shape_t& first = xs.front();
+  const std::size_t a = normalize_axis(ctx, "axis", axis, first.size());
+  shape_t out = first;
+  for (std::size_t i = 1; i < xs.size(); ++i) {
+    const shape_t& x = xs[i];
+    const auto bad = [&] {
+      ctx.fail("X[" + std::to_string(i) + "] " + to_string(x) + " does not match X[0] " +
+               to_string(first) + " off axis " + std::to_string(a));
+    };
+    if (x.size() != first.size()) bad();
+    for (std::size_t d = 0; d < x.size(); ++d)
+      if (d != a && !dim_matches(x[d], first[d])) bad();
+    out[a] = out[a] < 0 || x[a] < 0 ? -1 : out[a] + x[a];
+  }
+  return out;
+}
+
+/// split's Out dims, one per output, as Paddle: `num` > 0 cuts X's `axis` dim (negative:
+/// from the back) into `num` equal parts; otherwise `sections` lists the parts' sizes, one
+/// of them -1 to take what the others leave. An unknown X dim leaves the inferred sizes -1.
+template <failure_sink C>
+std::vector<shape_t> split_dims(const C& ctx, const shape_t& x, std::int32_t axis,
+                                std::int32_t num, const std::vector<std::int32_t>& sections) {
+  const std::size_t a = normalize_axis(ctx, "axis", axis, x.size());
+  const std::int64_t total = x[a];
+  const auto which = [&] {
+    return "X " + to_string(x) + " at axis " + std::to_string(axis) + " with num " +
+           std::to_string(num) + ", sections " + to_string(sections);
+  };
+  std::vector<std::int64_t> sizes;
+  if (num > 0) {
+    if (!sections.empty()) ctx.fail("give num or sections, not both: " + which());
+    if (total >= 0 && total % num != 0) ctx.fail("X's axis dim does not divide evenly: " + which());
+    sizes.assign(static_cast<std::size_t>(num), total < 0 ? -1 : total / num);
+  } else {
+    if (sections.empty()) ctx.fail("num must be > 0 or sections non-empty: " + which());
+    std::size_t inferred = sections.size();
+    std::int64_t known = 0;
+    for (std::size_t i = 0; i < sections.size(); ++i) {
+      if (sections[i] == -1 && inferred == sections.size()) {
+        inferred = i;
+      } else if (sections[i] < 0) {
+        ctx.fail("sections may hold one -1 and sizes >= 0 only: " + which());
+      } else {
+        known += sections[i];
+      }
+      sizes.push_back(sections[i]);
+    }
+    if (total >= 0) {
+      if (inferred != sections.size() && known <= total)
+        sizes[inferred] = total - known;
+      else if (inferred != sections.size() || known != total)
+        ctx.fail("sections do not add up to X's axis dim: " + which());
+    }
+  }
+  std::vector<shape_t> outs(sizes.size(), x);
+  for (std::size_t i = 0; i < sizes.size(); ++i) outs[i][a] = sizes[i];
+  return outs;
 }
 
 } // namespace pe

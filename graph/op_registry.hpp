@@ -139,11 +139,11 @@ class op_registry {
 attribute_map resolve_attributes(const proto::OpDesc& op, const op_schema& schema);
 
 // The op groups (graph/ops/*.cpp).
-void register_math_ops(op_registry& r);      // mul, matmul_v2, relu, tanh, sigmoid, scale, sum, mean, reduce_mean
+void register_math_ops(op_registry& r);      // mul, matmul_v2, matmul, relu, tanh, sigmoid, scale, sum, mean, reduce_mean
 void register_elementwise_ops(op_registry& r); // elementwise_add, _sub, _mul, _div
 void register_activation_ops(op_registry& r); // leaky_relu, gelu, softmax, log_softmax
-void register_shape_ops(op_registry& r);     // assign, reshape2, flatten_contiguous_range, transpose2, squeeze2, unsqueeze2
-void register_loss_ops(op_registry& r);      // softmax_with_cross_entropy, top_k, accuracy
+void register_shape_ops(op_registry& r);     // assign, reshape2, flatten_contiguous_range, transpose2, squeeze2, unsqueeze2, concat, split, cast
+void register_loss_ops(op_registry& r);      // softmax_with_cross_entropy, top_k, top_k_v2, accuracy
 void register_init_ops(op_registry& r);      // fill_constant, uniform_random, gaussian_random
 void register_optimizer_ops(op_registry& r); // sgd, momentum, adam
 void register_io_ops(op_registry& r);        // feed, fetch

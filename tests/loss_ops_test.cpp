@@ -1,4 +1,4 @@
-// softmax_with_cross_entropy, top_k, accuracy: forward values on hand-computed cases,
+// softmax_with_cross_entropy, top_k, top_k_v2, accuracy: forward values on hand-computed cases,
 // gradients against central differences, shape inference, and the errors users see.
 #include <cmath>
 #include <cstdint>
@@ -219,6 +219,87 @@ TEST(TopK, GradientMatchesNumeric) {
                                               .check_slots = {"X"},
                                               .loss_outputs = {"Out"},
                                               .extra_outputs = {"Indices"}}));
+}
+
+pe::proto::OpDesc top_k_v2_op(const attr_list& attrs) {
+  return make_op("top_k_v2", {{"X", "x"}}, {{"Out", "out"}, {"Indices", "idx"}}, attrs);
+}
+
+std::vector<std::int64_t> indices_of(const tensor& t) {
+  auto v = t.values<std::int64_t>();
+  return {v.begin(), v.end()};
+}
+
+TEST(TopKV2, PicksAlongAxisLargestOrSmallest) {
+  pe::scope vars;
+  // Columns of X [3, 2]: {1, 3, 3} and {5, 4, 6}.
+  vars.var("x") = tensor::from_vector<float>({1, 5, 3, 4, 3, 6}, {3, 2});
+  run_op(top_k_v2_op({{"k", std::int32_t{2}}, {"axis", std::int32_t{0}}}), vars);
+  ASSERT_EQ(vars.get("out").shape(), (pe::shape_t{2, 2}));
+  EXPECT_EQ(values(vars.get("out")), (std::vector<float>{3, 6, 3, 5}));
+  EXPECT_EQ(indices_of(vars.get("idx")), (std::vector<std::int64_t>{1, 2, 2, 0}));
+
+  run_op(top_k_v2_op({{"k", std::int32_t{2}}, {"axis", std::int32_t{-2}}, {"largest", false}}),
+         vars);
+  EXPECT_EQ(values(vars.get("out")), (std::vector<float>{1, 4, 3, 5}));
+  EXPECT_EQ(indices_of(vars.get("idx")), (std::vector<std::int64_t>{0, 1, 1, 0}));
+
+  // Defaults: the last axis, largest first, as top_k.
+  run_op(top_k_v2_op({}), vars);
+  ASSERT_EQ(vars.get("out").shape(), (pe::shape_t{3, 1}));
+  EXPECT_EQ(values(vars.get("out")), (std::vector<float>{5, 4, 6}));
+  EXPECT_EQ(indices_of(vars.get("idx")), (std::vector<std::int64_t>{1, 1, 1}));
+}
+
+TEST(TopKV2, InfersAndRejectsShapes) {
+  auto out = infer(top_k_v2_op({{"k", std::int32_t{2}}, {"axis", std::int32_t{1}}}),
+                   {{"x", {pe::dtype::fp32, {-1, 3, 7}}}});
+  EXPECT_EQ(out.at("out").dims, (pe::shape_t{-1, 2, 7}));
+  EXPECT_EQ(out.at("idx").dims, (pe::shape_t{-1, 2, 7}));
+  EXPECT_EQ(out.at("idx").type, pe::dtype::int64);
+
+  const auto too_big = top_k_v2_op({{"k", std::int32_t{4}}, {"axis", std::int32_t{1}}});
+  std::string message;
+  try {
+    infer(too_big, {{"x", {pe::dtype::fp32, {-1, 3, 7}}}});
+  } catch (const pe::error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("op #0 (top_k_v2): k = 4 exceeds dim 1 of X [-1, 3, 7]"),
+            std::string::npos)
+      << message;
+  pe::scope vars;
+  vars.var("x") = tensor::zeros(pe::dtype::fp32, {2, 3, 7});
+  message = error_of(too_big, vars);
+  EXPECT_NE(message.find("k = 4 must be in [1, 3]"), std::string::npos) << message;
+  message = error_of(top_k_v2_op({{"axis", std::int32_t{3}}}), vars);
+  EXPECT_NE(message.find("axis 3 is out of range for X of rank 3"), std::string::npos) << message;
+
+  vars.var("k") = tensor::zeros(pe::dtype::int32, {1});
+  const auto with_k =
+      make_op("top_k_v2", {{"X", "x"}, {"K", "k"}}, {{"Out", "out"}, {"Indices", "idx"}});
+  message = error_of(with_k, vars);
+  EXPECT_NE(message.find("the K input is not supported"), std::string::npos) << message;
+  EXPECT_THROW(infer(with_k, {{"x", {pe::dtype::fp32, {2, 3}}}, {"k", {pe::dtype::int32, {1}}}}),
+               pe::error);
+}
+
+TEST(TopKV2, GradientMatchesNumeric) {
+  // 0.1 * a permutation of 0..23 over [2, 3, 4]: distinct values 0.1 apart, so the +-delta
+  // perturbations never reorder them.
+  std::vector<float> x;
+  for (int i = 0; i < 24; ++i) x.push_back(0.1f * static_cast<float>((i * 7) % 24) - 1.f);
+  for (const std::int32_t axis : {0, 1, -1})
+    for (const bool largest : {true, false}) {
+      SCOPED_TRACE("axis " + std::to_string(axis) + (largest ? " largest" : " smallest"));
+      EXPECT_TRUE(pe::testing::gradient_matches(
+          {.op_type = "top_k_v2",
+           .inputs = {{"X", {tensor::from_vector(x, {2, 3, 4})}}},
+           .attrs = {{"k", std::int32_t{2}}, {"axis", axis}, {"largest", largest}},
+           .check_slots = {"X"},
+           .loss_outputs = {"Out"},
+           .extra_outputs = {"Indices"}}));
+    }
 }
 
 pe::proto::OpDesc accuracy_op() {

@@ -439,5 +439,57 @@ TEST(MathBlas, DefaultsToOneThreadAndObeysTheApplication) {
   EXPECT_THROW(set_blas_threads(0), error);
 }
 
+// --- matmul (v1) -----------------------------------------------------------------------
+
+TEST(Matmul, ScalesBatchedProductsByAlpha) {
+  // matmul_v2's MatmulBatchedWithTransposes case, doubled by alpha.
+  tensor x = values({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {2, 3, 2});
+  tensor y = values({-3, -2.5, -2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 2.5}, {2, 2, 3});
+  tensor out = run_forward("matmul", {{"X", x}, {"Y", y}},
+                           {{"transpose_X", true}, {"transpose_Y", true}, {"alpha", 2.f}});
+  EXPECT_TRUE(tensor_is(out, {2, 2, 2}, {-41, -14, -56, -20, 31, 112, 34, 124}));
+  // Defaults: no transposes, alpha 1; a rank-2 Y is shared by the batch.
+  tensor shared =
+      run_forward("matmul", {{"X", iota({2, 2, 3})}, {"Y", values({1, 0, 0, 1, 1, 1}, {3, 2})}});
+  EXPECT_TRUE(tensor_is(shared, {2, 2, 2}, {2, 3, 8, 9, 14, 15, 20, 21}));
+}
+
+TEST(Matmul, InfersAndRejectsShapes) {
+  const var_table vars = {{"t", {dtype::fp32, {-1, 3, 4}}}, {"u", {dtype::fp32, {-1, 5, 4}}}};
+  EXPECT_EQ(inferred("matmul", {{"X", {"t"}}, {"Y", {"u"}}}, vars, {{"transpose_Y", true}}),
+            (shape_t{-1, 3, 5}));
+  const std::string at_build =
+      error_of([&] { inferred("matmul", {{"X", {"t"}}, {"Y", {"u"}}}, vars); });
+  EXPECT_TRUE(contains(at_build, "op #0 (matmul): inner dims differ (4 vs 5) for X [-1, 3, 4] "
+                                 "and Y [-1, 5, 4]"))
+      << at_build;
+  const std::string at_run = error_of([] {
+    run_forward("matmul", {{"X", iota({2, 3, 4})}, {"Y", iota({2, 5, 4})}});
+  });
+  EXPECT_TRUE(contains(at_run, "matmul") && contains(at_run, "inner dims differ (4 vs 5)"))
+      << at_run;
+}
+
+TEST(MatmulGrad, AllTransposesBroadcastAndAlpha) {
+  struct shapes {
+    shape_t x, y;
+  };
+  // op(X) is [.., 3, 4] and op(Y) [.., 4, 2] in every case.
+  for (bool trans_x : {false, true})
+    for (bool trans_y : {false, true}) {
+      shape_t xm = trans_x ? shape_t{4, 3} : shape_t{3, 4};
+      shape_t ym = trans_y ? shape_t{2, 4} : shape_t{4, 2};
+      for (const shapes& s : {shapes{xm, ym}, shapes{{2, xm[0], xm[1]}, {2, ym[0], ym[1]}},
+                              shapes{{2, xm[0], xm[1]}, ym}}) {
+        SCOPED_TRACE("X " + to_string(s.x) + " Y " + to_string(s.y));
+        EXPECT_TRUE(gradient_matches(
+            {.op_type = "matmul",
+             .inputs = {{"X", {random_tensor(s.x, 7)}}, {"Y", {random_tensor(s.y, 8)}}},
+             .attrs = {{"transpose_X", trans_x}, {"transpose_Y", trans_y}, {"alpha", 1.5f}},
+             .check_slots = {"X", "Y"}}));
+      }
+    }
+}
+
 } // namespace
 } // namespace pe

@@ -1,6 +1,6 @@
-// assign, reshape2, flatten_contiguous_range, transpose2, squeeze2, unsqueeze2: Out values and
-// dims (any dtype), XShape, grad makers, shape inference with unknown dims, the errors users
-// see, and gradients against central differences.
+// assign, reshape2, flatten_contiguous_range, transpose2, squeeze2, unsqueeze2, concat, split,
+// cast: Out values and dims (any dtype), XShape, grad makers, shape inference with unknown dims,
+// the errors users see, and gradients against central differences.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -284,6 +284,288 @@ TEST(ShapeOps, GradsOfXShapeOps) {
     EXPECT_EQ(pe::input_args(grad, "XShape"), std::vector<std::string>{"xshape"});
     EXPECT_EQ(pe::input_args(grad, "Out@GRAD"), std::vector<std::string>{"out@GRAD"});
   }
+}
+
+// --- concat, split ---------------------------------------------------------------------
+
+/// An op binding each slot to several variables.
+pe::proto::OpDesc multi_op(const std::string& type,
+                           const std::vector<std::pair<std::string, std::vector<std::string>>>& in,
+                           const std::vector<std::pair<std::string, std::vector<std::string>>>& out,
+                           const attr_list& attrs) {
+  pe::proto::OpDesc op;
+  op.set_type(type);
+  for (const auto& [slot, vars] : in) pe::set_input(op, slot, vars);
+  for (const auto& [slot, vars] : out) pe::set_output(op, slot, vars);
+  for (const auto& [name, value] : attrs) pe::set_attr(op, name, value);
+  return op;
+}
+
+/// The message of the pe::error shape inference of `op` over `vars` throws ("" if none).
+std::string infer_error(const pe::proto::OpDesc& op, const pe::var_table& vars) {
+  try {
+    infer(op, vars);
+  } catch (const pe::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::vector<std::int64_t> ivec(std::initializer_list<std::int64_t> v) { return v; }
+
+TEST(Concat, JoinsAlongAxisAnyDtype) {
+  pe::scope vars;
+  vars.var("a") = int_iota({2, 2});
+  vars.var("b") = tensor::from_vector(ivec({10, 11, 12, 13, 14, 15}), {2, 3});
+  run_op(multi_op("concat", {{"X", {"a", "b"}}}, {{"Out", {"out"}}}, {{"axis", std::int32_t{-1}}}),
+         vars);
+  EXPECT_EQ(vars.get("out").shape(), (shape_t{2, 5}));
+  EXPECT_EQ(elements(vars.get("out")), ivec({0, 1, 10, 11, 12, 2, 3, 13, 14, 15}));
+
+  run_op(multi_op("concat", {{"X", {"a", "a"}}}, {{"Out", {"a"}}}, {}), vars);
+  EXPECT_EQ(vars.get("a").shape(), (shape_t{4, 2}));
+  EXPECT_EQ(elements(vars.get("a")), ivec({0, 1, 2, 3, 0, 1, 2, 3}));
+
+  const auto op = multi_op("concat", {{"X", {"a", "b"}}}, {{"Out", {"out"}}},
+                           {{"axis", std::int32_t{1}}});
+  const auto out = infer(op, {{"a", {pe::dtype::int64, {-1, 2, 4}}},
+                              {"b", {pe::dtype::int64, {-1, 3, 4}}}}).at("out");
+  EXPECT_EQ(out.dims, (shape_t{-1, 5, 4}));
+  EXPECT_EQ(out.type, pe::dtype::int64);
+  EXPECT_EQ(infer(op, {{"a", {pe::dtype::fp32, {2, -1}}}, {"b", {pe::dtype::fp32, {2, 3}}}})
+                .at("out")
+                .dims,
+            (shape_t{2, -1}));
+}
+
+TEST(Concat, RejectsMismatchedInputs) {
+  const auto op = multi_op("concat", {{"X", {"a", "b"}}}, {{"Out", {"out"}}},
+                           {{"axis", std::int32_t{1}}});
+  const std::string part = "X[1] [3, 4] does not match X[0] [2, 3] off axis 1";
+  std::string message =
+      infer_error(op, {{"a", {pe::dtype::fp32, {2, 3}}}, {"b", {pe::dtype::fp32, {3, 4}}}});
+  EXPECT_NE(message.find("op #0 (concat): " + part), std::string::npos) << message;
+  pe::scope vars;
+  vars.var("a") = tensor::zeros(pe::dtype::fp32, {2, 3});
+  vars.var("b") = tensor::zeros(pe::dtype::fp32, {3, 4});
+  message = error_of(op, vars);
+  EXPECT_NE(message.find(part), std::string::npos) << message;
+
+  message = infer_error(op, {{"a", {pe::dtype::fp32, {2, 3}}}, {"b", {pe::dtype::int64, {2, 3}}}});
+  EXPECT_NE(message.find("X[1] is INT64, but X[0] is FP32"), std::string::npos) << message;
+  message = infer_error(op, {{"a", {pe::dtype::fp32, {2, 3}}}, {"b", {pe::dtype::fp32, {2}}}});
+  EXPECT_NE(message.find("X[1] [2] does not match"), std::string::npos) << message;
+  message = infer_error(
+      multi_op("concat", {{"X", {"a"}}}, {{"Out", {"out"}}}, {{"axis", std::int32_t{2}}}),
+      {{"a", {pe::dtype::fp32, {2, 3}}}});
+  EXPECT_NE(message.find("axis 2 is out of range for X of rank 2"), std::string::npos) << message;
+  message = infer_error(
+      multi_op("concat", {{"X", {"a"}}, {"AxisTensor", {"t"}}}, {{"Out", {"out"}}}, {}),
+      {{"a", {pe::dtype::fp32, {2, 3}}}, {"t", {pe::dtype::int32, {1}}}});
+  EXPECT_NE(message.find("the AxisTensor input is not supported"), std::string::npos) << message;
+}
+
+TEST(Concat, GradSplitsOutGradAtInputDims) {
+  const auto op = multi_op("concat", {{"X", {"a", "b"}}}, {{"Out", {"out"}}},
+                           {{"axis", std::int32_t{1}}});
+  const auto grad = pe::op_registry::global().find("concat")->make_grad(op).at(0);
+  EXPECT_EQ(grad.type(), "concat_grad");
+  EXPECT_EQ(pe::input_args(grad, "X"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(pe::output_args(grad, "X@GRAD"), (std::vector<std::string>{"a@GRAD", "b@GRAD"}));
+  const auto dims = infer(grad, {{"a", {pe::dtype::fp32, {-1, 2}}},
+                                 {"b", {pe::dtype::fp32, {-1, 3}}},
+                                 {"out@GRAD", {pe::dtype::fp32, {-1, 5}}}});
+  EXPECT_EQ(dims.at("a@GRAD").dims, (shape_t{-1, 2}));
+  EXPECT_EQ(dims.at("b@GRAD").dims, (shape_t{-1, 3}));
+
+  for (const std::int32_t axis : {0, 1, -1}) {
+    SCOPED_TRACE(axis);
+    const shape_t b_dims = axis == 0 ? shape_t{1, 3, 4} : axis == 1 ? shape_t{2, 1, 4}
+                                                                    : shape_t{2, 3, 2};
+    EXPECT_TRUE(gradient_matches(
+        {.op_type = "concat",
+         .inputs = {{"X", {random_tensor({2, 3, 4}, 40), random_tensor(b_dims, 41),
+                           random_tensor({2, 3, 4}, 42)}}},
+         .attrs = {{"axis", axis}},
+         .check_slots = {"X"}}));
+  }
+}
+
+TEST(Split, CutsByNumOrSections) {
+  pe::scope vars;
+  vars.var("x") = int_iota({2, 5});
+  run_op(multi_op("split", {{"X", {"x"}}}, {{"Out", {"p", "q", "r"}}},
+                  {{"axis", std::int32_t{1}}, {"sections", ints{2, -1, 1}}}),
+         vars);
+  EXPECT_EQ(vars.get("p").shape(), (shape_t{2, 2}));
+  EXPECT_EQ(elements(vars.get("p")), ivec({0, 1, 5, 6}));
+  EXPECT_EQ(vars.get("q").shape(), (shape_t{2, 2}));
+  EXPECT_EQ(elements(vars.get("q")), ivec({2, 3, 7, 8}));
+  EXPECT_EQ(vars.get("r").shape(), (shape_t{2, 1}));
+  EXPECT_EQ(elements(vars.get("r")), ivec({4, 9}));
+
+  // X split in place into itself and another.
+  run_op(multi_op("split", {{"X", {"x"}}}, {{"Out", {"x", "y"}}},
+                  {{"axis", std::int32_t{0}}, {"num", std::int32_t{2}}}),
+         vars);
+  EXPECT_EQ(elements(vars.get("x")), ivec({0, 1, 2, 3, 4}));
+  EXPECT_EQ(elements(vars.get("y")), ivec({5, 6, 7, 8, 9}));
+
+  const auto by_num = multi_op("split", {{"X", {"x"}}}, {{"Out", {"p", "q"}}},
+                               {{"axis", std::int32_t{-1}}, {"num", std::int32_t{2}}});
+  const auto out = infer(by_num, {{"x", {pe::dtype::int64, {-1, 6}}}});
+  EXPECT_EQ(out.at("p").dims, (shape_t{-1, 3}));
+  EXPECT_EQ(out.at("q").type, pe::dtype::int64);
+  EXPECT_EQ(infer(by_num, {{"x", {pe::dtype::fp32, {4, -1}}}}).at("q").dims, (shape_t{4, -1}));
+  const auto by_sections = multi_op("split", {{"X", {"x"}}}, {{"Out", {"p", "q"}}},
+                                    {{"axis", std::int32_t{0}}, {"sections", ints{-1, 2}}});
+  EXPECT_EQ(infer(by_sections, {{"x", {pe::dtype::fp32, {-1, 6}}}}).at("p").dims,
+            (shape_t{-1, 6}));
+  EXPECT_EQ(infer(by_sections, {{"x", {pe::dtype::fp32, {-1, 6}}}}).at("q").dims,
+            (shape_t{2, 6}));
+}
+
+TEST(Split, RejectsBadSections) {
+  const auto op = multi_op("split", {{"X", {"x"}}}, {{"Out", {"p", "q"}}},
+                           {{"axis", std::int32_t{1}}, {"sections", ints{2, 2}}});
+  const std::string part =
+      "sections do not add up to X's axis dim: X [2, 5] at axis 1 with num 0, sections [2, 2]";
+  std::string message = infer_error(op, {{"x", {pe::dtype::fp32, {2, 5}}}});
+  EXPECT_NE(message.find("op #0 (split): " + part), std::string::npos) << message;
+  pe::scope vars;
+  vars.var("x") = tensor::zeros(pe::dtype::fp32, {2, 5});
+  message = error_of(op, vars);
+  EXPECT_NE(message.find(part), std::string::npos) << message;
+
+  const auto with = [](const attr_list& attrs) {
+    return multi_op("split", {{"X", {"x"}}}, {{"Out", {"p", "q"}}}, attrs);
+  };
+  const pe::var_table x = {{"x", {pe::dtype::fp32, {2, 5}}}};
+  message = infer_error(with({{"axis", std::int32_t{1}}, {"num", std::int32_t{2}}}), x);
+  EXPECT_NE(message.find("X's axis dim does not divide evenly"), std::string::npos) << message;
+  message = infer_error(with({{"sections", ints{-1, -1}}}), x);
+  EXPECT_NE(message.find("sections may hold one -1 and sizes >= 0 only"), std::string::npos)
+      << message;
+  message = infer_error(with({{"axis", std::int32_t{1}}, {"sections", ints{6, -1}}}), x);
+  EXPECT_NE(message.find("sections do not add up"), std::string::npos) << message;
+  message = infer_error(with({}), x);
+  EXPECT_NE(message.find("num must be > 0 or sections non-empty"), std::string::npos) << message;
+  message = infer_error(with({{"num", std::int32_t{3}}, {"axis", std::int32_t{1}}}),
+                        {{"x", {pe::dtype::fp32, {2, 6}}}});
+  EXPECT_NE(message.find("Out binds 2 variables for 3 parts"), std::string::npos) << message;
+  message = infer_error(multi_op("split", {{"X", {"x"}}, {"SectionsTensorList", {"s"}}},
+                                 {{"Out", {"p", "q"}}}, {{"num", std::int32_t{2}}}),
+                        {{"x", {pe::dtype::fp32, {2, 6}}}, {"s", {pe::dtype::int32, {1}}}});
+  EXPECT_NE(message.find("SectionsTensorList inputs are not supported"), std::string::npos)
+      << message;
+}
+
+TEST(Split, GradIsConcatOfOutGrads) {
+  const auto op = multi_op("split", {{"X", {"x"}}}, {{"Out", {"p", "q"}}},
+                           {{"axis", std::int32_t{1}}, {"sections", ints{1, 3}}});
+  const auto grads = pe::op_registry::global().find("split")->make_grad(op);
+  ASSERT_EQ(grads.size(), 1u);
+  EXPECT_EQ(grads[0].type(), "concat");
+  EXPECT_EQ(pe::input_args(grads[0], "X"), (std::vector<std::string>{"p@GRAD", "q@GRAD"}));
+  EXPECT_EQ(pe::output_args(grads[0], "Out"), std::vector<std::string>{"x@GRAD"});
+  EXPECT_EQ(infer(grads[0], {{"p@GRAD", {pe::dtype::fp32, {-1, 1}}},
+                             {"q@GRAD", {pe::dtype::fp32, {-1, 3}}}})
+                .at("x@GRAD")
+                .dims,
+            (shape_t{-1, 4}));
+
+  // split is linear and moves each element once, so X@GRAD is exactly the Out@GRADs joined:
+  // X@GRAD[r][c] = p@GRAD[r][c] for c < 1, q@GRAD[r][c - 1] otherwise.
+  pe::scope vars;
+  vars.var("x") = random_tensor({2, 4}, 43);
+  run_op(op, vars);
+  vars.var("p@GRAD") = pe::testing::values({1, 2}, {2, 1});
+  vars.var("q@GRAD") = pe::testing::values({3, 4, 5, 6, 7, 8}, {2, 3});
+  run_op(grads[0], vars);
+  EXPECT_TRUE(pe::testing::tensor_is(vars.get("x@GRAD"), {2, 4}, {1, 3, 4, 5, 2, 6, 7, 8}));
+}
+
+// --- cast ------------------------------------------------------------------------------
+
+pe::proto::OpDesc cast_op(pe::dtype in, pe::dtype out) {
+  return make_op("cast", {{"X", "x"}}, {{"Out", "out"}},
+                 {{"in_dtype", static_cast<std::int32_t>(in)},
+                  {"out_dtype", static_cast<std::int32_t>(out)}});
+}
+
+TEST(Cast, ConvertsBetweenElementTypes) {
+  pe::scope vars;
+  vars.var("x") = pe::testing::values({-1.5f, 0.f, 2.75f, 3.f}, {2, 2});
+  run_op(cast_op(pe::dtype::fp32, pe::dtype::int64), vars);
+  EXPECT_EQ(vars.get("out").type(), pe::dtype::int64);
+  EXPECT_EQ(vars.get("out").shape(), (shape_t{2, 2}));
+  EXPECT_EQ(elements(vars.get("out")), ivec({-1, 0, 2, 3}));
+
+  run_op(cast_op(pe::dtype::fp32, pe::dtype::boolean), vars);
+  auto flags = vars.get("out").values<bool>();
+  EXPECT_EQ(std::vector<bool>(flags.begin(), flags.end()),
+            (std::vector<bool>{true, false, true, true}));
+
+  vars.var("x") = int_iota({3});
+  run_op(cast_op(pe::dtype::int64, pe::dtype::fp64), vars);
+  auto doubles = vars.get("out").values<double>();
+  EXPECT_EQ(std::vector<double>(doubles.begin(), doubles.end()), (std::vector<double>{0, 1, 2}));
+
+  // In place: X becomes INT32.
+  run_op(make_op("cast", {{"X", "x"}}, {{"Out", "x"}},
+                 {{"in_dtype", std::int32_t{3}}, {"out_dtype", std::int32_t{2}}}),
+         vars);
+  auto ints32 = vars.get("x").values<std::int32_t>();
+  EXPECT_EQ(std::vector<std::int32_t>(ints32.begin(), ints32.end()), (ints{0, 1, 2}));
+
+  const auto out =
+      infer(cast_op(pe::dtype::fp32, pe::dtype::int32), {{"x", {pe::dtype::fp32, {-1, 4}}}})
+          .at("out");
+  EXPECT_EQ(out.dims, (shape_t{-1, 4}));
+  EXPECT_EQ(out.type, pe::dtype::int32);
+}
+
+TEST(Cast, RejectsMismatchedAndUnsupportedDtypes) {
+  const pe::var_table x = {{"x", {pe::dtype::int64, {2}}}};
+  std::string message = infer_error(cast_op(pe::dtype::fp32, pe::dtype::int32), x);
+  EXPECT_NE(message.find("op #0 (cast): X is INT64, but in_dtype is FP32"), std::string::npos)
+      << message;
+  message = infer_error(cast_op(pe::dtype::int64, pe::dtype::fp16), x);
+  EXPECT_NE(message.find("out_dtype FP16 is not castable"), std::string::npos) << message;
+  message = infer_error(make_op("cast", {{"X", "x"}}, {{"Out", "out"}},
+                                {{"in_dtype", std::int32_t{3}}}),
+                        x);
+  EXPECT_NE(message.find("missing required attribute 'out_dtype'"), std::string::npos) << message;
+
+  pe::scope vars;
+  vars.var("x") = int_iota({2});
+  message = error_of(cast_op(pe::dtype::fp32, pe::dtype::int32), vars);
+  EXPECT_NE(message.find("X is INT64, but in_dtype is FP32"), std::string::npos) << message;
+  message = error_of(cast_op(pe::dtype::int64, pe::dtype::bf16), vars);
+  EXPECT_NE(message.find("out_dtype BF16 is not castable"), std::string::npos) << message;
+}
+
+TEST(Cast, GradCastsBack) {
+  const auto op = cast_op(pe::dtype::fp32, pe::dtype::fp64);
+  const auto grads = pe::op_registry::global().find("cast")->make_grad(op);
+  ASSERT_EQ(grads.size(), 1u);
+  EXPECT_EQ(grads[0].type(), "cast");
+  EXPECT_EQ(pe::input_args(grads[0], "X"), std::vector<std::string>{"out@GRAD"});
+  EXPECT_EQ(pe::output_args(grads[0], "Out"), std::vector<std::string>{"x@GRAD"});
+  const auto dims = infer(grads[0], {{"out@GRAD", {pe::dtype::fp64, {-1, 3}}}});
+  EXPECT_EQ(dims.at("x@GRAD").type, pe::dtype::fp32);
+  EXPECT_EQ(dims.at("x@GRAD").dims, (shape_t{-1, 3}));
+
+  // FP32 -> FP64 -> FP32 loses nothing: X@GRAD is exactly Out@GRAD.
+  pe::scope vars;
+  vars.var("out@GRAD") = tensor::from_vector(std::vector<double>{0.25, -1.5, 3}, {3});
+  run_op(grads[0], vars);
+  EXPECT_TRUE(pe::testing::tensor_is(vars.get("x@GRAD"), {3}, {0.25f, -1.5f, 3.f}));
+  EXPECT_TRUE(gradient_matches({.op_type = "cast",
+                                .inputs = {{"X", {random_tensor({2, 3}, 44)}}},
+                                .attrs = {{"in_dtype", std::int32_t{5}},
+                                          {"out_dtype", std::int32_t{5}}},
+                                .check_slots = {"X"}}));
 }
 
 } // namespace

@@ -7,7 +7,7 @@ class kernel_registry;
 /// Adds every CPU kernel to `r`. Each group lives in its own file.
 void register_cpu_kernels(kernel_registry& r);
 
-/// mul, matmul_v2, relu, tanh, sigmoid, leaky_relu, gelu, scale, sum, mean, reduce_mean
+/// mul, matmul_v2, matmul, relu, tanh, sigmoid, leaky_relu, gelu, scale, sum, mean, reduce_mean
 /// and their _grad kernels (math_kernels.cpp, gemm_kernels.cpp, activation_kernels.cpp,
 /// reduce_kernels.cpp).
 void register_math_kernels(kernel_registry& r);
@@ -18,11 +18,12 @@ void register_elementwise_kernels(kernel_registry& r);
 /// softmax, log_softmax and their _grad kernels (softmax_kernels.cpp).
 void register_softmax_kernels(kernel_registry& r);
 
-/// assign, reshape2, flatten_contiguous_range, transpose2, squeeze2, unsqueeze2 and the
-/// _grad kernels of the XShape ops (shape_kernels.cpp).
+/// assign, reshape2, flatten_contiguous_range, transpose2, squeeze2, unsqueeze2, concat, split,
+/// cast and the _grad kernels of the XShape ops and concat (shape_kernels.cpp).
 void register_shape_kernels(kernel_registry& r);
 
-/// softmax_with_cross_entropy, top_k, accuracy and the _grad kernels (loss_kernels.cpp).
+/// softmax_with_cross_entropy, top_k, top_k_v2, accuracy and the _grad kernels
+/// (loss_kernels.cpp).
 void register_loss_kernels(kernel_registry& r);
 
 /// fill_constant, uniform_random, gaussian_random (init_kernels.cpp).

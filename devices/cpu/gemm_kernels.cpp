@@ -1,5 +1,5 @@
-// CPU kernels of the GEMM ops, mul and matmul_v2, and their grads: both reduce to a batch
-// of products op(X_b) * op(Y_b), computed by OpenBLAS through sgemm.
+// CPU kernels of the GEMM ops, mul, matmul_v2 and matmul, and their grads: all reduce to a
+// batch of products alpha * op(X_b) * op(Y_b), computed by OpenBLAS through sgemm.
 #include <algorithm>
 #include <cstdint>
 
@@ -11,11 +11,12 @@ namespace pe {
 
 namespace {
 
-/// `batch` products Out_b = op(X_b) * op(Y_b), op(X_b) m x k and op(Y_b) k x n, all
+/// `batch` products Out_b = alpha * op(X_b) * op(Y_b), op(X_b) m x k and op(Y_b) k x n, all
 /// matrices dense and row-major; Y is one matrix used by every entry when `y_shared`.
 struct gemm_plan {
   std::int64_t batch, m, k, n;
   bool trans_x, trans_y, y_shared;
+  float alpha;
 
   std::int64_t x_stride() const { return m * k; }
   std::int64_t y_stride() const { return y_shared ? 0 : k * n; }
@@ -30,14 +31,15 @@ struct gemm_operands {
   shape_t out_dims;
 };
 
-/// C_i = op(A_i) * op(B_i) for i < batch, operands `*_stride` elements apart; a stride of 0
-/// reuses one matrix. A C shared by every entry (c_stride 0) receives the sum of the products.
+/// C_i = alpha * op(A_i) * op(B_i) for i < batch, operands `*_stride` elements apart; a stride
+/// of 0 reuses one matrix. A C shared by every entry (c_stride 0) receives the sum of the
+/// products.
 void batched_sgemm(std::int64_t batch, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
-                   std::int64_t k, const float* a, std::int64_t a_stride, const float* b,
-                   std::int64_t b_stride, float* c, std::int64_t c_stride) {
+                   std::int64_t k, float alpha, const float* a, std::int64_t a_stride,
+                   const float* b, std::int64_t b_stride, float* c, std::int64_t c_stride) {
   if (batch == 0 && c_stride == 0) std::fill(c, c + m * n, 0.f);
   for (std::int64_t i = 0; i < batch; ++i)
-    sgemm(trans_a, trans_b, m, n, k, 1.f, a + i * a_stride, b + i * b_stride,
+    sgemm(trans_a, trans_b, m, n, k, alpha, a + i * a_stride, b + i * b_stride,
           c_stride == 0 && i > 0 ? 1.f : 0.f, c + i * c_stride);
 }
 
@@ -45,13 +47,15 @@ void gemm_forward(kernel_context& ctx, const gemm_operands& g) {
   const gemm_plan& p = g.plan;
   write_unaliased(ctx.output("Out"), {&g.x, &g.y}, [&](tensor& out) {
     out.resize(dtype::fp32, g.out_dims);
-    batched_sgemm(p.batch, p.trans_x, p.trans_y, p.m, p.n, p.k, g.x.data<float>(), p.x_stride(),
-                  g.y.data<float>(), p.y_stride(), out.data<float>(), p.out_stride());
+    batched_sgemm(p.batch, p.trans_x, p.trans_y, p.m, p.n, p.k, p.alpha, g.x.data<float>(),
+                  p.x_stride(), g.y.data<float>(), p.y_stride(), out.data<float>(),
+                  p.out_stride());
   });
 }
 
-/// X@GRAD and Y@GRAD of Out = op(X) * op(Y), each only when bound. With G = Out@GRAD:
-/// dop(X) = G * op(Y)^T and dop(Y) = op(X)^T * G, transposed back where op transposed.
+/// X@GRAD and Y@GRAD of Out = alpha * op(X) * op(Y), each only when bound. With G = Out@GRAD:
+/// dop(X) = alpha * G * op(Y)^T and dop(Y) = alpha * op(X)^T * G, transposed back where op
+/// transposed.
 void gemm_backward(kernel_context& ctx, const gemm_operands& g) {
   const gemm_plan& p = g.plan;
   const tensor& dout = fp32_input(ctx, "Out@GRAD");
@@ -65,18 +69,18 @@ void gemm_backward(kernel_context& ctx, const gemm_operands& g) {
       dx.resize(dtype::fp32, g.x.shape());
       float* d = dx.data<float>();
       if (p.trans_x) // dX = op(Y) * G^T
-        batched_sgemm(p.batch, p.trans_y, true, p.k, p.m, p.n, y, ys, gd, gs, d, xs);
+        batched_sgemm(p.batch, p.trans_y, true, p.k, p.m, p.n, p.alpha, y, ys, gd, gs, d, xs);
       else // dX = G * op(Y)^T
-        batched_sgemm(p.batch, false, !p.trans_y, p.m, p.k, p.n, gd, gs, y, ys, d, xs);
+        batched_sgemm(p.batch, false, !p.trans_y, p.m, p.k, p.n, p.alpha, gd, gs, y, ys, d, xs);
     });
   if (ctx.has_output("Y@GRAD"))
     write_unaliased(ctx.output("Y@GRAD"), {&g.x, &g.y, &dout}, [&](tensor& dy) {
       dy.resize(dtype::fp32, g.y.shape());
       float* d = dy.data<float>();
       if (p.trans_y) // dY = G^T * op(X)
-        batched_sgemm(p.batch, true, p.trans_x, p.n, p.k, p.m, gd, gs, x, xs, d, ys);
+        batched_sgemm(p.batch, true, p.trans_x, p.n, p.k, p.m, p.alpha, gd, gs, x, xs, d, ys);
       else // dY = op(X)^T * G
-        batched_sgemm(p.batch, !p.trans_x, false, p.k, p.n, p.m, x, xs, gd, gs, d, ys);
+        batched_sgemm(p.batch, !p.trans_x, false, p.k, p.n, p.m, p.alpha, x, xs, gd, gs, d, ys);
     });
 }
 
@@ -86,20 +90,31 @@ gemm_operands mul_operands(const kernel_context& ctx) {
   const tensor& y = fp32_input(ctx, "Y");
   mul_dims d = infer_mul(ctx, x.shape(), y.shape(), ctx.attrs().get<std::int32_t>("x_num_col_dims"),
                          ctx.attrs().get<std::int32_t>("y_num_col_dims"));
-  return {x, y, {1, d.m, d.k, d.n, false, false, false}, std::move(d.out)};
+  return {x, y, {1, d.m, d.k, d.n, false, false, false, 1.f}, std::move(d.out)};
 }
 
-/// matmul_v2: batched products; a shared Y with an untransposed X is a single GEMM over
-/// X's stacked rows.
-gemm_operands matmul_operands(const kernel_context& ctx) {
+/// matmul_v2 and matmul: batched products; a shared Y with an untransposed X is a single
+/// GEMM over X's stacked rows.
+gemm_operands matmul_operands(const kernel_context& ctx, bool trans_x, bool trans_y,
+                              float alpha) {
   const tensor& x = fp32_input(ctx, "X");
   const tensor& y = fp32_input(ctx, "Y");
-  const bool trans_x = ctx.attrs().get<bool>("trans_x");
-  const bool trans_y = ctx.attrs().get<bool>("trans_y");
   matmul_dims d = infer_matmul(ctx, x.shape(), y.shape(), trans_x, trans_y);
-  gemm_plan plan{d.batch, d.m, d.k, d.n, trans_x, trans_y, d.y_shared};
-  if (plan.y_shared && !trans_x) plan = {1, d.batch * d.m, d.k, d.n, false, trans_y, false};
+  gemm_plan plan{d.batch, d.m, d.k, d.n, trans_x, trans_y, d.y_shared, alpha};
+  if (plan.y_shared && !trans_x)
+    plan = {1, d.batch * d.m, d.k, d.n, false, trans_y, false, alpha};
   return {x, y, plan, std::move(d.out)};
+}
+
+gemm_operands matmul_v2_operands(const kernel_context& ctx) {
+  const attribute_map& a = ctx.attrs();
+  return matmul_operands(ctx, a.get<bool>("trans_x"), a.get<bool>("trans_y"), 1.f);
+}
+
+gemm_operands matmul_v1_operands(const kernel_context& ctx) {
+  const attribute_map& a = ctx.attrs();
+  return matmul_operands(ctx, a.get<bool>("transpose_X"), a.get<bool>("transpose_Y"),
+                         a.get<float>("alpha"));
 }
 
 } // namespace
@@ -109,9 +124,13 @@ void register_gemm_kernels(kernel_registry& r) {
   r.add("mul_grad", place::kind::cpu,
         [](kernel_context& ctx) { gemm_backward(ctx, mul_operands(ctx)); });
   r.add("matmul_v2", place::kind::cpu,
-        [](kernel_context& ctx) { gemm_forward(ctx, matmul_operands(ctx)); });
+        [](kernel_context& ctx) { gemm_forward(ctx, matmul_v2_operands(ctx)); });
   r.add("matmul_v2_grad", place::kind::cpu,
-        [](kernel_context& ctx) { gemm_backward(ctx, matmul_operands(ctx)); });
+        [](kernel_context& ctx) { gemm_backward(ctx, matmul_v2_operands(ctx)); });
+  r.add("matmul", place::kind::cpu,
+        [](kernel_context& ctx) { gemm_forward(ctx, matmul_v1_operands(ctx)); });
+  r.add("matmul_grad", place::kind::cpu,
+        [](kernel_context& ctx) { gemm_backward(ctx, matmul_v1_operands(ctx)); });
 }
 
 } // namespace pe

@@ -1,5 +1,6 @@
-// CPU kernels of the loss and metric ops: softmax_with_cross_entropy, top_k, accuracy and
-// the grad kernels of the first two. Tensors of any rank are treated as [rows, last dim].
+// CPU kernels of the loss and metric ops: softmax_with_cross_entropy, top_k, top_k_v2,
+// accuracy and the grad kernels of the first three. Tensors of any rank are treated as
+// [rows, last dim], top_k_v2's as lines along its axis.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "devices/cpu/cpu_kernels.hpp"
 #include "devices/kernel.hpp"
+#include "devices/math_shapes.hpp"
 
 namespace pe {
 
@@ -154,12 +156,38 @@ void softmax_with_cross_entropy_grad(kernel_context& ctx) {
   }
 }
 
-/// The k largest elements of each row in descending order; equal values keep the lower
-/// index first, so results do not depend on the sort's implementation.
-void top_k(kernel_context& ctx) {
+/// A tensor seen as lines along one axis: `outer` x `n` x `inner`, the `n` elements of a
+/// line `inner` apart. Line l starts at offset (l / inner) * n * inner + l % inner.
+struct axis_lines {
+  std::int64_t outer, n, inner;
+
+  std::int64_t count() const { return outer * inner; }
+  std::int64_t start(std::int64_t line, std::int64_t length) const {
+    return line / inner * length * inner + line % inner;
+  }
+};
+
+axis_lines lines_along(const shape_t& dims, std::size_t axis) {
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < axis; ++d) outer *= dims[d];
+  for (std::size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
+  return {outer, dims[axis], inner};
+}
+
+/// `dims` with dimension `axis` replaced by `size`.
+shape_t with_dim(shape_t dims, std::size_t axis, std::int64_t size) {
+  dims[axis] = size;
+  return dims;
+}
+
+/// The k largest (or, unless `largest`, smallest) elements of each line of X along `axis`,
+/// best first: Out and Indices hold them along that axis. Equal values keep the lower index
+/// first, so results do not depend on the sort's implementation.
+void select_top_k(kernel_context& ctx, std::size_t axis, bool largest) {
   const tensor& x = ctx.input("X");
   expect_dtype(ctx, "X", x, dtype::fp32);
-  const auto [rows, n] = rows_of(ctx, "X", x);
+  const axis_lines lines = lines_along(x.shape(), axis);
+  const std::int64_t n = lines.n, step = lines.inner;
   const std::int64_t k = ctx.attrs().get<std::int32_t>("k");
   if (k < 1 || k > n)
     ctx.fail("k = " + std::to_string(k) + " must be in [1, " + std::to_string(n) +
@@ -167,37 +195,42 @@ void top_k(kernel_context& ctx) {
 
   tensor& out = ctx.output("Out");
   tensor& indices = ctx.output("Indices");
-  out.resize(dtype::fp32, with_last_dim(x.shape(), k));
-  indices.resize(dtype::int64, with_last_dim(x.shape(), k));
+  out.resize(dtype::fp32, with_dim(x.shape(), axis, k));
+  indices.resize(dtype::int64, with_dim(x.shape(), axis, k));
   const float* xd = x.data<float>();
   float* od = out.data<float>();
   std::int64_t* id = indices.data<std::int64_t>();
 
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* xr = xd + r * n;
+  for (std::int64_t l = 0; l < lines.count(); ++l) {
+    const float* xl = xd + lines.start(l, n);
+    const auto at = [&](std::int64_t i) { return xl[i * step]; };
     std::iota(order.begin(), order.end(), std::int64_t{0});
     std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [xr](std::int64_t a, std::int64_t b) {
-                        return xr[a] > xr[b] || (xr[a] == xr[b] && a < b);
+                      [&](std::int64_t a, std::int64_t b) {
+                        const bool better = largest ? at(a) > at(b) : at(a) < at(b);
+                        return better || (at(a) == at(b) && a < b);
                       });
+    const std::int64_t o = lines.start(l, k);
     for (std::int64_t j = 0; j < k; ++j) {
-      id[r * k + j] = order[static_cast<std::size_t>(j)];
-      od[r * k + j] = xr[order[static_cast<std::size_t>(j)]];
+      id[o + j * step] = order[static_cast<std::size_t>(j)];
+      od[o + j * step] = at(order[static_cast<std::size_t>(j)]);
     }
   }
 }
 
-/// X@GRAD is zero except where top_k picked an element: there it is that element's Out@GRAD.
-void top_k_grad(kernel_context& ctx) {
+/// X@GRAD of a top-k along `axis`: zero except where the forward picked an element, which
+/// gets that element's Out@GRAD.
+void scatter_top_k_grad(kernel_context& ctx, std::size_t axis) {
   const tensor& x = ctx.input("X");
   const tensor& indices = ctx.input("Indices");
   const tensor& out_grad = ctx.input("Out@GRAD");
   expect_dtype(ctx, "Indices", indices, dtype::int64);
   expect_dtype(ctx, "Out@GRAD", out_grad, dtype::fp32);
-  const auto [rows, n] = rows_of(ctx, "X", x);
-  const auto [index_rows, k] = rows_of(ctx, "Indices", indices);
-  if (out_grad.shape() != indices.shape() || index_rows != rows)
+  const axis_lines lines = lines_along(x.shape(), axis);
+  const std::int64_t n = lines.n, step = lines.inner;
+  const std::int64_t k = indices.rank() == x.rank() ? indices.dim(axis) : -1;
+  if (out_grad.shape() != indices.shape() || indices.shape() != with_dim(x.shape(), axis, k))
     ctx.fail("Out@GRAD " + to_string(out_grad.shape()) + " and Indices " +
              to_string(indices.shape()) + " do not match X " + to_string(x.shape()));
 
@@ -207,14 +240,30 @@ void top_k_grad(kernel_context& ctx) {
   std::fill(g, g + x_grad.numel(), 0.f);
   const std::int64_t* id = indices.data<std::int64_t>();
   const float* dout = out_grad.data<float>();
-  for (std::int64_t r = 0; r < rows; ++r)
+  for (std::int64_t l = 0; l < lines.count(); ++l) {
+    const std::int64_t from = lines.start(l, k), to = lines.start(l, n);
     for (std::int64_t j = 0; j < k; ++j) {
-      const std::int64_t i = id[r * k + j];
+      const std::int64_t i = id[from + j * step];
       if (i < 0 || i >= n)
-        ctx.fail("Indices value " + std::to_string(i) + " in row " + std::to_string(r) +
+        ctx.fail("Indices value " + std::to_string(i) + " in line " + std::to_string(l) +
                  " is outside [0, " + std::to_string(n) + ")");
-      g[r * n + i] += dout[r * k + j];
+      g[to + i * step] += dout[from + j * step];
     }
+  }
+}
+
+/// top_k's axis: the last of input `slot`, which must have rank >= 1.
+std::size_t last_axis(const kernel_context& ctx, std::string_view slot) {
+  const tensor& t = ctx.input(slot);
+  if (t.rank() == 0) ctx.fail(std::string(slot) + " must have rank >= 1, got a scalar");
+  return t.rank() - 1;
+}
+
+/// top_k_v2's axis of X (negative: from the back). The K input (k computed at run time) is
+/// not supported.
+std::size_t top_k_v2_axis(const kernel_context& ctx) {
+  if (ctx.has_input("K")) ctx.fail("the K input is not supported; give the k attribute");
+  return normalize_axis(ctx, "axis", ctx.attrs().get<std::int32_t>("axis"), ctx.input("X").rank());
 }
 
 /// A row is correct when any of its top-k Indices equals its Label.
@@ -255,8 +304,16 @@ void accuracy(kernel_context& ctx) {
 void register_loss_kernels(kernel_registry& r) {
   r.add("softmax_with_cross_entropy", place::kind::cpu, softmax_with_cross_entropy);
   r.add("softmax_with_cross_entropy_grad", place::kind::cpu, softmax_with_cross_entropy_grad);
-  r.add("top_k", place::kind::cpu, top_k);
-  r.add("top_k_grad", place::kind::cpu, top_k_grad);
+  r.add("top_k", place::kind::cpu,
+        [](kernel_context& ctx) { select_top_k(ctx, last_axis(ctx, "X"), true); });
+  r.add("top_k_grad", place::kind::cpu,
+        [](kernel_context& ctx) { scatter_top_k_grad(ctx, last_axis(ctx, "X")); });
+  // sorted = false lets the order be any; the kernel returns them sorted all the same.
+  r.add("top_k_v2", place::kind::cpu, [](kernel_context& ctx) {
+    select_top_k(ctx, top_k_v2_axis(ctx), ctx.attrs().get<bool>("largest"));
+  });
+  r.add("top_k_v2_grad", place::kind::cpu,
+        [](kernel_context& ctx) { scatter_top_k_grad(ctx, top_k_v2_axis(ctx)); });
   r.add("accuracy", place::kind::cpu, accuracy);
 }
 

@@ -16,7 +16,7 @@
 namespace pe {
 
 /// The kernels of each math file; register_math_kernels calls them all.
-void register_gemm_kernels(kernel_registry& r);       // mul, matmul_v2
+void register_gemm_kernels(kernel_registry& r);       // mul, matmul_v2, matmul
 void register_activation_kernels(kernel_registry& r); // the activations, scale
 void register_reduce_kernels(kernel_registry& r);     // mean, reduce_mean
 

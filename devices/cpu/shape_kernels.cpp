@@ -1,7 +1,8 @@
 // CPU kernels of the shape ops: assign, reshape2, flatten_contiguous_range, transpose2,
-// squeeze2, unsqueeze2 and the grads of the XShape ops. Each copies its input, of any dtype,
-// into a buffer of the new dims (transpose2 permuting the elements on the way); the dims come
-// from devices/math_shapes.hpp's rules, as in shape inference.
+// squeeze2, unsqueeze2, concat, split, cast and the grads of the XShape ops and concat. Each
+// copies its inputs, of any dtype, into buffers of the new dims (transpose2 permuting the
+// elements on the way, concat and split joining and cutting blocks, cast converting them); the
+// dims come from devices/math_shapes.hpp's rules, as in shape inference.
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -120,6 +121,139 @@ void transpose2_grad(kernel_context& ctx) {
   write_permuted(ctx, dout, inverse, "X@GRAD");
 }
 
+/// Walks a `whole` tensor cut along `axis` into parts whose `axis` dims are `sizes`: each
+/// part is, per index over the axes before `axis`, one contiguous block, and the whole holds
+/// those blocks interleaved in part order. Calls copy(part, part_offset, whole_offset, bytes)
+/// per block, offsets in bytes: concat gathers the blocks into the whole, split scatters them.
+template <class Copy>
+void for_each_block(const shape_t& whole, std::size_t axis, const std::vector<std::int64_t>& sizes,
+                    std::size_t element_bytes, Copy copy) {
+  const std::int64_t outer = numel_of(shape_t(whole.begin(), whole.begin() + axis));
+  const auto row_bytes = static_cast<std::int64_t>(element_bytes) *
+                         numel_of(shape_t(whole.begin() + axis + 1, whole.end()));
+  std::int64_t whole_offset = 0;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const std::int64_t bytes = sizes[i] * row_bytes;
+      copy(i, o * bytes, whole_offset, bytes);
+      whole_offset += bytes;
+    }
+}
+
+/// Cuts `whole` along `axis` into output `slot`'s tensors of dims `parts` (their `axis` dims
+/// summing to whole's). The parts are built aside, as an output may be the input.
+void write_split(kernel_context& ctx, const tensor& whole, std::size_t axis,
+                 const std::vector<shape_t>& parts, std::string_view slot) {
+  if (ctx.output_count(slot) != parts.size())
+    ctx.fail(std::string(slot) + " binds " + std::to_string(ctx.output_count(slot)) +
+             " tensors for " + std::to_string(parts.size()) + " parts");
+  std::vector<tensor> outs;
+  std::vector<std::int64_t> sizes;
+  for (const shape_t& dims : parts) {
+    outs.emplace_back(whole.type(), dims);
+    sizes.push_back(dims[axis]);
+  }
+  const auto* from = static_cast<const char*>(whole.raw());
+  for_each_block(whole.shape(), axis, sizes, size_of(whole.type()),
+                 [&](std::size_t i, std::int64_t part, std::int64_t at, std::int64_t bytes) {
+                   std::memcpy(static_cast<char*>(outs[i].raw()) + part, from + at,
+                               static_cast<std::size_t>(bytes));
+                 });
+  for (std::size_t i = 0; i < outs.size(); ++i) ctx.output(slot, i) = std::move(outs[i]);
+}
+
+std::int32_t axis_attr(const kernel_context& ctx) { return ctx.attrs().get<std::int32_t>("axis"); }
+
+/// The X inputs of concat and concat_grad, checked to be initialised and of X[0]'s dtype.
+std::vector<const tensor*> concat_inputs(const kernel_context& ctx) {
+  std::vector<const tensor*> xs;
+  for (std::size_t i = 0; i < ctx.input_count("X"); ++i) {
+    const tensor& x = ctx.input("X", i);
+    if (!x.initialized()) ctx.fail("input X[" + std::to_string(i) + "] is uninitialised");
+    if (x.type() != ctx.input("X").type())
+      ctx.fail("X[" + std::to_string(i) + "] is " + to_string(x.type()) + ", but X[0] is " +
+               to_string(ctx.input("X").type()));
+    xs.push_back(&x);
+  }
+  return xs;
+}
+
+std::vector<shape_t> dims_of(const std::vector<const tensor*>& xs) {
+  std::vector<shape_t> dims;
+  for (const tensor* x : xs) dims.push_back(x->shape());
+  return dims;
+}
+
+/// Out = the X tensors joined along `axis`, built aside as Out may be one of them.
+void concat(kernel_context& ctx) {
+  if (ctx.has_input("AxisTensor"))
+    ctx.fail("the AxisTensor input is not supported; give the axis attribute");
+  const std::vector<const tensor*> xs = concat_inputs(ctx);
+  const shape_t dims = concat_dims(ctx, dims_of(xs), axis_attr(ctx));
+  const std::size_t axis = normalize_axis(ctx, "axis", axis_attr(ctx), dims.size());
+  std::vector<std::int64_t> sizes;
+  for (const tensor* x : xs) sizes.push_back(x->dim(axis));
+  tensor out(xs.front()->type(), dims);
+  auto* to = static_cast<char*>(out.raw());
+  for_each_block(dims, axis, sizes, size_of(out.type()),
+                 [&](std::size_t i, std::int64_t part, std::int64_t at, std::int64_t bytes) {
+                   std::memcpy(to + at, static_cast<const char*>(xs[i]->raw()) + part,
+                               static_cast<std::size_t>(bytes));
+                 });
+  ctx.output("Out") = std::move(out);
+}
+
+/// X@GRAD[i] = the block of Out@GRAD that X[i] filled: a split at X's dims.
+void concat_grad(kernel_context& ctx) {
+  const tensor& dout = initialized_input(ctx, "Out@GRAD");
+  const std::vector<shape_t> parts = dims_of(concat_inputs(ctx));
+  const shape_t dims = concat_dims(ctx, parts, axis_attr(ctx));
+  if (dout.shape() != dims)
+    ctx.fail("Out@GRAD has dims " + to_string(dout.shape()) + ", expected " + to_string(dims));
+  write_split(ctx, dout, normalize_axis(ctx, "axis", axis_attr(ctx), dims.size()), parts,
+              "X@GRAD");
+}
+
+void split(kernel_context& ctx) {
+  if (ctx.has_input("AxisTensor") || ctx.has_input("SectionsTensorList"))
+    ctx.fail("the AxisTensor and SectionsTensorList inputs are not supported; give the axis "
+             "and num or sections attributes");
+  const tensor& x = initialized_input(ctx, "X");
+  const std::vector<shape_t> parts = split_dims(
+      ctx, x.shape(), axis_attr(ctx), ctx.attrs().get<std::int32_t>("num"), ints(ctx, "sections"));
+  write_split(ctx, x, normalize_axis(ctx, "axis", axis_attr(ctx), x.rank()), parts, "Out");
+}
+
+/// cast's in_dtype or out_dtype attribute, checked to name a dtype with a C++ element type.
+dtype cast_dtype(const kernel_context& ctx, const char* name) {
+  const auto type = static_cast<dtype>(ctx.attrs().get<std::int32_t>(name));
+  if (!visit_element_type(type, [](auto) {}))
+    ctx.fail(std::string(name) + " " + to_string(type) +
+             " is not castable; cast converts BOOL, UINT8, INT32, INT64, FP32 and FP64");
+  return type;
+}
+
+/// Out = X converted element by element to out_dtype, as static_cast does (to BOOL: nonzero).
+void cast(kernel_context& ctx) {
+  const tensor& x = initialized_input(ctx, "X");
+  const dtype in = cast_dtype(ctx, "in_dtype");
+  const dtype to = cast_dtype(ctx, "out_dtype");
+  if (x.type() != in)
+    ctx.fail("X is " + to_string(x.type()) + ", but in_dtype is " + to_string(in));
+  write_unaliased(ctx.output("Out"), {&x}, [&](tensor& out) {
+    out.resize(to, x.shape());
+    visit_element_type(in, [&](auto from_type) {
+      using from = decltype(from_type);
+      visit_element_type(to, [&](auto to_type) {
+        using target = decltype(to_type);
+        const from* src = x.data<from>();
+        target* dst = out.data<target>();
+        for (std::int64_t i = 0; i < x.numel(); ++i) dst[i] = static_cast<target>(src[i]);
+      });
+    });
+  });
+}
+
 } // namespace
 
 void register_shape_kernels(kernel_registry& r) {
@@ -146,6 +280,10 @@ void register_shape_kernels(kernel_registry& r) {
     r.add(std::string(type) + "_grad", place::kind::cpu, reshape_grad);
   r.add("transpose2", place::kind::cpu, transpose2);
   r.add("transpose2_grad", place::kind::cpu, transpose2_grad);
+  r.add("concat", place::kind::cpu, concat);
+  r.add("concat_grad", place::kind::cpu, concat_grad);
+  r.add("split", place::kind::cpu, split);
+  r.add("cast", place::kind::cpu, cast);
 }
 
 } // namespace pe

@@ -1,8 +1,10 @@
-// Schemas of the loss and metric ops: softmax_with_cross_entropy, top_k, accuracy and the
-// grad ops of the first two.
+// Schemas of the loss and metric ops: softmax_with_cross_entropy, top_k, top_k_v2, accuracy
+// and the grad ops of the first three.
 #include "graph/op_registry.hpp"
 
 #include <cstdint>
+
+#include "devices/math_shapes.hpp"
 
 namespace pe {
 
@@ -78,6 +80,25 @@ void infer_top_k_grad(shape_context& ctx) {
   ctx.set_outputs(grad_name("X"), ctx.input_dims("X"), dtype::fp32);
 }
 
+/// top_k_v2: top_k along `axis` (negative: from the back), Out and Indices with k there.
+/// The K input (k computed at run time) is not supported.
+void infer_top_k_v2(shape_context& ctx) {
+  ctx.expect(ctx.input_count("K") == 0, "the K input is not supported; give the k attribute");
+  const shape_t& x = ctx.input_dims("X");
+  ctx.expect(ctx.input_dtype("X") == dtype::fp32,
+             "X must be FP32, got " + to_string(ctx.input_dtype("X")));
+  const std::size_t axis =
+      normalize_axis(ctx, "axis", ctx.attrs().get<std::int32_t>("axis"), x.size());
+  const auto k = ctx.attrs().get<std::int32_t>("k");
+  ctx.expect(k >= 1, "k must be >= 1, got " + std::to_string(k));
+  ctx.expect(x[axis] < 0 || k <= x[axis], "k = " + std::to_string(k) + " exceeds dim " +
+                                              std::to_string(axis) + " of X " + to_string(x));
+  shape_t out = x;
+  out[axis] = k;
+  ctx.set_outputs("Out", out, dtype::fp32);
+  ctx.set_outputs("Indices", out, dtype::int64);
+}
+
 void infer_accuracy(shape_context& ctx) {
   const shape_t& out = ctx.input_dims("Out");
   const shape_t& indices = ctx.input_dims("Indices");
@@ -134,6 +155,26 @@ void register_loss_ops(op_registry& r) {
          .inputs = {{"X"}, {"Indices"}, {grad_name("Out")}},
          .outputs = {{grad_name("X")}},
          .attrs = {{"k", std::int32_t{1}}},
+         .infer_shape = infer_top_k_grad,
+         .make_grad = {}});
+
+  const std::vector<attr_spec> top_k_v2_attrs = {{"k", std::int32_t{1}},
+                                                 {"axis", std::int32_t{-1}},
+                                                 {"largest", true},
+                                                 {"sorted", true}};
+  r.add({.type = "top_k_v2",
+         .inputs = {{"X"}, {.name = "K", .dispensable = true}},
+         .outputs = {{"Out"}, {"Indices"}},
+         .attrs = top_k_v2_attrs,
+         .infer_shape = infer_top_k_v2,
+         .make_grad = make_default_grad({.forward_inputs = {"X"},
+                                         .forward_outputs = {"Indices"},
+                                         .output_grads = {"Out"},
+                                         .input_grads = {"X"}})});
+  r.add({.type = "top_k_v2_grad",
+         .inputs = {{"X"}, {"Indices"}, {grad_name("Out")}},
+         .outputs = {{grad_name("X")}},
+         .attrs = top_k_v2_attrs,
          .infer_shape = infer_top_k_grad,
          .make_grad = {}});
 

@@ -1,4 +1,4 @@
-// Schemas of the math ops: mul, matmul_v2, relu, tanh, sigmoid, scale, sum, mean,
+// Schemas of the math ops: mul, matmul_v2, matmul, relu, tanh, sigmoid, scale, sum, mean,
 // reduce_mean, and the grad ops of those that have one. The shape rules are
 // devices/math_shapes.hpp's, the same the CPU kernels apply; every math op computes in FP32.
 #include "graph/op_registry.hpp"
@@ -41,11 +41,15 @@ void infer_mul_op(shape_context& ctx) {
   ctx.set_outputs("Out", d.out, dtype::fp32);
 }
 
-void infer_matmul_op(shape_context& ctx) {
-  const attribute_map& a = ctx.attrs();
-  const matmul_dims d = infer_matmul(ctx, fp32_dims(ctx, "X"), fp32_dims(ctx, "Y"),
-                                     a.get<bool>("trans_x"), a.get<bool>("trans_y"));
-  ctx.set_outputs("Out", d.out, dtype::fp32);
+/// Shape inference of matmul_v2 (attributes trans_x, trans_y) and matmul (transpose_X,
+/// transpose_Y): one rule, the attributes named differently.
+shape_fn infer_matmul_op(std::string trans_x, std::string trans_y) {
+  return [trans_x = std::move(trans_x), trans_y = std::move(trans_y)](shape_context& ctx) {
+    const attribute_map& a = ctx.attrs();
+    const matmul_dims d = infer_matmul(ctx, fp32_dims(ctx, "X"), fp32_dims(ctx, "Y"),
+                                       a.get<bool>(trans_x), a.get<bool>(trans_y));
+    ctx.set_outputs("Out", d.out, dtype::fp32);
+  };
 }
 
 void infer_sum(shape_context& ctx) {
@@ -106,7 +110,16 @@ void add_gemm_ops(op_registry& r) {
                  .inputs = {{"X"}, {"Y"}},
                  .outputs = {{"Out"}},
                  .attrs = {{"trans_x", false}, {"trans_y", false}},
-                 .infer_shape = infer_matmul_op,
+                 .infer_shape = infer_matmul_op("trans_x", "trans_y"),
+                 .make_grad = {}},
+                grad, infer_grad);
+  // matmul (v1): matmul_v2's rule with Out scaled by alpha.
+  add_with_grad(r,
+                {.type = "matmul",
+                 .inputs = {{"X"}, {"Y"}},
+                 .outputs = {{"Out"}},
+                 .attrs = {{"transpose_X", false}, {"transpose_Y", false}, {"alpha", 1.f}},
+                 .infer_shape = infer_matmul_op("transpose_X", "transpose_Y"),
                  .make_grad = {}},
                 grad, infer_grad);
 }
