@@ -257,7 +257,12 @@ TEST(MathGrad, Mul) {
        .check_slots = {"X", "Y"}}));
 }
 
-TEST(MathGrad, MatmulAllTransposesAndBroadcast) {
+/// The gradient check of a matmul-like op in every transpose combination, unbatched,
+/// batched and with Y broadcast over the batch. `transposes` names the op's two transpose
+/// attributes; `extra` holds its other attributes.
+void expect_matmul_gradients(const std::string& type,
+                             const std::pair<std::string, std::string>& transposes,
+                             const attr_list& extra, std::uint64_t seed) {
   struct shapes {
     shape_t x, y;
   };
@@ -268,14 +273,20 @@ TEST(MathGrad, MatmulAllTransposesAndBroadcast) {
       shape_t ym = trans_y ? shape_t{2, 4} : shape_t{4, 2};
       for (const shapes& s : {shapes{xm, ym}, shapes{{2, xm[0], xm[1]}, {2, ym[0], ym[1]}},
                               shapes{{2, xm[0], xm[1]}, ym}}) {
-        SCOPED_TRACE("X " + to_string(s.x) + " Y " + to_string(s.y));
+        SCOPED_TRACE(type + ": X " + to_string(s.x) + " Y " + to_string(s.y));
+        attr_list attrs = {{transposes.first, trans_x}, {transposes.second, trans_y}};
+        attrs.insert(attrs.end(), extra.begin(), extra.end());
         EXPECT_TRUE(gradient_matches(
-            {.op_type = "matmul_v2",
-             .inputs = {{"X", {random_tensor(s.x, 5)}}, {"Y", {random_tensor(s.y, 6)}}},
-             .attrs = {{"trans_x", trans_x}, {"trans_y", trans_y}},
+            {.op_type = type,
+             .inputs = {{"X", {random_tensor(s.x, seed)}}, {"Y", {random_tensor(s.y, seed + 1)}}},
+             .attrs = attrs,
              .check_slots = {"X", "Y"}}));
       }
     }
+}
+
+TEST(MathGrad, MatmulAllTransposesAndBroadcast) {
+  expect_matmul_gradients("matmul_v2", {"trans_x", "trans_y"}, {}, 5);
 }
 
 TEST(MathGrad, ElementwiseAdd) {
@@ -471,24 +482,7 @@ TEST(Matmul, InfersAndRejectsShapes) {
 }
 
 TEST(MatmulGrad, AllTransposesBroadcastAndAlpha) {
-  struct shapes {
-    shape_t x, y;
-  };
-  // op(X) is [.., 3, 4] and op(Y) [.., 4, 2] in every case.
-  for (bool trans_x : {false, true})
-    for (bool trans_y : {false, true}) {
-      shape_t xm = trans_x ? shape_t{4, 3} : shape_t{3, 4};
-      shape_t ym = trans_y ? shape_t{2, 4} : shape_t{4, 2};
-      for (const shapes& s : {shapes{xm, ym}, shapes{{2, xm[0], xm[1]}, {2, ym[0], ym[1]}},
-                              shapes{{2, xm[0], xm[1]}, ym}}) {
-        SCOPED_TRACE("X " + to_string(s.x) + " Y " + to_string(s.y));
-        EXPECT_TRUE(gradient_matches(
-            {.op_type = "matmul",
-             .inputs = {{"X", {random_tensor(s.x, 7)}}, {"Y", {random_tensor(s.y, 8)}}},
-             .attrs = {{"transpose_X", trans_x}, {"transpose_Y", trans_y}, {"alpha", 1.5f}},
-             .check_slots = {"X", "Y"}}));
-      }
-    }
+  expect_matmul_gradients("matmul", {"transpose_X", "transpose_Y"}, {{"alpha", 1.5f}}, 7);
 }
 
 } // namespace
