@@ -11,6 +11,7 @@ packages=(
   libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev                  # cblas_sgemm
+  libdnnl-dev                      # oneDNN: CPU convolution, pooling, batch norm
   nlohmann-json3-dev               # metrics files
   zlib1g-dev                       # .gz idx data sets
 )
