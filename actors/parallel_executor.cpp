@@ -1,5 +1,6 @@
 #include "actors/parallel_executor.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
@@ -21,6 +22,21 @@ namespace {
 std::string loss_gradient(const proto::ProgramDesc& main) {
   std::string loss = analyze_program(main).loss;
   return loss.empty() ? "" : grad_name(loss);
+}
+
+/// Copies each (name, value) into the scopes of places [first, last) through their devices'
+/// copy streams and waits for the copies; `what` starts the error message.
+void copy_to_places(executor_runtime& rt, std::size_t first,
+                    const std::vector<std::pair<std::string, const tensor*>>& vars,
+                    const std::string& what) {
+  for (std::size_t p = first; p < rt.scopes.size(); ++p) {
+    device& d = *rt.devices[p];
+    stream& copies = d.get_stream(stream_kind::copy);
+    for (const auto& [name, value] : vars) d.copy(copies, rt.scopes[p]->var(name), *value);
+    if (!copies.synchronize())
+      throw error(what + to_string(d.where()) + ": " +
+                  copies.error().value_or("the copy stream stopped"));
+  }
 }
 
 } // namespace
@@ -79,17 +95,23 @@ parallel_executor::parallel_executor(std::vector<place> places, const proto::Pro
   scope& first = *runtime_->scopes[0];
   reference_executor(startup, first).run({}, {});
   // The other places get place 0's persistables through their devices' copy streams.
-  for (std::size_t p = 1; p < runtime_->scopes.size(); ++p) {
-    device& d = *runtime_->devices[p];
-    stream& copies = d.get_stream(stream_kind::copy);
-    for (const auto& v : state_->main.blocks(0).vars())
-      if (v.persistable())
-        if (const tensor* t = first.find(v.name()); t != nullptr && t->initialized())
-          d.copy(copies, runtime_->scopes[p]->var(v.name()), *t);
-    if (!copies.synchronize())
-      throw error("copying the startup program's variables to " + to_string(d.where()) + ": " +
-                  copies.error().value_or("the copy stream stopped"));
-  }
+  std::vector<std::pair<std::string, const tensor*>> persistables;
+  for (const auto& v : state_->main.blocks(0).vars())
+    if (v.persistable())
+      if (const tensor* t = first.find(v.name()); t != nullptr && t->initialized())
+        persistables.emplace_back(v.name(), t);
+  copy_to_places(*runtime_, 1, persistables, "copying the startup program's variables to ");
+}
+
+void parallel_executor::set_persistable(const std::string& name, const tensor& value) {
+  const auto& vars = state_->main.blocks(0).vars();
+  if (std::none_of(vars.begin(), vars.end(),
+                   [&name](const auto& v) { return v.persistable() && v.name() == name; }))
+    throw error("parallel_executor::set_persistable: '" + name +
+                "' is not a persistable variable of the program");
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  if (state_->active_runs > 0) throw error("parallel_executor::set_persistable: a step is running");
+  copy_to_places(*runtime_, 0, {{name, &value}}, "copying '" + name + "' to ");
 }
 
 parallel_executor::parallel_executor(const proto::ProgramDesc& main,

@@ -83,6 +83,13 @@ class parallel_executor {
   std::vector<std::vector<tensor>> run_per_place(const feed_map& feeds,
                                                  const std::vector<std::string>& fetch_list);
 
+  /// Replaces persistable `name` (a parameter, an optimizer state) with a copy of `value` on
+  /// every place: parameters are replicas. Call between steps, typically after construction to
+  /// load saved parameters; executors sharing this one's variables see the new value. Read a
+  /// persistable back from place 0: place_scope(0).get(name). Throws pe::error when `name` is
+  /// not a persistable of the program or a step is running.
+  void set_persistable(const std::string& name, const tensor& value);
+
   int num_places() const;
   int num_threads() const;
   sync_mode sync() const;

@@ -17,6 +17,12 @@ void copy_row(const tensor& source, std::int64_t from, tensor& target, std::int6
               static_cast<const std::byte*>(source.raw()) + from * row_bytes, row_bytes);
 }
 
+/// `shape` with dim 0 set to `rows`.
+shape_t with_rows(shape_t shape, std::int64_t rows) {
+  shape[0] = rows;
+  return shape;
+}
+
 } // namespace
 
 batcher::batcher(const dataset& data, std::int64_t batch_size, std::uint64_t seed)
@@ -36,8 +42,8 @@ dataset batcher::next() {
     position_ = 0;
   }
   auto rows = std::min(batch_size_, data_.size() - position_);
-  dataset batch{tensor(data_.images.type(), {rows, data_.width()}),
-                tensor(data_.labels.type(), {rows, 1})};
+  dataset batch{tensor(data_.images.type(), with_rows(data_.images.shape(), rows)),
+                tensor(data_.labels.type(), with_rows(data_.labels.shape(), rows))};
   for (std::int64_t i = 0; i < rows; ++i) {
     auto sample = order_[static_cast<std::size_t>(position_ + i)];
     copy_row(data_.images, sample, batch.images, i);

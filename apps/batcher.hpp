@@ -16,7 +16,8 @@ class batcher {
   /// Keeps a reference to `data`, which must outlive the batcher.
   batcher(const dataset& data, std::int64_t batch_size, std::uint64_t seed);
 
-  /// The next batch: copies of its samples, images [b, width] and labels [b, 1].
+  /// The next batch: copies of its samples, images and labels with b rows of the data set's
+  /// row shapes.
   dataset next();
 
   std::int64_t batches_per_epoch() const;

@@ -8,14 +8,16 @@
 
 namespace pe {
 
-/// A labelled data set in memory: `images` FP32 [n, width], `labels` INT64 [n, 1], the
-/// shapes the models' image and label feeds take.
+/// A labelled data set in memory: `images` and `labels` with one row per sample along dim 0.
+/// Generated and idx data are `images` FP32 [n, width] and `labels` INT64 [n, 1], the shapes
+/// the built-in MLP feeds take; npy data has whatever dtype and row shape its files hold.
 struct dataset {
   tensor images;
   tensor labels;
 
   std::int64_t size() const { return images.dim(0); }
-  std::int64_t width() const { return images.dim(1); }
+  /// Elements per image (the product of the non-batch dims).
+  std::int64_t width() const { return size() == 0 ? 0 : images.numel() / size(); }
 
   /// Samples [begin, end), sharing this data set's storage.
   dataset slice(std::int64_t begin, std::int64_t end) const {
@@ -29,8 +31,19 @@ struct data_splits {
   std::optional<dataset> test;
 };
 
-/// Loads `spec`: "synthetic" (generated from `seed`) or "idx:DIR" (MNIST-format files,
-/// pixels divided by 255 when `normalize`). Throws pe::error naming the file or the spec.
-data_splits load_data(const std::string& spec, std::uint64_t seed, bool normalize);
+/// The names of the program variables a data set feeds.
+struct feed_names {
+  std::string image;
+  std::string label;
+};
+
+/// The feed names of the built-in models (graph/models/).
+inline const feed_names builtin_feeds{"image", "label"};
+
+/// Loads `spec`: "synthetic" (generated from `seed`), "idx:DIR" (MNIST-format files, pixels
+/// divided by 255 when `normalize`) or "npy:DIR" (DIR/<feed>.npy for the `feeds`, see
+/// load_npy_dir). Throws pe::error naming the file or the spec.
+data_splits load_data(const std::string& spec, std::uint64_t seed, bool normalize,
+                      const feed_names& feeds = builtin_feeds);
 
 } // namespace pe

@@ -36,6 +36,12 @@ class reference_engine final : public engine {
     return test_.value().run(feeds, fetch_list);
   }
 
+  void set_persistable(const std::string& name, const tensor& value) override {
+    vars_.var(name) = value.clone();
+  }
+
+  const tensor& persistable(const std::string& name) const override { return vars_.get(name); }
+
   std::string training_graph_dot() const override {
     throw error("the reference executor runs the program as it is; it builds no SSA graph");
   }
@@ -81,6 +87,14 @@ class actor_engine final : public engine {
   std::vector<tensor> test(const feed_map& feeds,
                            const std::vector<std::string>& fetch_list) override {
     return test_.value().run(feeds, fetch_list);
+  }
+
+  void set_persistable(const std::string& name, const tensor& value) override {
+    train_.set_persistable(name, value);
+  }
+
+  const tensor& persistable(const std::string& name) const override {
+    return train_.place_scope(0).get(name);
   }
 
   std::string training_graph_dot() const override { return to_dot(train_.graph(), main_); }

@@ -26,6 +26,13 @@ class engine {
   virtual std::vector<tensor> test(const feed_map& feeds,
                                    const std::vector<std::string>& fetch_list) = 0;
 
+  /// Replaces persistable `name` of the main program with a copy of `value` on every place
+  /// (--load-params); call between steps.
+  virtual void set_persistable(const std::string& name, const tensor& value) = 0;
+
+  /// The persistable `name` as place 0 holds it (--save-params); valid between steps.
+  virtual const tensor& persistable(const std::string& name) const = 0;
+
   /// Graphviz DOT of the SSA graph the training steps run; valid after the first step.
   /// Throws pe::error for an executor without one.
   virtual std::string training_graph_dot() const = 0;

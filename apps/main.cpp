@@ -1,13 +1,19 @@
-// pe-actor-run: trains a Paddle ProgramDesc (or the built-in MLP). See --help.
+// pe-actor-run: trains a Paddle ProgramDesc (or the built-in MLP), or runs an inference model
+// (--infer). See --help.
 #include <exception>
 #include <iostream>
 
+#include "apps/inference.hpp"
 #include "apps/options.hpp"
 #include "apps/trainer.hpp"
 
 int main(int argc, char** argv) {
   try {
     auto options = pe::parse_options(argc, argv, std::cout);
+    if (options && options->infer) {
+      pe::run_inference(*options, std::cout);
+      return 0;
+    }
     return options ? pe::run_training(*options, std::cout) : 0;
   } catch (const std::exception& e) {
     std::cout.flush();

@@ -40,22 +40,12 @@ void assign_feeds(model_programs& m, const std::vector<std::string>& feeds,
   m.label = labels[0];
 }
 
-/// Checks that the image feed is [-1, width] with width `data_width` (or unknown).
-void check_width(const model_programs& m, std::int64_t data_width, const std::string& origin) {
-  const auto& dims = find_var(m.main, m.image)->type().lod_tensor().tensor().dims();
-  if (dims.size() != 2)
-    throw error(origin + ": image feed '" + m.image + "' has rank " + std::to_string(dims.size()) +
-                ", expected [batch, width]");
-  if (dims[1] > 0 && dims[1] != data_width)
-    throw error("the data has width " + std::to_string(data_width) + " but " + origin +
-                " takes images of width " + std::to_string(dims[1]));
-}
-
 model_programs load_model(const run_options& o) {
   model_programs m;
   m.main = load_program(o.model);
   m.startup = load_program(o.startup);
   assign_seeds(m.startup, o.seed);
+  assign_seeds(m.main, o.seed); // dropout masks
   auto roles = analyze_program(m.main);
   if (roles.loss.empty())
     throw error(o.model +
@@ -75,14 +65,22 @@ model_programs load_model(const run_options& o) {
 } // namespace
 
 model_programs prepare_model(const run_options& o, std::int64_t data_width) {
-  if (!o.builtin_model()) {
-    auto m = load_model(o);
-    check_width(m, data_width, o.model);
-    return m;
+  if (!o.builtin_model())
+    return load_model(o);
+  if (o.model == "cnn") {
+    cnn_config config;
+    if (data_width != config.image_side * config.image_side)
+      throw error("--model cnn trains on 28x28 images (width 784); the data has width " +
+                  std::to_string(data_width));
+    if (!o.hidden.empty()) config.fc = o.hidden;
+    config.optimizer = o.optimizer;
+    config.learning_rate = static_cast<float>(o.learning_rate);
+    config.seed = o.seed;
+    return build_cnn(config);
   }
   mlp_config config;
   config.input_width = static_cast<int>(data_width);
-  config.hidden = o.hidden;
+  if (!o.hidden.empty()) config.hidden = o.hidden;
   config.optimizer = o.optimizer;
   config.learning_rate = static_cast<float>(o.learning_rate);
   config.seed = o.seed;

@@ -13,6 +13,7 @@
 #include <boost/program_options.hpp>
 
 #include "devices/error.hpp"
+#include "graph/models/cnn.hpp"
 
 namespace po = boost::program_options;
 
@@ -125,21 +126,26 @@ po::options_description describe() {
   po::options_description d(
     "Usage: pe-actor-run [options]\n"
     "Trains a Paddle ProgramDesc (or the built-in MLP) data-parallel on CPU places with the\n"
-    "actor executor (or on one place with the reference executor). An error prints one line\n"
+    "actor executor (or on one place with the reference executor), or with --infer runs an\n"
+    "inference model on .npy inputs. An error prints one line\n"
     "starting with \"pe-actor-run: error:\" and exits with status 2; hazards that\n"
     "--check-hazards finds exit with status 3.\n\nOptions");
   // clang-format off
   d.add_options()
     ("help,h", "print this help and exit")
-    ("model", po::value<std::string>()->value_name("mlp|PATH")->default_value("mlp"),
-     "'mlp' for the built-in MLP (input width follows the data, 10 classes), or the PATH "
+    ("model", po::value<std::string>()->value_name("mlp|cnn|PATH")->default_value("mlp"),
+     "'mlp' for the built-in MLP (input width follows the data, 10 classes), 'cnn' for the "
+     "built-in LeNet-like CNN on 28x28 images (2 x conv 5x5-batch_norm-relu-max pool, fc "
+     "120-84-10), or the PATH "
      "of a binary or text ProgramDesc training program (needs --startup); a loaded program "
-     "must feed one FP32 image and one INT64 label and keeps its own optimizer")
+     "must feed one FP32 image and one INT64 label and keeps its own optimizer. With --infer: "
+     "the inference program (.pdmodel)")
     ("startup", po::value<std::string>()->value_name("PATH"),
      "PATH of the startup program (parameter initialisation) of a --model PATH; required "
-     "with it, invalid with mlp")
-    ("hidden", po::value<std::string>()->value_name("W1,W2,...")->default_value("256,128"),
-     "hidden layer widths of the mlp, comma-separated")
+     "with it, invalid with mlp and cnn")
+    ("hidden", po::value<std::string>()->value_name("W1,W2,..."),
+     "hidden fully connected widths of the built-in model, comma-separated (default: 256,128 "
+     "for mlp, 120,84 for cnn)")
     ("steps", po::value<std::int64_t>()->value_name("N")->default_value(200),
      "training steps (mini-batches)")
     ("epochs", po::value<std::int64_t>()->value_name("E"),
@@ -148,16 +154,21 @@ po::options_description describe() {
      "global mini-batch size, split across the places (the first B % N places get one "
      "more row); the last batch of an epoch keeps the remainder")
     ("lr", po::value<double>()->value_name("RATE"),
-     "learning rate of the mlp (default: 0.1 for sgd, 0.01 for momentum, 0.001 for adam)")
+     "learning rate (default: 0.1 for sgd, 0.01 for momentum, 0.001 for adam) of a built-in "
+     "model")
     ("optimizer", po::value<std::string>()->value_name("NAME")->default_value("sgd"),
-     "optimizer of the mlp: sgd | momentum (mu 0.9) | adam")
+     "optimizer of the built-in model: sgd | momentum (mu 0.9) | adam")
     ("seed", po::value<std::string>()->value_name("S")->default_value("1"),
      "seed of parameter initialisation, synthetic data and shuffling")
     ("data", po::value<std::string>()->value_name("SOURCE")->default_value("synthetic"),
      "'synthetic' (8192 training and 2048 test samples of width 784 around 10 gaussian "
      "class prototypes, generated from --seed), or idx:DIR with MNIST-format files "
      "train-images-idx3-ubyte, train-labels-idx1-ubyte and, for --eval, t10k-images-idx3-ubyte, "
-     "t10k-labels-idx1-ubyte, each plain or .gz; samples are shuffled every epoch")
+     "t10k-labels-idx1-ubyte, each plain or .gz (images feed any [-1, ...] image variable "
+     "whose dims multiply to rows x cols, e.g. [-1, 1, 28, 28]), or npy:DIR with one numpy "
+     "file per feed, DIR/<feed name>.npy (the mlp's: image.npy, label.npy), each of the dtype "
+     "and non-batch dims the program declares, all with the same rows along dim 0, and for "
+     "--eval the same files in DIR/test/; samples are shuffled every epoch")
     ("normalize", po::bool_switch(), "scale idx pixels from 0..255 to 0..1")
     ("eval", po::bool_switch(),
      "after training, report the test set's mean loss and accuracy (the program's accuracy "
@@ -216,7 +227,28 @@ po::options_description describe() {
      "against the SSA graph: every op fired once per step, no read before its write "
      "finished, no write before the reads of the previous version finished. Prints "
      "\"hazard check: N steps, M firings, no violations\", or each violation and then "
-     "exits with status 3");
+     "exits with status 3")
+    ("load-params", po::value<std::string>()->value_name("PATH"),
+     "after the startup program, load the persistables from PATH: a directory with one file "
+     "per variable (Paddle's save_vars / save_persistables) or one combined file (save_combine, "
+     ".pdiparams, matched to the program's variables by count in sorted-name order). It holds "
+     "every persistable, or only the parameters the forward ops read (the others keep their "
+     "startup values); each must have the dtype and dims the program declares")
+    ("save-params", po::value<std::string>()->value_name("DIR"),
+     "after training, write every persistable (parameters, learning rate, optimizer state) "
+     "to DIR, one file per variable in Paddle's format (paddle.static.load_vars and "
+     "paddle.static.load read it); DIR is created and checked writable before training")
+    ("infer", po::bool_switch(),
+     "run an inference model instead of training: --model PATH is its program (a .pdmodel; "
+     "its feed and fetch ops name the inputs and the outputs), --params its parameters, "
+     "--data npy:DIR holds DIR/<feed name>.npy for every feed (rows along dim 0); runs "
+     "--batch-size rows at a time (the last batch may be partial) split across --places and "
+     "writes every fetch target, all rows in order, to --output DIR/<fetch name>.npy")
+    ("params", po::value<std::string>()->value_name("PATH"),
+     "with --infer: the model's parameters, a combined file (.pdiparams) or a directory with "
+     "one file per variable")
+    ("output", po::value<std::string>()->value_name("DIR"),
+     "with --infer: the directory (created) for the fetch targets' .npy files");
   // clang-format on
   return d;
 }
@@ -270,6 +302,31 @@ void interpret_executor(const po::variables_map& vm, run_options& o) {
   o.threads = 1; // the calling thread
 }
 
+/// Sets and checks --load-params, --save-params and the inference run's flags.
+void interpret_params(const po::variables_map& vm, run_options& o) {
+  if (vm.count("load-params")) o.load_params = take<std::string>(vm, "load-params");
+  if (vm.count("save-params")) o.save_params = take<std::string>(vm, "save-params");
+  if (vm.count("params")) o.params = take<std::string>(vm, "params");
+  if (vm.count("output")) o.output = take<std::string>(vm, "output");
+  o.infer = take<bool>(vm, "infer");
+  if (!o.infer) {
+    if (!o.params.empty() || !o.output.empty())
+      throw error("--params and --output are for --infer; to train from saved parameters "
+                  "use --load-params");
+    return;
+  }
+  if (o.builtin_model())
+    throw error("--infer needs --model PATH, the inference program (.pdmodel)");
+  if (o.params.empty() || o.output.empty())
+    throw error("--infer needs --params PATH (the model's parameters) and --output DIR");
+  if (!o.data.starts_with("npy:"))
+    throw error("--infer reads its inputs from --data npy:DIR, got '" + o.data + "'");
+  for (const char* flag : {"startup", "steps", "epochs", "eval", "load-params", "save-params",
+                           "save-program", "metrics", "dot", "trace", "check-hazards"})
+    if (given(vm, flag))
+      throw error(std::string("--") + flag + " is for training, not --infer");
+}
+
 /// Sets and checks what the training steps' firings are recorded for.
 void interpret_tracing(const po::variables_map& vm, run_options& o) {
   if (vm.count("trace"))
@@ -288,7 +345,7 @@ run_options interpret(const po::variables_map& vm) {
   o.model = take<std::string>(vm, "model");
   if (vm.count("startup"))
     o.startup = take<std::string>(vm, "startup");
-  o.hidden = parse_widths(take<std::string>(vm, "hidden"));
+  if (vm.count("hidden")) o.hidden = parse_widths(take<std::string>(vm, "hidden"));
   o.steps = take<std::int64_t>(vm, "steps");
   o.batch_size = take<std::int64_t>(vm, "batch-size");
   o.optimizer = take<std::string>(vm, "optimizer");
@@ -325,20 +382,22 @@ run_options interpret(const po::variables_map& vm) {
 
   if (o.builtin_model()) {
     if (!o.startup.empty())
-      throw error("--startup is for a --model PATH; the mlp builds its own startup program");
+      throw error("--startup is for a --model PATH; the " + o.model +
+                  " builds its own startup program");
   } else {
-    if (o.startup.empty())
+    if (o.startup.empty() && !take<bool>(vm, "infer"))
       throw error("--model " + o.model + " needs --startup PATH (its startup program)");
     if (given(vm, "hidden") || given(vm, "optimizer") || vm.count("lr"))
-      throw error("--hidden, --optimizer and --lr configure the mlp; a loaded program "
+      throw error("--hidden, --optimizer and --lr configure the built-in models; a loaded program "
                   "has its own layers and optimizer");
   }
 
-  bool idx = o.data.starts_with("idx:");
-  if (o.data != "synthetic" && !(idx && o.data.size() > 4))
-    throw error("--data: expected synthetic or idx:DIR, got '" + o.data + "'");
+  bool idx = o.data.starts_with("idx:"), npy = o.data.starts_with("npy:");
+  if (o.data != "synthetic" && !((idx || npy) && o.data.size() > 4))
+    throw error("--data: expected synthetic, idx:DIR or npy:DIR, got '" + o.data + "'");
   if (o.normalize && !idx)
     throw error("--normalize scales idx pixels; it does not apply to --data " + o.data);
+  interpret_params(vm, o);
   interpret_tracing(vm, o);
   interpret_executor(vm, o);
   return o;
@@ -388,7 +447,9 @@ nlohmann::json to_json(const run_options& o) {
     {"blas_threads", o.blas_threads},
   };
   if (o.builtin_model()) {
-    config["hidden"] = o.hidden;
+    config["hidden"] = !o.hidden.empty() ? o.hidden
+                       : o.model == "cnn" ? cnn_config{}.fc
+                                          : mlp_config{}.hidden;
     config["lr"] = o.learning_rate;
     config["optimizer"] = o.optimizer;
   } else {
@@ -412,6 +473,10 @@ nlohmann::json to_json(const run_options& o) {
                               : std::to_string(o.trace_first) + ":" + std::to_string(o.trace_last);
   if (o.check_hazards)
     config["check_hazards"] = true;
+  if (!o.load_params.empty())
+    config["load_params"] = o.load_params;
+  if (!o.save_params.empty())
+    config["save_params"] = o.save_params;
   return config;
 }
 

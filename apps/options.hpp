@@ -15,16 +15,16 @@ namespace pe {
 
 /// Everything pe-actor-run was asked to do, checked for consistency by parse_options.
 struct run_options {
-  std::string model = "mlp"; ///< "mlp" or the path of a ProgramDesc
+  std::string model = "mlp"; ///< "mlp", "cnn" or the path of a ProgramDesc
   std::string startup;       ///< startup program path; set iff model is a path
-  std::vector<int> hidden = {256, 128};
+  std::vector<int> hidden; ///< fc widths of the built-in model; empty: the model's own
   std::int64_t steps = 200;
   std::optional<std::int64_t> epochs; ///< when set, steps = epochs * batches per epoch
   std::int64_t batch_size = 64;
   double learning_rate = 0.1;
   std::string optimizer = "sgd";
   std::uint64_t seed = 1;
-  std::string data = "synthetic"; ///< "synthetic" or "idx:DIR"
+  std::string data = "synthetic"; ///< "synthetic", "idx:DIR" or "npy:DIR"
   bool eval = false;
   bool normalize = false;
   std::string save_program; ///< directory; empty: do not save
@@ -41,14 +41,19 @@ struct run_options {
   std::uint64_t trace_first = 1; ///< first training step --trace / --check-hazards record
   std::uint64_t trace_last = std::numeric_limits<std::uint64_t>::max(); ///< last, inclusive
   bool check_hazards = false; ///< check the recorded firings against the SSA graph
+  std::string load_params; ///< persistables loaded after the startup program; empty: none
+  std::string save_params; ///< directory the trained persistables go to; empty: not saved
+  bool infer = false;      ///< run the inference model `model` instead of training
+  std::string params;      ///< the inference model's parameters (with infer)
+  std::string output;      ///< directory of the fetch targets' .npy files (with infer)
 
   /// fuse_allreduce_mb in bytes (build_strategy::fuse_all_reduce_bytes).
   std::int64_t fuse_allreduce_bytes() const {
     return static_cast<std::int64_t>(fuse_allreduce_mb * 1024 * 1024);
   }
 
-  /// True when `model` names the built-in MLP rather than a program file.
-  bool builtin_model() const { return model == "mlp"; }
+  /// True when `model` names a built-in model (mlp, cnn) rather than a program file.
+  bool builtin_model() const { return model == "mlp" || model == "cnn"; }
   bool actor() const { return executor == "actor"; }
   /// "cpu:2": the places as --places writes them.
   std::string places_text() const;

@@ -10,9 +10,10 @@
 #include "apps/dataset.hpp"
 #include "apps/engine.hpp"
 #include "apps/metrics.hpp"
-#include "apps/model.hpp"
+#include "apps/model_data.hpp"
 #include "apps/training_trace.hpp"
 #include "devices/error.hpp"
+#include "graph/exec/param_files.hpp"
 #include "graph/program_io.hpp"
 
 namespace pe {
@@ -30,6 +31,25 @@ void save_programs(const model_programs& m, const std::string& dir) {
   save_program(m.main, (root / "main.pb").string(), program_format::binary);
   save_program(m.startup, (root / "startup.pbtxt").string(), program_format::text);
   save_program(m.main, (root / "main.pbtxt").string(), program_format::text);
+}
+
+/// --load-params: the persistables from `path` onto every place.
+void load_parameters(engine& executor, const proto::ProgramDesc& main, const std::string& path,
+                     std::ostream& out) {
+  const auto loaded = load_params(path, main);
+  for (const auto& [name, value] : loaded)
+    executor.set_persistable(name, value);
+  out << "loaded " << loaded.size() << " variables from " << path << '\n';
+}
+
+/// --save-params: every persistable, as place 0 holds it, one file each.
+void save_parameters(const engine& executor, const proto::ProgramDesc& main,
+                     const std::string& dir, std::ostream& out) {
+  param_map values;
+  for (const auto& spec : persistable_specs(main))
+    values[spec.name] = executor.persistable(spec.name);
+  save_params(dir, values);
+  out << "saved " << values.size() << " variables to " << dir << '\n';
 }
 
 /// The value of a fetched one-element FP32 tensor such as a mean loss.
@@ -130,14 +150,17 @@ nlohmann::json report(const run_options& o, const run_metrics& metrics,
 } // namespace
 
 int run_training(const run_options& o, std::ostream& out) {
-  auto data = load_data(o.data, o.seed, o.normalize);
+  if (!o.save_params.empty())
+    check_param_dir(o.save_params); // fail now, not after training
+  auto [model, data] = load_model_and_data(o);
   if (o.eval && !data.test)
-    throw error("--eval: " + o.data + " has no test set (t10k-images-idx3-ubyte and "
-                "t10k-labels-idx1-ubyte)");
-  auto model = prepare_model(o, data.train.width());
+    throw error("--eval: " + o.data + " has no test set (idx: t10k-images-idx3-ubyte and "
+                "t10k-labels-idx1-ubyte; npy: a test/ directory)");
   if (!o.save_program.empty())
     save_programs(model, o.save_program);
   auto executor = make_engine(o, model);
+  if (!o.load_params.empty())
+    load_parameters(*executor, model.main, o.load_params, out);
 
   batcher batches(data.train, o.batch_size, o.seed);
   auto steps = o.epochs ? *o.epochs * batches.batches_per_epoch() : o.steps;
@@ -160,6 +183,9 @@ int run_training(const run_options& o, std::ostream& out) {
   trace_report trace_result;
   if (traced)
     trace_result = traced->finish(out);
+
+  if (!o.save_params.empty())
+    save_parameters(*executor, model.main, o.save_params, out);
 
   std::optional<eval_result> eval;
   if (o.eval)

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <string_view>
 
 namespace pe::bench {
 
@@ -61,6 +63,19 @@ void run_and_report(const std::vector<comparison>& rows) {
   benchmark::RunSpecifiedBenchmarks(&results);
   print_table(results, rows);
   benchmark::Shutdown();
+}
+
+int take_places(int& argc, char** argv) {
+  constexpr std::string_view flag = "--places=";
+  int places = 2;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg.starts_with(flag)) places = std::atoi(arg.substr(flag.size()).data());
+    else argv[kept++] = argv[i];
+  }
+  argc = kept;
+  return places;
 }
 
 } // namespace pe::bench

@@ -50,6 +50,10 @@ class collecting_reporter : public benchmark::ConsoleReporter {
 /// stdout, ratio = value / baseline; rows whose benchmarks did not both run are left out.
 void print_table(const collecting_reporter& results, const std::vector<comparison>& rows);
 
+/// The value of a --places=N argument, removed from argv (before Google Benchmark sees the
+/// rest); 2 when absent.
+int take_places(int& argc, char** argv);
+
 /// Runs every registered benchmark (after benchmark::Initialize), prints the table of
 /// `rows` and shuts Google Benchmark down.
 void run_and_report(const std::vector<comparison>& rows);

@@ -58,20 +58,6 @@ void actor(benchmark::State& state, int places, std::int64_t batch) {
   state.SetItemsProcessed(state.iterations() * batch);
 }
 
-/// The value of --places=N, removed from argv; 2 when absent.
-int take_places(int& argc, char** argv) {
-  constexpr std::string_view flag = "--places=";
-  int places = 2;
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg.starts_with(flag)) places = std::atoi(arg.substr(flag.size()).data());
-    else argv[kept++] = argv[i];
-  }
-  argc = kept;
-  return places;
-}
-
 std::string name_of(int places, std::int64_t batch) {
   return "train/actor/places:" + std::to_string(places) + "/batch:" + std::to_string(batch);
 }
@@ -80,7 +66,7 @@ std::string name_of(int places, std::int64_t batch) {
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  const int places = take_places(argc, argv);
+  const int places = bench::take_places(argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   if (places < 2) {
     std::cerr << "training_bench: --places must be at least 2\n";

@@ -39,7 +39,8 @@ std::string to_string(dtype t) {
 }
 
 bool is_supported(dtype t) {
-  return t == dtype::fp32 || t == dtype::int64 || t == dtype::int32;
+  return t == dtype::fp32 || t == dtype::int64 || t == dtype::int32 || t == dtype::uint8 ||
+         t == dtype::boolean;
 }
 
 } // namespace pe

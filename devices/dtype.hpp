@@ -27,7 +27,8 @@ std::size_t size_of(dtype t);
 /// Paddle's spelling ("FP32", "INT64", ...), for error messages.
 std::string to_string(dtype t);
 
-/// Whether the CPU kernels compute with this type (FP32 data, INT64 labels and indices).
+/// Whether programs may declare variables of this type: FP32 data, INT64 labels and indices,
+/// INT32 counters and seeds, UINT8 dropout masks, BOOL flags.
 bool is_supported(dtype t);
 
 /// The dtype tag of a C++ element type.

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -53,6 +54,12 @@ class kernel_context {
   /// Throws pe::error prefixed with the op type: kernels report bad input through this.
   [[noreturn]] void fail(const std::string& message) const;
 
+  /// 0 on the first call, then 1, 2, ...: how often the kernel asked before. Executors keep
+  /// an op handle's context across steps, so this counts that op's runs on this place; a
+  /// random kernel (dropout) mixes it and where().index into its seed, which gives every
+  /// step and every data-parallel replica its own, reproducible draw.
+  std::uint64_t next_call() { return calls_++; }
+
  private:
   static std::size_t count(const slot_map& m, std::string_view slot) {
     auto i = m.find(slot);
@@ -66,6 +73,7 @@ class kernel_context {
   place place_;
   device* device_ = nullptr;
   stream* stream_ = nullptr;
+  std::uint64_t calls_ = 0;
 };
 
 using kernel_fn = std::function<void(kernel_context&)>;

@@ -94,14 +94,21 @@ std::string program_builder::parameter(const std::string& name, shape_t dims, in
     v.set_stop_gradient(false);
   }
   std::vector<std::int64_t> shape(dims.begin(), dims.end());
-  if (how == init::zero) {
+  if (how != init::xavier_uniform) {
     add_op(startup_block(), "fill_constant", {}, {{"Out", {name}}},
-           {{"shape", shape}, {"value", 0.0f}, {"dtype", std::int32_t{5}}}, op_role::forward);
+           {{"shape", shape}, {"value", how == init::one ? 1.0f : 0.0f}, {"dtype", std::int32_t{5}}},
+           op_role::forward);
     return name;
   }
-  // Xavier/Glorot uniform: U(-l, l), l = sqrt(6 / (fan_in + fan_out)).
+  // Xavier/Glorot uniform: U(-l, l), l = sqrt(6 / (fan_in + fan_out)), with Paddle's fans: a
+  // conv filter [out, in, kh, kw] has fan_in = in * kh * kw and fan_out = out * kh * kw.
   double fan_in = static_cast<double>(dims.at(0));
   double fan_out = dims.size() > 1 ? static_cast<double>(numel_of(dims)) / fan_in : fan_in;
+  if (dims.size() > 2) {
+    double receptive = static_cast<double>(numel_of(dims)) / static_cast<double>(dims[0] * dims[1]);
+    fan_in = static_cast<double>(dims[1]) * receptive;
+    fan_out = static_cast<double>(dims[0]) * receptive;
+  }
   auto limit = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
   add_op(startup_block(), "uniform_random", {}, {{"Out", {name}}},
          {{"shape", shape},
@@ -157,6 +164,62 @@ std::string program_builder::fc(const std::string& input, int size, const std::s
     throw error("fc: unknown activation '" + activation + "' (relu, tanh, sigmoid or none)");
   std::string out = prefix + ".tmp_2";
   append_op(activation, {{"X", {biased}}}, {{"Out", {out}}}, {});
+  return out;
+}
+
+std::string program_builder::conv2d(const std::string& input, int filters, int kernel,
+                                    int stride) {
+  if (filters <= 0 || kernel <= 0 || stride <= 0)
+    throw error("conv2d: filters, kernel and stride must be positive");
+  const shape_t in_dims = info_of(tensor_vars(main_block()), input).dims;
+  if (in_dims.size() != 4) throw error("conv2d: input '" + input + "' must be [N, C, H, W]");
+  std::string prefix = unique_name("conv2d");
+  std::string w = parameter(prefix + ".w_0", {filters, in_dims[1], kernel, kernel},
+                            init::xavier_uniform);
+  std::string out = prefix + ".tmp_0";
+  const std::int32_t pad = kernel / 2;
+  append_op("conv2d", {{"Input", {input}}, {"Filter", {w}}}, {{"Output", {out}}},
+            {{"strides", std::vector<std::int32_t>{stride, stride}},
+             {"paddings", std::vector<std::int32_t>{pad, pad}},
+             {"dilations", std::vector<std::int32_t>{1, 1}},
+             {"groups", std::int32_t{1}}});
+  return out;
+}
+
+std::string program_builder::batch_norm(const std::string& input, const std::string& activation) {
+  const shape_t in_dims = info_of(tensor_vars(main_block()), input).dims;
+  if (in_dims.size() != 2 && in_dims.size() != 4)
+    throw error("batch_norm: input '" + input + "' must have rank 2 or 4");
+  std::string prefix = unique_name("batch_norm");
+  const std::int64_t channels = in_dims[1];
+  std::string scale = parameter(prefix + ".w_0", {channels}, init::one);
+  std::string bias = parameter(prefix + ".b_0", {channels}, init::zero);
+  std::string mean = constant_state(prefix + ".w_1", {channels}, 0.0f);
+  std::string variance = constant_state(prefix + ".w_2", {channels}, 1.0f);
+  std::string out = prefix + ".tmp_3";
+  append_op("batch_norm",
+            {{"X", {input}}, {"Scale", {scale}}, {"Bias", {bias}}, {"Mean", {mean}},
+             {"Variance", {variance}}},
+            {{"Y", {out}}, {"MeanOut", {mean}}, {"VarianceOut", {variance}},
+             {"SavedMean", {prefix + ".tmp_0"}}, {"SavedVariance", {prefix + ".tmp_1"}}},
+            {{"momentum", 0.9f}, {"epsilon", 1e-5f}, {"is_test", false}});
+  if (activation.empty()) return out;
+  if (activation != "relu" && activation != "tanh" && activation != "sigmoid")
+    throw error("batch_norm: unknown activation '" + activation + "' (relu, tanh, sigmoid or none)");
+  std::string activated = prefix + ".tmp_4";
+  append_op(activation, {{"X", {out}}}, {{"Out", {activated}}}, {});
+  return activated;
+}
+
+std::string program_builder::pool2d(const std::string& input, const std::string& type, int kernel,
+                                    int stride) {
+  if (type != "max" && type != "avg") throw error("pool2d: type must be max or avg, got " + type);
+  std::string out = unique_name("pool2d") + ".tmp_0";
+  append_op("pool2d", {{"X", {input}}}, {{"Out", {out}}},
+            {{"pooling_type", type},
+             {"ksize", std::vector<std::int32_t>{kernel, kernel}},
+             {"strides", std::vector<std::int32_t>{stride, stride}},
+             {"paddings", std::vector<std::int32_t>{0, 0}}});
   return out;
 }
 

@@ -33,13 +33,26 @@ class program_builder {
   /// A fed input variable ("data" in Paddle): not persistable, stop_gradient.
   std::string data(const std::string& name, shape_t dims, dtype type);
 
-  /// A trainable parameter of `dims`, initialised Xavier-uniform (weights) or to zero.
-  enum class init { xavier_uniform, zero };
+  /// A trainable parameter of `dims`, initialised Xavier-uniform (weights), to zero (biases)
+  /// or to one (batch-norm scales). Fans as Paddle computes them: [in, out] for an fc
+  /// weight, [out_channels, in_channels, kh, kw] for a conv filter.
+  enum class init { xavier_uniform, zero, one };
   std::string parameter(const std::string& name, shape_t dims, init how);
 
   /// Fully connected layer: mul + elementwise_add, then `activation` (relu, tanh, sigmoid,
   /// or "" for none). Returns the output variable.
   std::string fc(const std::string& input, int size, const std::string& activation);
+
+  /// conv2d of `input` [N, C, H, W] with `filters` square kernels of side `kernel`, no bias
+  /// (a batch norm follows in the models that use it); "SAME"-style padding kernel / 2.
+  std::string conv2d(const std::string& input, int filters, int kernel, int stride = 1);
+
+  /// batch_norm over the channels of `input` (rank 2 or 4), then `activation` (as fc's).
+  /// Scale and bias are parameters; the moving mean and variance are persistable state.
+  std::string batch_norm(const std::string& input, const std::string& activation);
+
+  /// pool2d ("max" or "avg") with a square window `kernel` and stride `stride`.
+  std::string pool2d(const std::string& input, const std::string& type, int kernel, int stride);
 
   /// Returns {softmax, loss}.
   std::pair<std::string, std::string> softmax_with_cross_entropy(const std::string& logits,

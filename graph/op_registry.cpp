@@ -134,9 +134,13 @@ const op_registry& op_registry::global() {
     register_activation_ops(r);
     register_shape_ops(r);
     register_loss_ops(r);
+    register_dropout_ops(r);
     register_init_ops(r);
     register_optimizer_ops(r);
     register_io_ops(r);
+    register_conv_ops(r);
+    register_pool_ops(r);
+    register_norm_ops(r);
     return r;
   }();
   return instance;

@@ -6,6 +6,7 @@
 #include "devices/error.hpp"
 #include "graph/attributes.hpp"
 #include "graph/builder.hpp"
+#include "graph/op_registry.hpp"
 #include "graph/op_role.hpp"
 
 namespace pe {
@@ -72,6 +73,10 @@ proto::ProgramDesc clone_for_test(const proto::ProgramDesc& main, const std::str
   auto& ops = *test.mutable_blocks(0)->mutable_ops();
   for (int i = ops.size() - 1; i >= 0; --i)
     if (role_of(ops.Get(i)) != op_role::forward) ops.DeleteSubrange(i, 1);
+  for (proto::OpDesc& op : ops) // batch_norm uses its moving statistics, dropout passes through
+    if (const op_schema* schema = op_registry::global().find(op.type()))
+      for (const attr_spec& a : schema->attrs)
+        if (a.name == "is_test") set_attr(op, "is_test", true);
   program_roles roles = analyze_program(test);
   if (roles.accuracy.empty() && !roles.softmax.empty()) {
     proto::ProgramDesc unused_startup;
@@ -86,7 +91,8 @@ void assign_seeds(proto::ProgramDesc& startup, std::uint64_t seed) {
   auto& ops = *startup.mutable_blocks(0)->mutable_ops();
   for (int i = 0; i < ops.size(); ++i) {
     proto::OpDesc& op = *ops.Mutable(i);
-    if (op.type() != "uniform_random" && op.type() != "gaussian_random") continue;
+    if (op.type() != "uniform_random" && op.type() != "gaussian_random" && op.type() != "dropout")
+      continue;
     const proto::OpDesc::Attr* a = find_attr(op, "seed");
     if (a != nullptr && a->i() != 0) continue;
     // A splitmix64 step per op keeps seeds distinct and away from 0 ("random").

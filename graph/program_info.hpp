@@ -30,12 +30,13 @@ struct program_roles {
 program_roles analyze_program(const proto::ProgramDesc& main);
 
 /// The forward part of a training program (ops with op_role Forward only), as Paddle's
-/// clone(for_test=True). When it has no accuracy op but a softmax_with_cross_entropy, top_k
+/// clone(for_test=True): ops with an `is_test` attribute get it set. When it has no accuracy op but a softmax_with_cross_entropy, top_k
 /// and accuracy ops are appended on its Softmax output and `label`.
 proto::ProgramDesc clone_for_test(const proto::ProgramDesc& main, const std::string& label);
 
-/// Gives every random op (uniform_random, gaussian_random) with seed 0 a fixed seed derived
-/// from `seed` and its position, so a loaded startup program initialises reproducibly.
+/// Gives every random op (uniform_random, gaussian_random, dropout) with seed 0 a fixed seed
+/// derived from `seed` and its position, so a loaded startup program initialises, and a
+/// loaded main program draws its dropout masks, reproducibly.
 void assign_seeds(proto::ProgramDesc& startup, std::uint64_t seed);
 
 } // namespace pe

@@ -21,7 +21,7 @@ var_info declared_info(const proto::VarDesc& var) {
   if (!is_supported(type))
     throw error("variable '" + var.name() + "' has dtype " +
                 proto::VarType::Type_Name(desc.data_type()) +
-                ", which is not supported (FP32, INT64, INT32)");
+                ", which is not supported (FP32, INT64, INT32, UINT8, BOOL)");
   return {type, shape_t(desc.dims().begin(), desc.dims().end())};
 }
 
@@ -89,6 +89,9 @@ var_table validate_program(const proto::ProgramDesc& program) {
       declared_info(var); // throws for unsupported kinds and dtypes
   }
   var_table vars = tensor_vars(block);
+  std::set<std::string, std::less<>> persistable;
+  for (const auto& var : block.vars())
+    if (var.persistable()) persistable.insert(var.name());
 
   const auto& registry = op_registry::global();
   for (int i = 0; i < block.ops_size(); ++i) {
@@ -111,6 +114,11 @@ var_table validate_program(const proto::ProgramDesc& program) {
       auto it = vars.find(name);
       if (it == vars.end()) continue; // a holder variable
       var_info& declared_var = it->second;
+      // An intermediate's dtype is its kernel's, as in Paddle, whose VarDescs may declare
+      // another (paddle.metric.accuracy's Correct: declared FP32, computed INT32); readers
+      // are checked against the computed one. A persistable's declaration is binding.
+      if (declared_var.type != inferred.type && !persistable.contains(name))
+        declared_var.type = inferred.type;
       if (declared_var.type != inferred.type)
         throw error(op_prefix(i, op) + "dtype mismatch: output '" + name + "' is computed as " +
                     to_string(inferred.type) + " but declared as " + to_string(declared_var.type));

@@ -183,9 +183,10 @@ TEST(builder, assign_seeds_fixes_unseeded_random_ops) {
   auto* block = startup.add_blocks();
   block->set_idx(0);
   block->set_parent_idx(-1);
-  for (int i = 0; i < 3; ++i) {
+  for (const char* type : {"uniform_random", "dropout", "gaussian_random"}) {
+    const int i = block->ops_size();
     auto* op = block->add_ops();
-    op->set_type("uniform_random");
+    op->set_type(type);
     set_attr(*op, "seed", std::int32_t{i == 2 ? 77 : 0});
   }
   proto::ProgramDesc again = startup;

@@ -11,10 +11,12 @@
 #include "apps/synthetic.hpp"
 #include "devices/error.hpp"
 #include "idx_files.hpp"
+#include "tests/support/expect_error.hpp"
 
 namespace pe {
 namespace {
 
+using testing::expect_error;
 using testing::idx_images;
 using testing::idx_labels;
 using testing::temp_dir;
@@ -26,18 +28,6 @@ const std::vector<std::uint8_t> pixels = {0,  1,  2,  3,  4,  5,  10,  11,  12,
                                           13, 14, 15, 220, 221, 222, 223, 224, 255};
 const std::vector<std::uint8_t> labels = {7, 0, 9};
 
-/// A message-checking EXPECT_THROW: `statement` throws pe::error containing every part.
-template <class F>
-void expect_error(F statement, const std::vector<std::string>& parts) {
-  try {
-    statement();
-    ADD_FAILURE() << "no pe::error thrown";
-  } catch (const error& e) {
-    for (const auto& part : parts)
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
-        << "'" << e.what() << "' lacks '" << part << "'";
-  }
-}
 
 class IdxFiles : public ::testing::TestWithParam<bool> {}; // param: gzip
 

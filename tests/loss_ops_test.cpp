@@ -347,4 +347,173 @@ TEST(Accuracy, InfersScalarOutputs) {
   EXPECT_EQ(out.at("total").type, pe::dtype::int32);
 }
 
+
+// --- cross-entropy of probabilities: cross_entropy, cross_entropy2, use_softmax = false ---
+// Expected values from Paddle 2.6 on X = probs, Label = [2, 1, 0], ignore_index = 1 and
+// Y@GRAD = [1, 2, 3]: Y = [-log 0.5, 0, -log 0.7], MatchX = [0.5, 0, 0.7] and
+// X@GRAD = -Y@GRAD / MatchX at each label.
+
+const std::vector<float> probs = {0.2f, 0.3f, 0.5f, 0.1f, 0.6f, 0.3f, 0.7f, 0.2f, 0.1f};
+const std::vector<float> probs_grad = {0, 0, -2, 0, 0, 0, -4.285714149475098f, 0, 0};
+
+pe::scope probability_scope() {
+  pe::scope vars;
+  vars.var("x") = tensor::from_vector(probs, {3, 3});
+  vars.var("y") = tensor::from_vector<std::int64_t>({2, 1, 0}, {3, 1});
+  return vars;
+}
+
+/// Runs the grad ops `op`'s grad maker emits, with the loss gradient `grad_var` = [1, 2, 3].
+void run_grads(const pe::proto::OpDesc& op, const std::string& grad_var, pe::scope& vars) {
+  vars.var(grad_var) = tensor::from_vector<float>({1, 2, 3}, {3, 1});
+  for (const auto& grad : pe::op_registry::global().find(op.type())->make_grad(op))
+    run_op(grad, vars);
+}
+
+TEST(CrossEntropy, MatchesPaddleWithIgnoredRow) {
+  pe::scope vars = probability_scope();
+  const auto op = make_op("cross_entropy", {{"X", "x"}, {"Label", "y"}}, {{"Y", "loss"}},
+                          {{"ignore_index", std::int32_t{1}}});
+  run_op(op, vars);
+  EXPECT_TRUE(pe::testing::tensor_is(vars.get("loss"), {3, 1},
+                                     {0.6931471824645996f, 0.f, 0.3566749691963196f}));
+  run_grads(op, "loss@GRAD", vars);
+  EXPECT_TRUE(pe::testing::tensor_is(vars.get("x@GRAD"), {3, 3}, probs_grad));
+}
+
+TEST(CrossEntropy, SoftLabelsAndZeroProbabilityAsPaddle) {
+  pe::scope vars;
+  vars.var("x") = tensor::from_vector<float>({0.25f, 0.75f, 0.f, 1.f}, {2, 2});
+  vars.var("y") = tensor::from_vector<float>({0.5f, 0.5f, 1.f, 0.f}, {2, 2});
+  run_op(make_op("cross_entropy", {{"X", "x"}, {"Label", "y"}}, {{"Y", "loss"}},
+                 {{"soft_label", true}}),
+         vars);
+  // Row 1 has probability 0 for its label: Paddle clamps -log 0 to 1e20 rather than inf.
+  auto loss = values(vars.get("loss"));
+  EXPECT_NEAR(loss[0], -0.5 * std::log(0.25) - 0.5 * std::log(0.75), 1e-6);
+  EXPECT_EQ(loss[1], 1e20f);
+}
+
+TEST(CrossEntropy, GradientMatchesNumericHardAndSoft) {
+  const tensor x = pe::testing::random_tensor({4, 3}, 21, 0.2f, 1.f);
+  EXPECT_TRUE(pe::testing::gradient_matches(
+      {.op_type = "cross_entropy",
+       .inputs = {{"X", {x}},
+                  {"Label", {tensor::from_vector<std::int64_t>({0, 2, 1, 2}, {4, 1})}}},
+       .attrs = {{"ignore_index", std::int32_t{1}}},
+       .check_slots = {"X"},
+       .loss_outputs = {"Y"}}));
+  EXPECT_TRUE(pe::testing::gradient_matches(
+      {.op_type = "cross_entropy",
+       .inputs = {{"X", {x}}, {"Label", {pe::testing::random_tensor({4, 3}, 22, 0.f, 1.f)}}},
+       .attrs = {{"soft_label", true}},
+       .check_slots = {"X"},
+       .loss_outputs = {"Y"}}));
+}
+
+pe::proto::OpDesc cross_entropy2_op() {
+  return make_op("cross_entropy2", {{"X", "x"}, {"Label", "y"}},
+                 {{"Y", "loss"}, {"XShape", "xshape"}, {"MatchX", "match"}},
+                 {{"ignore_index", std::int32_t{1}}});
+}
+
+TEST(CrossEntropy2, MatchesPaddleWithMatchXAndXShape) {
+  pe::scope vars = probability_scope();
+  const auto op = cross_entropy2_op();
+  run_op(op, vars);
+  EXPECT_TRUE(pe::testing::tensor_is(vars.get("loss"), {3, 1},
+                                     {0.6931471824645996f, 0.f, 0.3566749691963196f}));
+  EXPECT_TRUE(pe::testing::tensor_is(vars.get("match"), {3, 1}, {0.5f, 0.f, 0.7f}));
+  EXPECT_EQ(vars.get("xshape").shape(), (pe::shape_t{3, 3, 0}));
+
+  run_grads(op, "loss@GRAD", vars);
+  EXPECT_TRUE(pe::testing::tensor_is(vars.get("x@GRAD"), {3, 3}, probs_grad));
+}
+
+TEST(CrossEntropy2, GradOpIsCrossEntropyGrad2WithPaddlesSlots) {
+  const auto grads = pe::op_registry::global().find("cross_entropy2")->make_grad(cross_entropy2_op());
+  ASSERT_EQ(grads.size(), 1u);
+  const auto& g = grads[0];
+  EXPECT_EQ(g.type(), "cross_entropy_grad2");
+  EXPECT_EQ(pe::input_args(g, "MatchX"), std::vector<std::string>{"match"});
+  EXPECT_EQ(pe::input_args(g, "XShape"), std::vector<std::string>{"xshape"});
+  EXPECT_EQ(pe::input_args(g, "Label"), std::vector<std::string>{"y"});
+  EXPECT_EQ(pe::input_args(g, "Y@GRAD"), std::vector<std::string>{"loss@GRAD"});
+  EXPECT_TRUE(pe::input_args(g, "X").empty());
+  EXPECT_EQ(pe::output_args(g, "X@GRAD"), std::vector<std::string>{"x@GRAD"});
+  EXPECT_EQ(pe::resolve_attributes(g, *pe::op_registry::global().find("cross_entropy_grad2"))
+                .get<std::int32_t>("ignore_index"),
+            1);
+}
+
+TEST(CrossEntropy2, GradientMatchesNumericOnRank3) {
+  EXPECT_TRUE(pe::testing::gradient_matches(
+      {.op_type = "cross_entropy2",
+       .inputs = {{"X", {pe::testing::random_tensor({2, 2, 4}, 23, 0.2f, 1.f)}},
+                  {"Label", {tensor::from_vector<std::int64_t>({0, 3, 1, 2}, {2, 2, 1})}}},
+       .attrs = {{"ignore_index", std::int32_t{1}}},
+       .check_slots = {"X"},
+       .loss_outputs = {"Y"},
+       .extra_outputs = {"XShape", "MatchX"}}));
+}
+
+TEST(CrossEntropy2, InfersShapesWithUnknownBatch) {
+  const auto op = cross_entropy2_op();
+  auto out = infer(op, {{"x", {pe::dtype::fp32, {-1, 10}}}, {"y", {pe::dtype::int64, {-1, 1}}}});
+  EXPECT_EQ(out.at("loss").dims, (pe::shape_t{-1, 1}));
+  EXPECT_EQ(out.at("match").dims, (pe::shape_t{-1, 1}));
+  EXPECT_EQ(out.at("xshape").dims, (pe::shape_t{-1, 10, 0}));
+
+  const auto grad = pe::op_registry::global().find(op.type())->make_grad(op).at(0);
+  auto grad_out = infer(grad, {{"y", {pe::dtype::int64, {-1, 1}}},
+                               {"match", {pe::dtype::fp32, {-1, 1}}},
+                               {"xshape", {pe::dtype::fp32, {-1, 10, 0}}},
+                               {"loss@GRAD", {pe::dtype::fp32, {-1, 1}}}});
+  EXPECT_EQ(grad_out.at("x@GRAD").dims, (pe::shape_t{-1, 10}));
+
+  try {
+    infer(op, {{"x", {pe::dtype::fp32, {-1, 10}}}, {"y", {pe::dtype::fp32, {-1, 10}}}});
+    ADD_FAILURE() << "a soft label was accepted";
+  } catch (const pe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("Label must be INT64, got FP32"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CrossEntropy2, RejectsLabelOutOfRange) {
+  pe::scope vars = probability_scope();
+  vars.var("y") = tensor::from_vector<std::int64_t>({2, 3, 0}, {3, 1});
+  const std::string message = error_of(cross_entropy2_op(), vars);
+  EXPECT_NE(message.find("Label value 3 in row 1 is outside [0, 3)"), std::string::npos)
+      << message;
+}
+
+TEST(SoftmaxWithCrossEntropy, WithoutSoftmaxTakesProbabilitiesAsPaddle) {
+  // paddle.nn.functional.cross_entropy(p, y, use_softmax=False) lowers to this.
+  pe::scope vars = probability_scope();
+  const auto op = cross_entropy_op({{"use_softmax", false}, {"ignore_index", std::int32_t{1}}});
+  run_op(op, vars);
+  EXPECT_TRUE(pe::testing::tensor_is(vars.get("loss"), {3, 1},
+                                     {0.6931471824645996f, 0.f, 0.3566749691963196f}));
+  EXPECT_EQ(values(vars.get("sm")), probs);
+  run_grads(op, "loss@GRAD", vars);
+  EXPECT_TRUE(pe::testing::tensor_is(vars.get("x@GRAD"), {3, 3}, probs_grad));
+}
+
+TEST(SoftmaxWithCrossEntropy, WithoutSoftmaxGradientMatchesNumeric) {
+  // The grad op reads Softmax, the forward's copy of Logits, so the checker's perturbation
+  // of Logits reaches it.
+  for (const bool soft : {false, true})
+    EXPECT_TRUE(pe::testing::gradient_matches(
+        {.op_type = "softmax_with_cross_entropy",
+         .inputs = {{"Logits", {pe::testing::random_tensor({3, 4}, 24, 0.2f, 1.f)}},
+                    {"Label", {soft ? pe::testing::random_tensor({3, 4}, 25, 0.f, 1.f)
+                                    : pe::testing::random_labels({3, 1}, 4, 26)}}},
+         .attrs = {{"use_softmax", false}, {"soft_label", soft}},
+         .check_slots = {"Logits"},
+         .loss_outputs = {"Loss"},
+         .extra_outputs = {"Softmax"}}))
+        << soft;
+}
+
 } // namespace

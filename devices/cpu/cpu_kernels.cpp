@@ -8,8 +8,10 @@ void register_cpu_kernels(kernel_registry& r) {
   register_softmax_kernels(r);
   register_shape_kernels(r);
   register_loss_kernels(r);
+  register_dropout_kernels(r);
   register_init_kernels(r);
   register_optimizer_kernels(r);
+  register_dnnl_kernels(r);
 }
 
 } // namespace pe

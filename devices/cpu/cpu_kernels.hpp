@@ -22,14 +22,21 @@ void register_softmax_kernels(kernel_registry& r);
 /// cast and the _grad kernels of the XShape ops and concat (shape_kernels.cpp).
 void register_shape_kernels(kernel_registry& r);
 
-/// softmax_with_cross_entropy, top_k, top_k_v2, accuracy and the _grad kernels
-/// (loss_kernels.cpp).
+/// softmax_with_cross_entropy, cross_entropy, cross_entropy2, top_k, top_k_v2, accuracy and
+/// the _grad kernels (loss_kernels.cpp).
 void register_loss_kernels(kernel_registry& r);
+
+/// dropout and dropout_grad (dropout_kernels.cpp).
+void register_dropout_kernels(kernel_registry& r);
 
 /// fill_constant, uniform_random, gaussian_random (init_kernels.cpp).
 void register_init_kernels(kernel_registry& r);
 
 /// sgd, momentum, adam (optimizer_kernels.cpp).
 void register_optimizer_kernels(kernel_registry& r);
+
+/// conv2d, depthwise_conv2d, pool2d, batch_norm and their _grad kernels through oneDNN
+/// (dnnl_context.cpp, dnnl_conv_kernels.cpp, dnnl_pool_kernels.cpp, dnnl_norm_kernels.cpp).
+void register_dnnl_kernels(kernel_registry& r);
 
 } // namespace pe

@@ -1,11 +1,13 @@
-// CPU kernels of the loss and metric ops: softmax_with_cross_entropy, top_k, top_k_v2,
-// accuracy and the grad kernels of the first three. Tensors of any rank are treated as
-// [rows, last dim], top_k_v2's as lines along its axis.
+// CPU kernels of the loss and metric ops: softmax_with_cross_entropy, cross_entropy,
+// cross_entropy2, top_k, top_k_v2, accuracy and the grad kernels of all but accuracy.
+// Tensors of any rank are treated as [rows, last dim], top_k_v2's as lines along its axis.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "devices/cpu/cpu_kernels.hpp"
@@ -58,8 +60,170 @@ void check_label(const kernel_context& ctx, const tensor& label, const tensor& l
   }
 }
 
+// --- cross-entropy of probabilities (cross_entropy, cross_entropy2, use_softmax = false) --
+
+/// -log p as Paddle's TolerableValue clamps it: a zero probability gives 1e20, not inf.
+float neg_log(float p) {
+  constexpr float appro_inf = 1e20f;
+  const float log_p = std::log(p);
+  if (std::isinf(log_p)) return log_p > 0 ? -appro_inf : appro_inf;
+  return -log_p;
+}
+
+/// Each row's probability of its hard label (0 in rows whose label is ignore_index), after
+/// checking the labels lie in [0, classes).
+std::vector<float> matched_probabilities(const kernel_context& ctx, const float* x,
+                                         row_layout layout, const std::int64_t* label,
+                                         std::int64_t ignore_index) {
+  std::vector<float> match(static_cast<std::size_t>(layout.rows), 0.f);
+  for (std::int64_t r = 0; r < layout.rows; ++r) {
+    const std::int64_t y = label[r];
+    if (y == ignore_index) continue;
+    if (y < 0 || y >= layout.cols)
+      ctx.fail("Label value " + std::to_string(y) + " in row " + std::to_string(r) +
+               " is outside [0, " + std::to_string(layout.cols) + ") and is not ignore_index (" +
+               std::to_string(ignore_index) + ")");
+    match[static_cast<std::size_t>(r)] = x[r * layout.cols + y];
+  }
+  return match;
+}
+
+/// Loss[r] = -log X[r, Label[r]] for hard labels (0 in ignored rows), or
+/// -sum_j Label[r, j] log X[r, j] for soft ones. Returns MatchX for hard labels.
+std::vector<float> probability_cross_entropy(const kernel_context& ctx, const tensor& x,
+                                             const tensor& label, bool soft_label,
+                                             tensor& loss) {
+  const row_layout layout = rows_of(ctx, "X", x);
+  check_label(ctx, label, x, soft_label);
+  loss.resize(dtype::fp32, with_last_dim(x.shape(), 1));
+  const float* p = x.data<float>();
+  float* l = loss.data<float>();
+  if (soft_label) {
+    const float* y = label.data<float>();
+    for (std::int64_t r = 0; r < layout.rows; ++r) {
+      double row_loss = 0;
+      for (std::int64_t j = 0; j < layout.cols; ++j)
+        row_loss += y[r * layout.cols + j] * static_cast<double>(neg_log(p[r * layout.cols + j]));
+      l[r] = static_cast<float>(row_loss);
+    }
+    return {};
+  }
+  const std::int64_t ignore_index = ctx.attrs().get<std::int32_t>("ignore_index");
+  const std::int64_t* y = label.data<std::int64_t>();
+  std::vector<float> match = matched_probabilities(ctx, p, layout, y, ignore_index);
+  for (std::int64_t r = 0; r < layout.rows; ++r)
+    l[r] = y[r] == ignore_index ? 0.f : neg_log(match[static_cast<std::size_t>(r)]);
+  return match;
+}
+
+/// X@GRAD of a hard-label cross-entropy: -Loss@GRAD[r] / match[r] at each row's label, 0
+/// elsewhere and in ignored rows.
+void hard_label_grad(const kernel_context& ctx, row_layout layout, const tensor& label,
+                     const float* match, const tensor& loss_grad, tensor& x_grad) {
+  const std::int64_t ignore_index = ctx.attrs().get<std::int32_t>("ignore_index");
+  const std::int64_t* y = label.data<std::int64_t>();
+  const float* dl = loss_grad.data<float>();
+  float* g = x_grad.data<float>();
+  std::fill(g, g + x_grad.numel(), 0.f);
+  for (std::int64_t r = 0; r < layout.rows; ++r)
+    if (y[r] != ignore_index) g[r * layout.cols + y[r]] = -dl[r] / match[r];
+}
+
+/// X@GRAD of cross-entropy over probabilities X: -Label / X * Loss@GRAD for soft labels,
+/// hard_label_grad for hard ones.
+void probability_cross_entropy_grad(const kernel_context& ctx, const tensor& x,
+                                    const tensor& label, bool soft_label,
+                                    const tensor& loss_grad, std::string_view loss_slot,
+                                    tensor& x_grad) {
+  const row_layout layout = rows_of(ctx, "X", x);
+  check_label(ctx, label, x, soft_label);
+  expect_dtype(ctx, loss_slot, loss_grad, dtype::fp32);
+  if (loss_grad.shape() != with_last_dim(x.shape(), 1))
+    ctx.fail(std::string(loss_slot) + " has shape " + to_string(loss_grad.shape()) +
+             ", expected " + to_string(with_last_dim(x.shape(), 1)));
+  x_grad.resize(dtype::fp32, x.shape());
+  const float* p = x.data<float>();
+  if (!soft_label) {
+    const std::vector<float> match = matched_probabilities(
+        ctx, p, layout, label.data<std::int64_t>(), ctx.attrs().get<std::int32_t>("ignore_index"));
+    return hard_label_grad(ctx, layout, label, match.data(), loss_grad, x_grad);
+  }
+  const float* y = label.data<float>();
+  const float* dl = loss_grad.data<float>();
+  float* g = x_grad.data<float>();
+  for (std::int64_t r = 0; r < layout.rows; ++r)
+    for (std::int64_t j = 0; j < layout.cols; ++j) {
+      const std::int64_t i = r * layout.cols + j;
+      g[i] = -y[i] / p[i] * dl[r];
+    }
+}
+
+void cross_entropy(kernel_context& ctx) {
+  const tensor& x = ctx.input("X");
+  expect_dtype(ctx, "X", x, dtype::fp32);
+  probability_cross_entropy(ctx, x, ctx.input("Label"), ctx.attrs().get<bool>("soft_label"),
+                            ctx.output("Y"));
+}
+
+void cross_entropy_grad(kernel_context& ctx) {
+  const tensor& x = ctx.input("X");
+  expect_dtype(ctx, "X", x, dtype::fp32);
+  probability_cross_entropy_grad(ctx, x, ctx.input("Label"), ctx.attrs().get<bool>("soft_label"),
+                                 ctx.input("Y@GRAD"), "Y@GRAD", ctx.output("X@GRAD"));
+}
+
+/// cross_entropy with hard labels, also writing MatchX (each row's probability of its
+/// label) and XShape ([X's dims, 0]) for cross_entropy_grad2.
+void cross_entropy2(kernel_context& ctx) {
+  const tensor& x = ctx.input("X");
+  expect_dtype(ctx, "X", x, dtype::fp32);
+  const std::vector<float> match =
+      probability_cross_entropy(ctx, x, ctx.input("Label"), false, ctx.output("Y"));
+  tensor& match_x = ctx.output("MatchX");
+  match_x.resize(dtype::fp32, with_last_dim(x.shape(), 1));
+  std::copy(match.begin(), match.end(), match_x.data<float>());
+  shape_t xshape = x.shape();
+  xshape.push_back(0);
+  ctx.output("XShape").resize(dtype::fp32, xshape);
+}
+
+/// X@GRAD from MatchX, Label and Y@GRAD; X's dims are XShape's without its trailing 0.
+void cross_entropy_grad2(kernel_context& ctx) {
+  const shape_t& xshape = ctx.input("XShape").shape();
+  if (xshape.size() < 2 || xshape.back() != 0)
+    ctx.fail("XShape must be [X's dims, 0], got " + to_string(xshape));
+  const shape_t x_dims(xshape.begin(), xshape.end() - 1);
+  const tensor& label = ctx.input("Label");
+  const tensor& match_x = ctx.input("MatchX");
+  const tensor& y_grad = ctx.input("Y@GRAD");
+  expect_dtype(ctx, "Label", label, dtype::int64);
+  for (const auto& [slot, t] : {std::pair<const char*, const tensor*>{"Label", &label},
+                                {"MatchX", &match_x},
+                                {"Y@GRAD", &y_grad}})
+    if (t->shape() != with_last_dim(x_dims, 1))
+      ctx.fail(std::string(slot) + " has shape " + to_string(t->shape()) + ", expected " +
+               to_string(with_last_dim(x_dims, 1)) + " for X " + to_string(x_dims) +
+               " (from XShape)");
+  expect_dtype(ctx, "MatchX", match_x, dtype::fp32);
+  expect_dtype(ctx, "Y@GRAD", y_grad, dtype::fp32);
+  tensor& x_grad = ctx.output("X@GRAD");
+  x_grad.resize(dtype::fp32, x_dims);
+  const row_layout layout = rows_of(ctx, "X@GRAD", x_grad);
+  const std::int64_t ignore_index = ctx.attrs().get<std::int32_t>("ignore_index");
+  const std::int64_t* y = label.data<std::int64_t>();
+  for (std::int64_t r = 0; r < layout.rows; ++r)
+    if (y[r] != ignore_index && (y[r] < 0 || y[r] >= layout.cols))
+      ctx.fail("Label value " + std::to_string(y[r]) + " in row " + std::to_string(r) +
+               " is outside [0, " + std::to_string(layout.cols) + ")");
+  hard_label_grad(ctx, layout, label, match_x.data<float>(), y_grad, x_grad);
+}
+
+// --- softmax_with_cross_entropy ------------------------------------------------------
+
 /// Softmax and cross-entropy of each row, numerically stable: with m the row maximum,
 /// log softmax_j = (x_j - m) - log(sum_i exp(x_i - m)), so no exp overflows.
+/// With use_softmax = false the Logits are probabilities already: Softmax is a copy of
+/// them and Loss their cross-entropy, as cross_entropy computes it.
 void softmax_with_cross_entropy(kernel_context& ctx) {
   const tensor& logits = ctx.input("Logits");
   const tensor& label = ctx.input("Label");
@@ -69,14 +233,17 @@ void softmax_with_cross_entropy(kernel_context& ctx) {
   if (axis != -1 && axis != static_cast<std::int32_t>(logits.rank()) - 1)
     ctx.fail("only the last axis is supported, got axis " + std::to_string(axis) +
              " for Logits " + to_string(logits.shape()));
-  if (!ctx.attrs().get<bool>("use_softmax"))
-    ctx.fail("use_softmax = false (Logits already normalised) is not supported");
   const bool soft_label = ctx.attrs().get<bool>("soft_label");
+  tensor& softmax = ctx.output("Softmax");
+  tensor& loss = ctx.output("Loss");
+  if (!ctx.attrs().get<bool>("use_softmax")) {
+    probability_cross_entropy(ctx, logits, label, soft_label, loss);
+    softmax.copy_from(logits);
+    return;
+  }
   check_label(ctx, label, logits, soft_label);
   const std::int64_t ignore_index = ctx.attrs().get<std::int32_t>("ignore_index");
 
-  tensor& softmax = ctx.output("Softmax");
-  tensor& loss = ctx.output("Loss");
   softmax.resize(dtype::fp32, logits.shape());
   loss.resize(dtype::fp32, with_last_dim(logits.shape(), 1));
   const float* x = logits.data<float>();
@@ -116,12 +283,17 @@ void softmax_with_cross_entropy(kernel_context& ctx) {
 }
 
 /// Logits@GRAD = (Softmax - onehot(Label)) * Loss@GRAD per row (Label itself for soft
-/// labels); rows whose label is ignore_index get zero.
+/// labels); rows whose label is ignore_index get zero. With use_softmax = false, the
+/// gradient of cross-entropy over the probabilities Softmax (cross_entropy_grad's).
 void softmax_with_cross_entropy_grad(kernel_context& ctx) {
   const tensor& softmax = ctx.input("Softmax");
   const tensor& label = ctx.input("Label");
   const tensor& loss_grad = ctx.input("Loss@GRAD");
   expect_dtype(ctx, "Softmax", softmax, dtype::fp32);
+  if (!ctx.attrs().get<bool>("use_softmax"))
+    return probability_cross_entropy_grad(ctx, softmax, label,
+                                          ctx.attrs().get<bool>("soft_label"), loss_grad,
+                                          "Loss@GRAD", ctx.output("Logits@GRAD"));
   expect_dtype(ctx, "Loss@GRAD", loss_grad, dtype::fp32);
   const auto [rows, classes] = rows_of(ctx, "Softmax", softmax);
   const bool soft_label = ctx.attrs().get<bool>("soft_label");
@@ -304,6 +476,10 @@ void accuracy(kernel_context& ctx) {
 void register_loss_kernels(kernel_registry& r) {
   r.add("softmax_with_cross_entropy", place::kind::cpu, softmax_with_cross_entropy);
   r.add("softmax_with_cross_entropy_grad", place::kind::cpu, softmax_with_cross_entropy_grad);
+  r.add("cross_entropy", place::kind::cpu, cross_entropy);
+  r.add("cross_entropy_grad", place::kind::cpu, cross_entropy_grad);
+  r.add("cross_entropy2", place::kind::cpu, cross_entropy2);
+  r.add("cross_entropy_grad2", place::kind::cpu, cross_entropy_grad2);
   r.add("top_k", place::kind::cpu,
         [](kernel_context& ctx) { select_top_k(ctx, last_axis(ctx, "X"), true); });
   r.add("top_k_grad", place::kind::cpu,

@@ -1,9 +1,8 @@
 #include "graph/models/mlp.hpp"
 
 #include "devices/error.hpp"
-#include "graph/backward.hpp"
 #include "graph/builder.hpp"
-#include "graph/optimizer.hpp"
+#include "graph/models/classifier.hpp"
 
 namespace pe {
 
@@ -19,18 +18,8 @@ model_programs build_mlp(const mlp_config& config) {
   m.label = b.data("label", {-1, 1}, dtype::int64);
   std::string h = m.image;
   for (int width : config.hidden) h = b.fc(h, width, "relu");
-  std::string logits = b.fc(h, config.classes, "");
-  auto [softmax, loss] = b.softmax_with_cross_entropy(logits, m.label);
-  m.loss = b.mean(loss);
-  m.accuracy = b.accuracy(softmax, m.label);
-  m.test = m.main; // Paddle's clone(for_test=True): the forward part only
-
-  auto params_grads = append_backward(m.main, m.loss);
-  optimizer_config opt;
-  opt.kind = config.optimizer;
-  opt.learning_rate = config.learning_rate;
-  opt.momentum = config.momentum;
-  append_optimizer(b, opt, params_grads);
+  finish_classifier(b, m, b.fc(h, config.classes, ""), config.optimizer, config.learning_rate,
+                    config.momentum);
   return m;
 }
 

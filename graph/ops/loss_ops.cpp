@@ -1,10 +1,17 @@
-// Schemas of the loss and metric ops: softmax_with_cross_entropy, top_k, top_k_v2, accuracy
-// and the grad ops of the first three.
+// Schemas of the loss and metric ops: softmax_with_cross_entropy, cross_entropy,
+// cross_entropy2, top_k, top_k_v2, accuracy and the grad ops of all but accuracy.
+//
+// cross_entropy and cross_entropy2 take probabilities (a softmax's Out), as does
+// softmax_with_cross_entropy with use_softmax = false. cross_entropy2 (hard labels only) also
+// outputs MatchX, each row's probability of its label, and XShape, [X's dims, 0]: its grad op
+// cross_entropy_grad2 reads those instead of X.
 #include "graph/op_registry.hpp"
 
 #include <cstdint>
+#include <string>
 
 #include "devices/math_shapes.hpp"
+#include "graph/ops/op_helpers.hpp"
 
 namespace pe {
 
@@ -21,31 +28,40 @@ bool leading_dims_compatible(const shape_t& a, const shape_t& b) {
   return a.size() == b.size() && dims_compatible(with_last_dim(a, -1), with_last_dim(b, -1));
 }
 
+/// The FP32 input `slot` (Logits, X) of rank >= 1 whose last dim holds the classes.
+const shape_t& class_dims(const shape_context& ctx, const std::string& slot) {
+  const shape_t& dims = fp32_dims(ctx, slot);
+  ctx.expect(!dims.empty(), slot + " must have rank >= 1, got " + to_string(dims));
+  return dims;
+}
+
+/// Checks Label against the dims `like` of input `slot`: a soft label is FP32 with those
+/// dims, a hard one INT64 with those dims but last dim 1.
+void expect_label(const shape_context& ctx, const std::string& slot, const shape_t& like,
+                  bool soft_label) {
+  const shape_t& label = ctx.input_dims("Label");
+  if (soft_label) {
+    ctx.expect(ctx.input_dtype("Label") == dtype::fp32,
+               "a soft Label must be FP32, got " + to_string(ctx.input_dtype("Label")));
+    ctx.expect(dims_compatible(label, like), "a soft Label must have the dims of " + slot + " " +
+                                                 to_string(like) + ", got " + to_string(label));
+  } else {
+    ctx.expect(ctx.input_dtype("Label") == dtype::int64,
+               "Label must be INT64, got " + to_string(ctx.input_dtype("Label")));
+    ctx.expect(leading_dims_compatible(label, like) && (label.back() == 1 || label.back() == -1),
+               "Label must have the dims of " + slot + " " + to_string(like) +
+                   " with last dim 1, got " + to_string(label));
+  }
+}
+
 void infer_softmax_with_cross_entropy(shape_context& ctx) {
-  const shape_t& logits = ctx.input_dims("Logits");
-  ctx.expect(!logits.empty(), "Logits must have rank >= 1, got " + to_string(logits));
-  ctx.expect(ctx.input_dtype("Logits") == dtype::fp32,
-             "Logits must be FP32, got " + to_string(ctx.input_dtype("Logits")));
+  const shape_t& logits = class_dims(ctx, "Logits");
   const auto axis = ctx.attrs().get<std::int32_t>("axis");
   const auto rank = static_cast<std::int32_t>(logits.size());
   ctx.expect(axis == -1 || axis == rank - 1,
              "only the last axis is supported, got axis " + std::to_string(axis) +
                  " for Logits " + to_string(logits));
-  ctx.expect(ctx.attrs().get<bool>("use_softmax"),
-             "use_softmax = false (Logits already normalised) is not supported");
-  const shape_t& label = ctx.input_dims("Label");
-  if (ctx.attrs().get<bool>("soft_label")) {
-    ctx.expect(ctx.input_dtype("Label") == dtype::fp32,
-               "a soft Label must be FP32, got " + to_string(ctx.input_dtype("Label")));
-    ctx.expect(dims_compatible(label, logits), "a soft Label must have the dims of Logits " +
-                                                   to_string(logits) + ", got " + to_string(label));
-  } else {
-    ctx.expect(ctx.input_dtype("Label") == dtype::int64,
-               "Label must be INT64, got " + to_string(ctx.input_dtype("Label")));
-    ctx.expect(leading_dims_compatible(label, logits) && (label.back() == 1 || label.back() == -1),
-               "Label must have the dims of Logits " + to_string(logits) +
-                   " with last dim 1, got " + to_string(label));
-  }
+  expect_label(ctx, "Logits", logits, ctx.attrs().get<bool>("soft_label"));
   ctx.set_outputs("Softmax", logits, dtype::fp32);
   ctx.set_outputs("Loss", with_last_dim(logits, 1), dtype::fp32);
 }
@@ -58,6 +74,56 @@ void infer_softmax_with_cross_entropy_grad(shape_context& ctx) {
              "Loss@GRAD must have dims " + to_string(with_last_dim(softmax, 1)) + ", got " +
                  to_string(loss_grad));
   ctx.set_outputs(grad_name("Logits"), softmax, dtype::fp32);
+}
+
+/// cross_entropy: Y has X's dims with last dim 1.
+void infer_cross_entropy(shape_context& ctx) {
+  const shape_t& x = class_dims(ctx, "X");
+  expect_label(ctx, "X", x, ctx.attrs().get<bool>("soft_label"));
+  ctx.set_outputs("Y", with_last_dim(x, 1), dtype::fp32);
+}
+
+/// X@GRAD has X's dims; Y@GRAD must have Y's.
+void infer_cross_entropy_grad(shape_context& ctx) {
+  const shape_t& x = class_dims(ctx, "X");
+  expect_label(ctx, "X", x, ctx.attrs().get<bool>("soft_label"));
+  const shape_t& y_grad = fp32_dims(ctx, grad_name("Y"));
+  ctx.expect(dims_compatible(y_grad, with_last_dim(x, 1)),
+             "Y@GRAD must have dims " + to_string(with_last_dim(x, 1)) + ", got " +
+                 to_string(y_grad));
+  ctx.set_outputs(grad_name("X"), x, dtype::fp32);
+}
+
+/// cross_entropy2's XShape: X's dims followed by 0 (no elements), as Paddle appends it.
+shape_t cross_entropy2_xshape(shape_t x) {
+  x.push_back(0);
+  return x;
+}
+
+/// cross_entropy2 (hard labels): Y and MatchX have X's dims with last dim 1.
+void infer_cross_entropy2(shape_context& ctx) {
+  const shape_t& x = class_dims(ctx, "X");
+  expect_label(ctx, "X", x, false);
+  ctx.set_outputs("Y", with_last_dim(x, 1), dtype::fp32);
+  ctx.set_outputs("MatchX", with_last_dim(x, 1), dtype::fp32);
+  ctx.set_outputs("XShape", cross_entropy2_xshape(x), dtype::fp32);
+}
+
+/// cross_entropy_grad2: X@GRAD gets the dims XShape records; MatchX, Label and Y@GRAD must
+/// have them with last dim 1.
+void infer_cross_entropy_grad2(shape_context& ctx) {
+  const shape_t& xshape = ctx.input_dims("XShape");
+  ctx.expect(xshape.size() >= 2 && xshape.back() == 0,
+             "XShape must be [X's dims, 0], got " + to_string(xshape));
+  const shape_t x(xshape.begin(), xshape.end() - 1);
+  expect_label(ctx, "X", x, false);
+  for (const std::string& slot : {std::string("MatchX"), grad_name("Y")}) {
+    const shape_t& dims = fp32_dims(ctx, slot);
+    ctx.expect(dims_compatible(dims, with_last_dim(x, 1)),
+               slot + " must have dims " + to_string(with_last_dim(x, 1)) + ", got " +
+                   to_string(dims));
+  }
+  ctx.set_outputs(grad_name("X"), x, dtype::fp32);
 }
 
 void infer_top_k(shape_context& ctx) {
@@ -120,7 +186,8 @@ void infer_accuracy(shape_context& ctx) {
 
 void register_loss_ops(op_registry& r) {
   // numeric_stable_mode is accepted for compatibility; the kernel always subtracts the row
-  // maximum, as Paddle's CPU kernel does.
+  // maximum, as Paddle's CPU kernel does. use_softmax = false: Logits are probabilities
+  // already (Paddle 2.x's cross_entropy(..., use_softmax=False)), Softmax is a copy of them.
   std::vector<attr_spec> ce_attrs = {{"soft_label", false},
                                      {"ignore_index", std::int32_t{-100}},
                                      {"axis", std::int32_t{-1}},
@@ -140,6 +207,45 @@ void register_loss_ops(op_registry& r) {
          .outputs = {{grad_name("Logits")}},
          .attrs = ce_attrs,
          .infer_shape = infer_softmax_with_cross_entropy_grad,
+         .make_grad = {}});
+
+  const std::vector<attr_spec> cross_entropy_attrs = {{"soft_label", false},
+                                                      {"ignore_index", std::int32_t{-100}}};
+  add_with_grad(r,
+                {.type = "cross_entropy",
+                 .inputs = {{"X"}, {"Label"}},
+                 .outputs = {{"Y"}},
+                 .attrs = cross_entropy_attrs,
+                 .infer_shape = infer_cross_entropy,
+                 .make_grad = {}},
+                {.forward_inputs = {"X", "Label"},
+                 .forward_outputs = {},
+                 .output_grads = {"Y"},
+                 .input_grads = {"X"}},
+                infer_cross_entropy_grad);
+
+  // Paddle names cross_entropy2's grad op cross_entropy_grad2, not cross_entropy2_grad.
+  const std::vector<attr_spec> cross_entropy2_attrs = {{"ignore_index", std::int32_t{-100}}};
+  const grad_maker_fn cross_entropy2_grad = make_default_grad({.forward_inputs = {"Label"},
+                                                               .forward_outputs = {"MatchX",
+                                                                                   "XShape"},
+                                                               .output_grads = {"Y"},
+                                                               .input_grads = {"X"}});
+  r.add({.type = "cross_entropy2",
+         .inputs = {{"X"}, {"Label"}},
+         .outputs = {{"Y"}, {"XShape"}, {"MatchX"}},
+         .attrs = cross_entropy2_attrs,
+         .infer_shape = infer_cross_entropy2,
+         .make_grad = [cross_entropy2_grad](const proto::OpDesc& fwd) {
+           std::vector<proto::OpDesc> ops = cross_entropy2_grad(fwd);
+           ops.at(0).set_type("cross_entropy_grad2");
+           return ops;
+         }});
+  r.add({.type = "cross_entropy_grad2",
+         .inputs = {{"MatchX"}, {"XShape"}, {"Label"}, {grad_name("Y")}},
+         .outputs = {{.name = grad_name("X"), .dispensable = true}},
+         .attrs = cross_entropy2_attrs,
+         .infer_shape = infer_cross_entropy_grad2,
          .make_grad = {}});
 
   r.add({.type = "top_k",

@@ -1,5 +1,7 @@
 #include "tests/support/op_test.hpp"
 
+#include <span>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,17 +21,30 @@ tensor iota(shape_t dims) {
   return values(std::move(v), std::move(dims));
 }
 
-::testing::AssertionResult tensor_is(const tensor& t, const shape_t& dims,
-                                     const std::vector<float>& expected) {
+namespace {
+
+::testing::AssertionResult elements_near(const tensor& t, const shape_t& dims,
+                                         std::span<const float> expected, float tolerance) {
   if (t.shape() != dims)
     return ::testing::AssertionFailure()
            << "dims " << to_string(t.shape()) << ", expected " << to_string(dims);
   auto got = t.values<float>();
   for (std::size_t i = 0; i < expected.size(); ++i)
-    if (std::abs(got[i] - expected[i]) > 1e-5f * (1.f + std::abs(expected[i])))
+    if (std::abs(got[i] - expected[i]) > tolerance * (1.f + std::abs(expected[i])))
       return ::testing::AssertionFailure()
              << "element " << i << " is " << got[i] << ", expected " << expected[i];
   return ::testing::AssertionSuccess();
+}
+
+} // namespace
+
+::testing::AssertionResult tensor_is(const tensor& t, const shape_t& dims,
+                                     const std::vector<float>& expected) {
+  return elements_near(t, dims, expected, 1e-5f);
+}
+
+::testing::AssertionResult tensor_is(const tensor& t, const tensor& expected, float tolerance) {
+  return elements_near(t, expected.shape(), expected.values<float>(), tolerance);
 }
 
 proto::OpDesc make_op(const std::string& type, const slot_vars& inputs, const slot_vars& outputs,

@@ -38,6 +38,10 @@ tensor iota(shape_t dims);
 ::testing::AssertionResult tensor_is(const tensor& t, const shape_t& dims,
                                      const std::vector<float>& expected);
 
+/// FP32 `t` has `expected`'s dims and each element within `tolerance` relative of its own.
+::testing::AssertionResult tensor_is(const tensor& t, const tensor& expected,
+                                     float tolerance = 1e-5f);
+
 /// The outputs shape inference gives `op` over the declared `vars`, by name.
 std::map<std::string, var_info> infer(const proto::OpDesc& op, const var_table& vars = {});
 

@@ -1,0 +1,64 @@
+"""PyTorch baseline of bench/cnn_bench.cpp: the built-in CNN (graph/models/cnn.hpp defaults:
+2 x [conv 5x5 same, no bias -> batch_norm -> relu -> max pool 2], fc 120 -> 84 -> 10,
+softmax cross-entropy, momentum 0.9) trained on one fixed random batch, samples/s.
+
+Usage: python3 bench/cnn_torch.py --batch 64 --threads 1 [--seconds 5]
+Prints one line: `torch_cnn threads=T batch=B samples_per_s=X`. Debian's python3-torch
+lives under /usr/bin/python3 (scripts/bench_cnn.sh picks it).
+"""
+import argparse
+import time
+
+import torch
+from torch import nn
+
+
+def lenet(channels=(16, 32), fc=(120, 84), classes=10, side=28):
+    layers, c = [], 1
+    for out in channels:
+        layers += [nn.Conv2d(c, out, 5, padding=2, bias=False), nn.BatchNorm2d(out, eps=1e-5, momentum=0.1),
+                   nn.ReLU(), nn.MaxPool2d(2, 2)]
+        c, side = out, side // 2
+    layers.append(nn.Flatten())
+    width = c * side * side
+    for out in fc:
+        layers += [nn.Linear(width, out), nn.ReLU()]
+        width = out
+    layers.append(nn.Linear(width, classes))
+    return nn.Sequential(*layers)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(7)
+    model = lenet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    image = torch.rand(args.batch, 1, 28, 28) * 2 - 1
+    label = torch.randint(0, 10, (args.batch,))
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(image), label)
+        loss.backward()
+        optimizer.step()
+        return loss.item()  # the engine's benchmark fetches the loss each step too
+
+    for _ in range(5):
+        step()
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < args.seconds:
+        step()
+        steps += 1
+    elapsed = time.perf_counter() - start
+    print(f"torch_cnn threads={args.threads} batch={args.batch} "
+          f"samples_per_s={steps * args.batch / elapsed:.1f}")
+
+
+if __name__ == "__main__":
+    main()

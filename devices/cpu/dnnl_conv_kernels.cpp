@@ -1,0 +1,106 @@
+// CPU kernels of conv2d and depthwise_conv2d (one kernel: depthwise is groups == channels)
+// and of their grads, through oneDNN's direct convolution on plain NCHW / (G)OIHW layouts.
+// The geometry is devices/window_shapes.hpp's, the rule shape inference applies.
+#include <string>
+
+#include "devices/cpu/dnnl_context.hpp"
+#include "devices/cpu/math_kernels.hpp"
+#include "devices/window_shapes.hpp"
+
+namespace pe {
+
+namespace {
+
+/// What oneDNN needs to describe one convolution.
+struct conv_setup {
+  conv_geometry geometry;
+  dnnl::memory::desc src, weights, dst;
+  dnnl::memory::dims strides, dilates, pad_l, pad_r;
+};
+
+conv_setup setup_of(const kernel_context& ctx, const tensor& input, const tensor& filter) {
+  conv_geometry g = infer_conv(ctx, input.shape(), filter.shape(), ctx.attrs());
+  const shape_t& f = filter.shape();
+  // Grouped weights are [G, M / G, C / G, kh, kw]: the same buffer as Filter's [M, C / G, kh, kw].
+  const shape_t weights = g.groups == 1 ? f : shape_t{g.groups, f[0] / g.groups, f[1], f[2], f[3]};
+  const auto& [h, w] = g.axes;
+  conv_setup s{.geometry = g,
+               .src = dnnl_plain_desc(input.shape()),
+               .weights = dnnl_plain_desc(weights),
+               .dst = dnnl_plain_desc(g.out),
+               .strides = {h.stride, w.stride},
+               .dilates = {h.dilation - 1, w.dilation - 1},
+               .pad_l = {h.pad_begin, w.pad_begin},
+               .pad_r = {h.exact_pad_end(), w.exact_pad_end()}};
+  return s;
+}
+
+dnnl::convolution_forward::primitive_desc forward_pd(const conv_setup& s) {
+  return {{dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, s.src, s.weights,
+           s.dst, s.strides, s.dilates, s.pad_l, s.pad_r},
+          dnnl_engine()};
+}
+
+/// Output = Input (*) Filter.
+void conv_forward(kernel_context& ctx) {
+  const tensor& input = fp32_input(ctx, "Input");
+  const tensor& filter = fp32_input(ctx, "Filter");
+  with_dnnl(ctx, [&] {
+    const conv_setup s = setup_of(ctx, input, filter);
+    write_unaliased(ctx.output("Output"), {&input, &filter}, [&](tensor& out) {
+      out.resize(dtype::fp32, s.geometry.out);
+      dnnl_run(dnnl::convolution_forward(forward_pd(s)),
+               {{DNNL_ARG_SRC, dnnl_memory(s.src, input)},
+                {DNNL_ARG_WEIGHTS, dnnl_memory(s.weights, filter)},
+                {DNNL_ARG_DST, dnnl_memory(s.dst, out)}});
+    });
+  });
+}
+
+/// Input@GRAD and Filter@GRAD from Output@GRAD; each only when bound (the first conv of a
+/// network wants no gradient of the image).
+void conv_backward(kernel_context& ctx) {
+  const tensor& input = fp32_input(ctx, "Input");
+  const tensor& filter = fp32_input(ctx, "Filter");
+  const tensor& dout = fp32_input(ctx, "Output@GRAD");
+  with_dnnl(ctx, [&] {
+    const conv_setup s = setup_of(ctx, input, filter);
+    expect_dims(ctx, "Output@GRAD", dout, s.geometry.out);
+    const auto hint = forward_pd(s);
+    if (ctx.has_output("Input@GRAD"))
+      write_unaliased(ctx.output("Input@GRAD"), {&dout, &filter}, [&](tensor& dx) {
+        dx.resize(dtype::fp32, input.shape());
+        const dnnl::convolution_backward_data::primitive_desc pd(
+            {dnnl::algorithm::convolution_direct, s.src, s.weights, s.dst, s.strides, s.dilates,
+             s.pad_l, s.pad_r},
+            dnnl_engine(), hint);
+        dnnl_run(dnnl::convolution_backward_data(pd),
+                 {{DNNL_ARG_DIFF_DST, dnnl_memory(s.dst, dout)},
+                  {DNNL_ARG_WEIGHTS, dnnl_memory(s.weights, filter)},
+                  {DNNL_ARG_DIFF_SRC, dnnl_memory(s.src, dx)}});
+      });
+    if (ctx.has_output("Filter@GRAD"))
+      write_unaliased(ctx.output("Filter@GRAD"), {&dout, &input}, [&](tensor& dw) {
+        dw.resize(dtype::fp32, filter.shape());
+        const dnnl::convolution_backward_weights::primitive_desc pd(
+            {dnnl::algorithm::convolution_direct, s.src, s.weights, s.dst, s.strides, s.dilates,
+             s.pad_l, s.pad_r},
+            dnnl_engine(), hint);
+        dnnl_run(dnnl::convolution_backward_weights(pd),
+                 {{DNNL_ARG_SRC, dnnl_memory(s.src, input)},
+                  {DNNL_ARG_DIFF_DST, dnnl_memory(s.dst, dout)},
+                  {DNNL_ARG_DIFF_WEIGHTS, dnnl_memory(s.weights, dw)}});
+      });
+  });
+}
+
+} // namespace
+
+void register_dnnl_conv_kernels(kernel_registry& r) {
+  for (const std::string type : {"conv2d", "depthwise_conv2d"}) {
+    r.add(type, place::kind::cpu, conv_forward);
+    r.add(type + "_grad", place::kind::cpu, conv_backward);
+  }
+}
+
+} // namespace pe

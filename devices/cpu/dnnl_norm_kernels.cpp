@@ -1,0 +1,212 @@
+// CPU kernels of batch_norm and batch_norm_grad through oneDNN's batch normalization, with
+// the statistics conventions of Paddle's CPU kernel (paddle/phi/kernels/cpu/
+// batch_norm_kernel.cc):
+//   - training: mean and variance over N and the spatial axes; the variance is the biased
+//     one (divided by the element count, as oneDNN computes it), and the running statistics
+//     become running * momentum + batch * (1 - momentum) with that same biased variance;
+//   - SavedMean is the batch mean, SavedVariance the inverse std 1 / sqrt(var + epsilon);
+//   - global statistics (is_test without trainable_statistics, or use_global_stats) normalise
+//     with Mean and Variance and leave them unchanged;
+//   - one element per channel (N * spatial == 1) in training: Y = X, statistics untouched.
+// X of rank 2 to 5 is viewed as [N, C, spatial, 1] (NCHW, rank 2 being [N, C]).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+#include "devices/cpu/dnnl_context.hpp"
+#include "devices/cpu/math_kernels.hpp"
+#include "devices/window_shapes.hpp"
+
+namespace pe {
+
+namespace {
+
+const auto scale_shift =
+    dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+
+/// X seen as [N, C, spatial, 1].
+struct norm_view {
+  std::int64_t n = 0, c = 0, spatial = 0;
+  dnnl::memory::desc data, channel;
+};
+
+norm_view view_of(const kernel_context& ctx, const tensor& x) {
+  expect_nchw(ctx, "data_layout", ctx.attrs().get<std::string>("data_layout"));
+  if (x.rank() < 2 || x.rank() > 5)
+    ctx.fail("X must have rank 2 to 5 ([N, C, ...]), got " + to_string(x.shape()));
+  norm_view v{.n = x.dim(0), .c = x.dim(1), .spatial = 1, .data = {}, .channel = {}};
+  for (std::size_t d = 2; d < x.rank(); ++d) v.spatial *= x.dim(d);
+  v.data = dnnl_plain_desc({v.n, v.c, v.spatial, 1});
+  v.channel = dnnl_plain_desc({v.c});
+  return v;
+}
+
+/// Input `slot`, checked to be FP32 of dims [C].
+const tensor& channel_input(const kernel_context& ctx, const char* slot, const norm_view& v) {
+  const tensor& t = fp32_input(ctx, slot);
+  expect_dims(ctx, slot, t, {v.c});
+  return t;
+}
+
+/// Output `slot` (when bound) resized to [C]; nullptr when not bound.
+float* channel_output(kernel_context& ctx, const char* slot, const norm_view& v) {
+  if (!ctx.has_output(slot)) return nullptr;
+  tensor& t = ctx.output(slot);
+  t.resize(dtype::fp32, {v.c});
+  return t.data<float>();
+}
+
+/// Copies `from` into output `slot` unless they are the same buffer (MeanOut is Mean).
+void write_channel(kernel_context& ctx, const char* slot, const norm_view& v, const float* from) {
+  float* to = channel_output(ctx, slot, v);
+  if (to != nullptr && to != from)
+    std::memcpy(to, from, static_cast<std::size_t>(v.c) * sizeof(float));
+}
+
+void batch_norm_forward(kernel_context& ctx) {
+  const tensor& x = fp32_input(ctx, "X");
+  const attribute_map& a = ctx.attrs();
+  if (ctx.has_input("MomentumTensor"))
+    ctx.fail("the MomentumTensor input is not supported; give the momentum attribute");
+  const norm_view v = view_of(ctx, x);
+  const tensor& scale = channel_input(ctx, "Scale", v);
+  const tensor& bias = channel_input(ctx, "Bias", v);
+  const tensor& mean = channel_input(ctx, "Mean", v);
+  const tensor& variance = channel_input(ctx, "Variance", v);
+  const auto momentum = a.get<float>("momentum");
+  const auto epsilon = a.get<float>("epsilon");
+  const bool global = (a.get<bool>("is_test") && !a.get<bool>("trainable_statistics")) ||
+                      a.get<bool>("use_global_stats");
+  if (ctx.has_output("ReserveSpace")) ctx.output("ReserveSpace").resize(dtype::fp32, {0});
+  tensor& y = ctx.output("Y");
+  y.resize(dtype::fp32, x.shape()); // in place on X is fine: oneDNN allows src == dst
+
+  // The statistics Y is normalised with: Mean and Variance, or the batch's.
+  tensor used_mean = global ? mean : tensor(dtype::fp32, {v.c});
+  tensor used_variance = global ? variance : tensor(dtype::fp32, {v.c});
+  if (!global && v.n * v.spatial == 1) {
+    if (&y != &x) std::memcpy(y.raw(), x.raw(), x.bytes());
+    std::memset(used_mean.raw(), 0, used_mean.bytes());
+    std::memset(used_variance.raw(), 0, used_variance.bytes());
+    write_channel(ctx, "SavedMean", v, used_mean.data<float>());
+    write_channel(ctx, "SavedVariance", v, used_variance.data<float>());
+    write_channel(ctx, "MeanOut", v, mean.data<float>());
+    write_channel(ctx, "VarianceOut", v, variance.data<float>());
+    return;
+  }
+  with_dnnl(ctx, [&] {
+    const auto flags =
+        global ? scale_shift | dnnl::normalization_flags::use_global_stats : scale_shift;
+    const dnnl::batch_normalization_forward::primitive_desc pd(
+        {global ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training, v.data,
+         epsilon, flags},
+        dnnl_engine());
+    dnnl_run(dnnl::batch_normalization_forward(pd),
+             {{DNNL_ARG_SRC, dnnl_memory(v.data, x)},
+              {DNNL_ARG_DST, dnnl_memory(v.data, y)},
+              {DNNL_ARG_SCALE, dnnl_memory(v.channel, scale)},
+              {DNNL_ARG_SHIFT, dnnl_memory(v.channel, bias)},
+              {DNNL_ARG_MEAN, dnnl_memory(v.channel, used_mean)},
+              {DNNL_ARG_VARIANCE, dnnl_memory(v.channel, used_variance)}});
+  });
+
+  const float* m = used_mean.data<float>();
+  const float* var = used_variance.data<float>();
+  tensor inv_std(dtype::fp32, {v.c});
+  for (std::int64_t c = 0; c < v.c; ++c)
+    inv_std.data<float>()[c] = 1.f / std::sqrt(var[c] + epsilon);
+  if (!global) {
+    // Read before writing: MeanOut and VarianceOut are usually Mean and Variance.
+    const float* running_mean = mean.data<float>();
+    const float* running_var = variance.data<float>();
+    tensor new_mean(dtype::fp32, {v.c}), new_var(dtype::fp32, {v.c});
+    for (std::int64_t c = 0; c < v.c; ++c) {
+      new_mean.data<float>()[c] = running_mean[c] * momentum + m[c] * (1 - momentum);
+      new_var.data<float>()[c] = running_var[c] * momentum + var[c] * (1 - momentum);
+    }
+    write_channel(ctx, "MeanOut", v, new_mean.data<float>());
+    write_channel(ctx, "VarianceOut", v, new_var.data<float>());
+  } else {
+    write_channel(ctx, "MeanOut", v, m);
+    write_channel(ctx, "VarianceOut", v, var);
+  }
+  write_channel(ctx, "SavedMean", v, m);
+  write_channel(ctx, "SavedVariance", v, inv_std.data<float>());
+}
+
+/// X@GRAD, Scale@GRAD and Bias@GRAD from Y@GRAD, each when bound. As Paddle's grad, global
+/// statistics (is_test or use_global_stats) use MeanOut and VarianceOut (the running
+/// statistics); training uses SavedMean and the inverse std SavedVariance, handed to oneDNN
+/// as the variance 1 / inv_std^2 with epsilon 0 so that it recovers the same inverse std.
+void batch_norm_backward(kernel_context& ctx) {
+  const tensor& x = fp32_input(ctx, "X");
+  const tensor& dy = fp32_input(ctx, "Y@GRAD");
+  expect_dims(ctx, "Y@GRAD", dy, x.shape());
+  const attribute_map& a = ctx.attrs();
+  const norm_view v = view_of(ctx, x);
+  const tensor& scale = channel_input(ctx, "Scale", v);
+  const tensor& bias = channel_input(ctx, "Bias", v);
+  const bool global = a.get<bool>("is_test") || a.get<bool>("use_global_stats");
+
+  tensor mean, variance;
+  float epsilon = a.get<float>("epsilon");
+  if (global) {
+    mean = channel_input(ctx, "MeanOut", v);
+    variance = channel_input(ctx, "VarianceOut", v);
+  } else {
+    mean = channel_input(ctx, "SavedMean", v);
+    const float* inv_std = channel_input(ctx, "SavedVariance", v).data<float>();
+    variance = tensor(dtype::fp32, {v.c});
+    for (std::int64_t c = 0; c < v.c; ++c)
+      variance.data<float>()[c] = 1.f / (inv_std[c] * inv_std[c]);
+    epsilon = 0;
+  }
+
+  tensor dx_scratch, dscale_scratch, dbias_scratch;
+  const auto target = [&](const char* slot, tensor& scratch, const shape_t& dims) -> tensor& {
+    tensor& t = ctx.has_output(slot) ? ctx.output(slot) : scratch;
+    t.resize(dtype::fp32, dims);
+    return t;
+  };
+  tensor& dscale = target("Scale@GRAD", dscale_scratch, {v.c});
+  tensor& dbias = target("Bias@GRAD", dbias_scratch, {v.c});
+  if (!global && v.n * v.spatial == 1) {
+    std::memset(dscale.raw(), 0, dscale.bytes());
+    std::memset(dbias.raw(), 0, dbias.bytes());
+    if (ctx.has_output("X@GRAD")) ctx.output("X@GRAD").copy_from(dy);
+    return;
+  }
+  const auto flags =
+      global ? scale_shift | dnnl::normalization_flags::use_global_stats : scale_shift;
+  tensor& dx_target = ctx.has_output("X@GRAD") ? ctx.output("X@GRAD") : dx_scratch;
+  write_unaliased(dx_target, {&x}, [&](tensor& dx) {
+    dx.resize(dtype::fp32, x.shape());
+    with_dnnl(ctx, [&] {
+      const dnnl::batch_normalization_forward::primitive_desc hint(
+          {dnnl::prop_kind::forward_training, v.data, epsilon, flags}, dnnl_engine());
+      const dnnl::batch_normalization_backward::primitive_desc pd(
+          {dnnl::prop_kind::backward, v.data, v.data, epsilon, flags}, dnnl_engine(), hint);
+      dnnl_run(dnnl::batch_normalization_backward(pd),
+               {{DNNL_ARG_SRC, dnnl_memory(v.data, x)},
+                {DNNL_ARG_DIFF_DST, dnnl_memory(v.data, dy)},
+                {DNNL_ARG_MEAN, dnnl_memory(v.channel, mean)},
+                {DNNL_ARG_VARIANCE, dnnl_memory(v.channel, variance)},
+                {DNNL_ARG_SCALE, dnnl_memory(v.channel, scale)},
+                {DNNL_ARG_SHIFT, dnnl_memory(v.channel, bias)}, // oneDNN 2.6 wants it
+                {DNNL_ARG_DIFF_SRC, dnnl_memory(v.data, dx)},
+                {DNNL_ARG_DIFF_SCALE, dnnl_memory(v.channel, dscale)},
+                {DNNL_ARG_DIFF_SHIFT, dnnl_memory(v.channel, dbias)}});
+    });
+  });
+}
+
+} // namespace
+
+void register_dnnl_norm_kernels(kernel_registry& r) {
+  r.add("batch_norm", place::kind::cpu, batch_norm_forward);
+  r.add("batch_norm_grad", place::kind::cpu, batch_norm_backward);
+}
+
+} // namespace pe

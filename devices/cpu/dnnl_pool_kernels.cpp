@@ -1,0 +1,142 @@
+// CPU kernels of pool2d (max, avg) and pool2d_grad through oneDNN's pooling on plain NCHW.
+// The geometry is devices/window_shapes.hpp's, the rule shape inference applies.
+//
+// Paddle's avg pooling with exclusive = false divides each window's sum by the window
+// clipped to [-pad_begin, in + pad_begin) (its CPU kernel clips the end at the input plus
+// the *begin* padding), while oneDNN's include-padding average always divides by the full
+// kernel. They differ only for windows that run past in + pad_begin (ceil_mode, a larger end
+// padding); there Out is oneDNN's times kernel / clipped size, a factor per output row and
+// per output column, and the grad scales Out@GRAD by the same factor before oneDNN's backward.
+#include <algorithm>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "devices/cpu/dnnl_context.hpp"
+#include "devices/cpu/math_kernels.hpp"
+#include "devices/window_shapes.hpp"
+
+namespace pe {
+
+namespace {
+
+/// What oneDNN needs to describe one pooling.
+struct pool_setup {
+  pool_geometry geometry;
+  dnnl::algorithm algorithm;
+  dnnl::memory::desc src, dst;
+  dnnl::memory::dims strides, kernel, pad_l, pad_r;
+};
+
+pool_setup setup_of(const kernel_context& ctx, const tensor& x) {
+  const pool_geometry g = infer_pool(ctx, x.shape(), ctx.attrs());
+  const auto& [h, w] = g.axes;
+  return {.geometry = g,
+          .algorithm = g.max         ? dnnl::algorithm::pooling_max
+                       : g.exclusive ? dnnl::algorithm::pooling_avg_exclude_padding
+                                     : dnnl::algorithm::pooling_avg_include_padding,
+          .src = dnnl_plain_desc(x.shape()),
+          .dst = dnnl_plain_desc(g.out),
+          .strides = {h.stride, w.stride},
+          .kernel = {h.kernel, w.kernel},
+          .pad_l = {h.pad_begin, w.pad_begin},
+          .pad_r = {h.exact_pad_end(), w.exact_pad_end()}};
+}
+
+dnnl::pooling_forward::primitive_desc forward_pd(const pool_setup& s, dnnl::prop_kind kind) {
+  return {{kind, s.algorithm, s.src, s.dst, s.strides, s.kernel, s.pad_l, s.pad_r}, dnnl_engine()};
+}
+
+/// Paddle's factor (see the file comment) for each output position along one axis.
+std::vector<float> divisor_factors(const window_axis& a) {
+  std::vector<float> f(static_cast<std::size_t>(a.out), 1.f);
+  for (std::int64_t o = 0; o < a.out; ++o) {
+    const std::int64_t start = o * a.stride - a.pad_begin;
+    const std::int64_t clipped = std::min(start + a.kernel, a.in + a.pad_begin) - start;
+    if (clipped > 0) f[static_cast<std::size_t>(o)] = static_cast<float>(a.kernel) / clipped;
+  }
+  return f;
+}
+
+/// Paddle's factors along height and width; empty when they are all 1 (the usual case).
+struct divisor_fix {
+  std::vector<float> rows, cols;
+
+  bool empty() const { return rows.empty(); }
+
+  /// Multiplies `t`, of the pooled dims [N, C, rows, cols], by the factors in place.
+  void apply(const shape_t& out, float* t) const {
+    std::int64_t i = 0;
+    for (std::int64_t plane = 0; plane < out[0] * out[1]; ++plane)
+      for (float row : rows)
+        for (float col : cols) t[i++] *= row * col;
+  }
+};
+
+divisor_fix paddle_divisor(const pool_setup& s) {
+  if (s.geometry.max || s.geometry.exclusive) return {};
+  divisor_fix fix{divisor_factors(s.geometry.axes[0]), divisor_factors(s.geometry.axes[1])};
+  const auto is_one = [](float f) { return f == 1.f; };
+  if (std::all_of(fix.rows.begin(), fix.rows.end(), is_one) &&
+      std::all_of(fix.cols.begin(), fix.cols.end(), is_one))
+    return {};
+  return fix;
+}
+
+void pool_forward(kernel_context& ctx) {
+  const tensor& x = fp32_input(ctx, "X");
+  with_dnnl(ctx, [&] {
+    const pool_setup s = setup_of(ctx, x);
+    write_unaliased(ctx.output("Out"), {&x}, [&](tensor& out) {
+      out.resize(dtype::fp32, s.geometry.out);
+      dnnl_run(dnnl::pooling_forward(forward_pd(s, dnnl::prop_kind::forward_inference)),
+               {{DNNL_ARG_SRC, dnnl_memory(s.src, x)}, {DNNL_ARG_DST, dnnl_memory(s.dst, out)}});
+      if (const divisor_fix fix = paddle_divisor(s); !fix.empty())
+        fix.apply(s.geometry.out, out.data<float>());
+    });
+  });
+}
+
+/// X@GRAD from Out@GRAD. Max pooling needs oneDNN's workspace (where each maximum was), which
+/// the grad op does not receive: the forward runs again in training mode to produce it.
+/// Out itself is not needed.
+void pool_backward(kernel_context& ctx) {
+  const tensor& x = fp32_input(ctx, "X");
+  const tensor& dout = fp32_input(ctx, "Out@GRAD");
+  with_dnnl(ctx, [&] {
+    const pool_setup s = setup_of(ctx, x);
+    expect_dims(ctx, "Out@GRAD", dout, s.geometry.out);
+    const auto hint = forward_pd(s, dnnl::prop_kind::forward_training);
+    tensor scaled;
+    if (const divisor_fix fix = paddle_divisor(s); !fix.empty()) {
+      scaled = dout.clone();
+      fix.apply(s.geometry.out, scaled.data<float>());
+    }
+    const tensor& diff_dst = scaled.initialized() ? scaled : dout;
+    write_unaliased(ctx.output("X@GRAD"), {&x, &dout}, [&](tensor& dx) {
+      dx.resize(dtype::fp32, x.shape());
+      std::unordered_map<int, dnnl::memory> args = {
+          {DNNL_ARG_DIFF_DST, dnnl_memory(s.dst, diff_dst)},
+          {DNNL_ARG_DIFF_SRC, dnnl_memory(s.src, dx)}};
+      if (s.geometry.max) {
+        const dnnl::memory workspace = dnnl_scratch(hint.workspace_desc());
+        dnnl_run(dnnl::pooling_forward(hint), {{DNNL_ARG_SRC, dnnl_memory(s.src, x)},
+                                               {DNNL_ARG_DST, dnnl_scratch(s.dst)},
+                                               {DNNL_ARG_WORKSPACE, workspace}});
+        args.emplace(DNNL_ARG_WORKSPACE, workspace);
+      }
+      const dnnl::pooling_backward::primitive_desc pd(
+          {s.algorithm, s.src, s.dst, s.strides, s.kernel, s.pad_l, s.pad_r}, dnnl_engine(), hint);
+      dnnl_run(dnnl::pooling_backward(pd), args);
+    });
+  });
+}
+
+} // namespace
+
+void register_dnnl_pool_kernels(kernel_registry& r) {
+  r.add("pool2d", place::kind::cpu, pool_forward);
+  r.add("pool2d_grad", place::kind::cpu, pool_backward);
+}
+
+} // namespace pe
