@@ -207,7 +207,8 @@ po::options_description describe() {
      "all-reduce gradients in buckets of at most X MiB, one collective per bucket; 0: one "
      "collective per gradient. Ignored with --reduce reduce")
     ("blas-threads", po::value<int>()->value_name("N")->default_value(1),
-     "OpenBLAS threads per GEMM call, for either executor. Default 1, also what the actor "
+     "threads per GEMM (OpenBLAS) and per convolution, pooling or batch norm (oneDNN) call, "
+     "for either executor. Default 1, also what the actor "
      "executor sets on its own: its places and threads already occupy the cores, and BLAS "
      "threads on top oversubscribe them; raise it when places leave cores idle (one place, "
      "or --executor reference). OPENBLAS_NUM_THREADS is not consulted")
