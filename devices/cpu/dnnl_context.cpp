@@ -55,4 +55,32 @@ dnnl::memory dnnl_memory(const dnnl::memory::desc& md, const tensor& t) {
 
 dnnl::memory dnnl_scratch(const dnnl::memory::desc& md) { return {md, dnnl_engine()}; }
 
+dnnl::memory::desc dnnl_any(const dnnl::memory::desc& plain) {
+  return {plain.dims(), plain.data_type(), dnnl::memory::format_tag::any};
+}
+
+dnnl::memory::desc dnnl_blocked(const dnnl::memory::desc& plain) {
+  const auto avx512 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+  const bool wide =
+      (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & avx512) == avx512;
+  return {plain.dims(), plain.data_type(),
+          wide ? dnnl::memory::format_tag::nChw16c : dnnl::memory::format_tag::nChw8c};
+}
+
+dnnl::memory dnnl_reordered(const dnnl::memory& plain, const dnnl::memory::desc& md) {
+  if (plain.get_desc() == md) return plain;
+  dnnl::memory copy = dnnl_scratch(md);
+  dnnl_run(dnnl::reorder(plain, copy), {{DNNL_ARG_FROM, plain}, {DNNL_ARG_TO, copy}});
+  return copy;
+}
+
+dnnl::memory dnnl_result(const dnnl::memory& plain, const dnnl::memory::desc& md) {
+  return plain.get_desc() == md ? plain : dnnl_scratch(md);
+}
+
+void dnnl_store(const dnnl::memory& result, const dnnl::memory& plain) {
+  if (result == plain) return;
+  dnnl_run(dnnl::reorder(result, plain), {{DNNL_ARG_FROM, result}, {DNNL_ARG_TO, plain}});
+}
+
 } // namespace pe

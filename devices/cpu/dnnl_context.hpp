@@ -52,6 +52,27 @@ dnnl::memory dnnl_memory(const dnnl::memory::desc& md, const tensor& t);
 /// Scratch memory of descriptor `md` owned by oneDNN (workspaces, intermediates).
 dnnl::memory dnnl_scratch(const dnnl::memory::desc& md);
 
+/// `plain`'s dims with format_tag::any: lets a primitive descriptor pick the layout its
+/// fastest implementation wants (blocked nChw8c, OIhw8i8o, ...) instead of gemm on plain.
+dnnl::memory::desc dnnl_any(const dnnl::memory::desc& plain);
+
+/// `plain`'s 4D dims in the channel-blocked layout of this CPU's jit kernels (nChw16c with
+/// AVX-512, nChw8c otherwise): pooling and batch normalization take no format_tag::any for
+/// their source, and on plain NCHW oneDNN 2.6 only has its slow reference-like kernels.
+dnnl::memory::desc dnnl_blocked(const dnnl::memory::desc& plain);
+
+/// What a primitive reads for `plain` when it wants layout `md`: `plain` itself when the
+/// layouts agree, else a reordered copy in scratch memory. Tensors between ops stay plain
+/// NCHW; only the kernels see oneDNN's layouts.
+dnnl::memory dnnl_reordered(const dnnl::memory& plain, const dnnl::memory::desc& md);
+
+/// Where a primitive writes a result of layout `md` that belongs in `plain`: `plain` itself
+/// when the layouts agree, else scratch memory that dnnl_store copies back.
+dnnl::memory dnnl_result(const dnnl::memory& plain, const dnnl::memory::desc& md);
+
+/// Reorders `result` (from dnnl_result) into `plain`; nothing when it is `plain`.
+void dnnl_store(const dnnl::memory& result, const dnnl::memory& plain);
+
 /// Runs `body`, reporting a dnnl::error (a configuration oneDNN does not implement) through
 /// `ctx.fail`.
 template <class F>
