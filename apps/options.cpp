@@ -135,7 +135,8 @@ po::options_description describe() {
     ("help,h", "print this help and exit")
     ("model", po::value<std::string>()->value_name("mlp|cnn|PATH")->default_value("mlp"),
      "'mlp' for the built-in MLP (input width follows the data, 10 classes), 'cnn' for the "
-     "built-in LeNet-like CNN on 28x28 images (2 x conv 5x5-batch_norm-relu-max pool, fc "
+     "built-in LeNet-like CNN on 28x28 images (2 x conv 5x5-batch_norm-relu-max pool with 32 "
+     "and 64 channels, fc "
      "120-84-10), or the PATH "
      "of a binary or text ProgramDesc training program (needs --startup); a loaded program "
      "must feed one FP32 image and one INT64 label and keeps its own optimizer. With --infer: "

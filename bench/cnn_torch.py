@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 
-def lenet(channels=(16, 32), fc=(120, 84), classes=10, side=28):
+def lenet(channels=(32, 64), fc=(120, 84), classes=10, side=28):
     layers, c = [], 1
     for out in channels:
         layers += [nn.Conv2d(c, out, 5, padding=2, bias=False), nn.BatchNorm2d(out, eps=1e-5, momentum=0.1),

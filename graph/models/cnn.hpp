@@ -12,7 +12,7 @@ namespace pe {
 /// [-1, 1, 28, 28]. The test program runs batch_norm with its moving statistics (is_test).
 struct cnn_config {
   int image_side = 28;
-  std::vector<int> channels = {16, 32}; ///< output channels of the two conv blocks
+  std::vector<int> channels = {32, 64}; ///< output channels of the two conv blocks
   std::vector<int> fc = {120, 84};      ///< hidden fully connected widths
   int classes = 10;
   std::string optimizer = "momentum"; ///< sgd | momentum | adam
