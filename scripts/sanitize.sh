@@ -20,7 +20,7 @@ if [[ "$kind" == thread ]]; then
   scripts/build_caf_tsan.sh build-caf-tsan
   export LD_LIBRARY_PATH="$PWD/build-caf-tsan/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
 export ASAN_OPTIONS="detect_leaks=1 halt_on_error=1"
 for t in "${tests[@]}"; do
   echo "== $t under ${kind} sanitizer"
