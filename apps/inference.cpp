@@ -8,6 +8,7 @@
 #include "actors/feed_split.hpp"
 #include "apps/engine.hpp"
 #include "apps/npy.hpp"
+#include "apps/npy_dir.hpp"
 #include "devices/error.hpp"
 #include "graph/exec/param_files.hpp"
 #include "graph/op_registry.hpp"
@@ -43,24 +44,19 @@ std::vector<std::string> by_column(const proto::BlockDesc& block, const std::str
 
 /// DIR/<feed>.npy for every feed, checked against the model's declaration; all with the
 /// same number of rows.
-feed_map read_feeds(const inference_model& m, const var_table& declared, const std::string& dir,
-                    const std::string& model_path) {
+feed_map read_feeds(const inference_model& m, const var_table& declared, const std::string& dir) {
   feed_map feeds;
   std::string first;
   for (const auto& name : m.feeds) {
-    const std::string path = (fs::path(dir) / (name + ".npy")).string();
-    if (!fs::exists(path))
-      throw error("--data npy:" + dir + ": missing " + path + " for feed '" + name + "' of " +
-                  model_path);
-    tensor value = read_npy(path);
+    const std::string path = npy_feed_file(dir, name, false);
+    tensor value = read_npy_feed(dir, name, false);
     const var_info& want = declared.at(name);
     if (value.type() != want.type)
       throw error(path + ": feed '" + name + "' is " + to_string(value.type()) +
                   ", the model declares " + to_string(want.type));
-    if (value.rank() == 0 || !dims_compatible(value.shape(), want.dims))
+    if (!dims_compatible(value.shape(), want.dims))
       throw error(path + ": feed '" + name + "' has shape " + to_string(value.shape()) +
                   ", the model declares " + to_string(want.dims));
-    if (value.dim(0) == 0) throw error(path + ": feed '" + name + "' has no rows");
     if (!first.empty() && value.dim(0) != feeds.at(first).dim(0))
       throw error(path + " has " + std::to_string(value.dim(0)) + " rows but the feed '" + first +
                   "' has " + std::to_string(feeds.at(first).dim(0)));
@@ -107,7 +103,7 @@ void run_inference(const run_options& o, std::ostream& out) {
   const inference_model m = load_inference_model(o.model);
   const var_table declared = validate_program(m.program);
   const std::string dir = o.data.substr(std::string("npy:").size());
-  const feed_map inputs = read_feeds(m, declared, dir, o.model);
+  const feed_map inputs = read_feeds(m, declared, dir);
   const param_map params = load_params(o.params, m.program);
 
   model_programs programs;

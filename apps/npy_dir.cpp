@@ -9,21 +9,8 @@ namespace pe {
 
 namespace {
 
-/// The rows of feed `name`: DIR[/test]/<name>.npy, of rank >= 1 with at least one row.
-tensor read_feed(const std::string& dir, const std::string& name, bool test) {
-  auto path = npy_feed_file(dir, name, test);
-  if (!std::filesystem::exists(path))
-    throw error("npy:" + dir + ": missing " + path + " for the feed '" + name + "'");
-  auto t = read_npy(path);
-  if (t.rank() == 0)
-    throw error(path + ": feed '" + name + "' is a scalar; it needs its samples along dim 0");
-  if (t.dim(0) == 0)
-    throw error(path + ": feed '" + name + "' has no rows");
-  return t;
-}
-
 dataset read_split(const std::string& dir, const feed_names& feeds, bool test) {
-  dataset d{read_feed(dir, feeds.image, test), read_feed(dir, feeds.label, test)};
+  dataset d{read_npy_feed(dir, feeds.image, test), read_npy_feed(dir, feeds.label, test)};
   if (d.images.dim(0) != d.labels.dim(0))
     throw error(npy_feed_file(dir, feeds.image, test) + " has " +
                 std::to_string(d.images.dim(0)) + " rows but " +
@@ -37,6 +24,18 @@ dataset read_split(const std::string& dir, const feed_names& feeds, bool test) {
 std::string npy_feed_file(const std::string& dir, const std::string& name, bool test) {
   auto root = std::filesystem::path(dir);
   return ((test ? root / "test" : root) / (name + ".npy")).string();
+}
+
+tensor read_npy_feed(const std::string& dir, const std::string& name, bool test) {
+  auto path = npy_feed_file(dir, name, test);
+  if (!std::filesystem::exists(path))
+    throw error("npy:" + dir + ": missing " + path + " for feed '" + name + "'");
+  auto t = read_npy(path);
+  if (t.rank() == 0)
+    throw error(path + ": feed '" + name + "' is a scalar; it needs its samples along dim 0");
+  if (t.dim(0) == 0)
+    throw error(path + ": feed '" + name + "' has no rows");
+  return t;
 }
 
 data_splits load_npy_dir(const std::string& dir, const feed_names& feeds) {

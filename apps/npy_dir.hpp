@@ -10,6 +10,10 @@ namespace pe {
 /// the test set.
 std::string npy_feed_file(const std::string& dir, const std::string& name, bool test);
 
+/// The rows of feed `name` in npy:DIR (npy_feed_file): throws pe::error naming the file when
+/// it is missing, unreadable, a scalar or has no rows.
+tensor read_npy_feed(const std::string& dir, const std::string& name, bool test);
+
 /// Loads npy:DIR, one .npy file per feed: DIR/<feeds.image>.npy and DIR/<feeds.label>.npy as
 /// the training set (any dtype read_npy reads, rank >= 1, the same number of rows along dim
 /// 0) and, when DIR/test/ exists, the same two files there as the test set. Throws pe::error
