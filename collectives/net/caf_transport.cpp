@@ -1,0 +1,338 @@
+// join_processes(): the CAF io::middleman implementation of net_transport, and the
+// rendezvous that forms a job. The only file of collectives/ that includes CAF.
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "collectives/net/process_group.hpp"
+#include "devices/cpu/cpu_device.hpp"
+#include "devices/error.hpp"
+
+namespace pe {
+
+/// The wire format of net_packet: a small header and the payload as bytes.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, net_packet& x) {
+  return f(caf::meta::type_name("pe_net_packet"), x.channel, x.sequence, x.from, x.kind, x.root,
+           x.offset, x.total, x.failure, x.bytes);
+}
+
+namespace {
+
+using hello_atom = caf::atom_constant<caf::atom("pe_hello")>;
+using peers_atom = caf::atom_constant<caf::atom("pe_peers")>;
+using clock_atom = caf::atom_constant<caf::atom("pe_clock")>;
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// "name=value" lines: how fingerprints travel.
+std::vector<std::string> flatten(const std::vector<std::pair<std::string, std::string>>& fingerprint) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : fingerprint) out.push_back(name + "=" + value);
+  return out;
+}
+
+/// The first difference between rank 0's fingerprint and another's, or "".
+std::string difference(const std::vector<std::string>& mine, const std::vector<std::string>& theirs,
+                       int rank) {
+  auto value_of = [](const std::vector<std::string>& lines, const std::string& name) {
+    for (const auto& l : lines)
+      if (l.compare(0, name.size() + 1, name + "=") == 0) return l.substr(name.size() + 1);
+    return std::string("(missing)");
+  };
+  for (std::size_t i = 0; i < std::max(mine.size(), theirs.size()); ++i) {
+    const std::string& line = i < mine.size() ? mine[i] : theirs[i];
+    const std::string name = line.substr(0, line.find('='));
+    const std::string a = value_of(mine, name), b = value_of(theirs, name);
+    if (a != b)
+      return "process rank " + std::to_string(rank) + " differs from rank 0 in " + name + ": " + b +
+             " there, " + a + " on rank 0";
+  }
+  return "";
+}
+
+/// What the mailbox actor and the threads of this process share.
+struct node_state {
+  node_state(int rank, int size)
+      : inbox(rank, size, [] { cpu_device::notify_progress(); }),
+        peers(static_cast<std::size_t>(size)) {}
+
+  net_inbox inbox;
+  std::vector<std::string> fingerprint;
+  std::chrono::milliseconds peer_timeout{0};
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<caf::actor> peers; // by rank; empty handles until known
+  bool formed = false;           // every peer known
+  std::optional<std::string> join_error;
+  std::vector<std::pair<caf::strong_actor_ptr, net_packet>> early; // before the peers were known
+  std::map<int, caf::response_promise> waiting;                    // rank 0: joined, unanswered
+
+  /// The rank whose mailbox `who` is, or -1; call with mutex held.
+  int rank_of(const caf::strong_actor_ptr& who) const {
+    if (!who) return -1;
+    for (std::size_t r = 0; r < peers.size(); ++r)
+      if (peers[r] && peers[r]->node() == who->node() && peers[r]->id() == who->id())
+        return static_cast<int>(r);
+    return -1;
+  }
+
+  /// Files a packet after checking that it came from the rank it names.
+  void receive(const caf::strong_actor_ptr& sender, net_packet p) {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!formed) {
+      early.emplace_back(sender, std::move(p));
+      return;
+    }
+    const int actual = rank_of(sender);
+    lock.unlock();
+    if (actual != p.from) {
+      inbox.fail("a packet claiming to come from process rank " + std::to_string(p.from) +
+                 " came from " + (actual < 0 ? "an unknown actor" : "rank " + std::to_string(actual)));
+      return;
+    }
+    inbox.deliver(std::move(p));
+  }
+
+  /// Every peer is known: files the packets that came before.
+  void form(caf::event_based_actor* self, std::vector<caf::actor> all) {
+    std::vector<std::pair<caf::strong_actor_ptr, net_packet>> before;
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      peers = std::move(all);
+      for (std::size_t r = 0; r < peers.size(); ++r)
+        if (static_cast<int>(r) != inbox.rank()) self->monitor(peers[r]);
+      formed = true;
+      before.swap(early);
+    }
+    changed.notify_all();
+    for (auto& [sender, p] : before) receive(sender, std::move(p));
+  }
+
+  void lost(const caf::actor_addr& who, const caf::error& reason) {
+    int rank = -1;
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      for (std::size_t r = 0; r < peers.size(); ++r)
+        if (peers[r] && peers[r].address() == who) rank = static_cast<int>(r);
+    }
+    inbox.fail("lost process rank " + (rank < 0 ? std::string("?") : std::to_string(rank)) +
+               ": it exited, was killed, froze or its connection broke (" +
+               caf::to_string(reason) + "; peers are declared lost after --peer-timeout " +
+               std::to_string(peer_timeout.count() / 1000.0) + " s of silence)");
+  }
+
+  void refuse(const std::string& why) {
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      if (!join_error) join_error = why;
+    }
+    changed.notify_all();
+  }
+};
+
+/// Rank 0 answers each process's hello once all have joined: the mailboxes of every rank,
+/// or the reason it is refused.
+caf::response_promise hello(caf::event_based_actor* self, node_state& st, int rank,
+                            const std::vector<std::string>& fingerprint, const caf::actor& mailbox) {
+  auto promise = self->make_response_promise();
+  const int size = st.inbox.size();
+  std::string refusal;
+  if (st.inbox.rank() != 0) refusal = "process rank " + std::to_string(st.inbox.rank()) + " is not the master";
+  else if (rank <= 0 || rank >= size)
+    refusal = "a process claims rank " + std::to_string(rank) + " in a job of " + std::to_string(size);
+  else if (st.waiting.count(rank) != 0 || st.formed)
+    refusal = "two processes claim rank " + std::to_string(rank);
+  else refusal = difference(st.fingerprint, fingerprint, rank);
+  if (!refusal.empty()) {
+    promise.deliver(std::vector<caf::actor>{}, refusal);
+    st.refuse("refused a process: " + refusal);
+    return promise;
+  }
+  {
+    std::lock_guard<std::mutex> guard(st.mutex);
+    st.peers[static_cast<std::size_t>(rank)] = mailbox;
+  }
+  st.waiting.emplace(rank, promise);
+  if (static_cast<int>(st.waiting.size()) == size - 1) {
+    std::vector<caf::actor> all;
+    {
+      std::lock_guard<std::mutex> guard(st.mutex);
+      st.peers[0] = caf::actor_cast<caf::actor>(self);
+      all = st.peers;
+    }
+    for (auto& [r, p] : st.waiting) p.deliver(all, std::string{});
+    st.waiting.clear();
+    st.form(self, all);
+  }
+  return promise;
+}
+
+caf::behavior mailbox(caf::event_based_actor* self, std::shared_ptr<node_state> st) {
+  self->set_down_handler([st](caf::down_msg& m) { st->lost(m.source, m.reason); });
+  return {
+      [self, st](net_packet& p) { st->receive(self->current_sender(), std::move(p)); },
+      [self, st](hello_atom, int rank, const std::vector<std::string>& fingerprint,
+                 const caf::actor& peer) { return hello(self, *st, rank, fingerprint, peer); },
+      [self, st](peers_atom, std::vector<caf::actor>& all) { st->form(self, std::move(all)); },
+      [](clock_atom) { return steady_ns(); },
+  };
+}
+
+/// The CAF side of a joined process: its actor system with the middleman, and its mailbox.
+class caf_transport final : public net_transport {
+ public:
+  explicit caf_transport(const process_group_options& o)
+      : state_(std::make_shared<node_state>(o.rank, o.size)) {
+    state_->fingerprint = flatten(o.fingerprint);
+    state_->peer_timeout = o.peer_timeout;
+    config_.load<caf::io::middleman>();
+    config_.add_message_type<net_packet>("pe_net_packet");
+    config_.set("scheduler.max-threads", 2);
+    // Without both, a frozen peer is never noticed (reference.md §9).
+    const auto timeout = std::chrono::duration_cast<caf::timespan>(o.peer_timeout);
+    config_.set("middleman.heartbeat-interval", timeout / 5);
+    config_.set("middleman.connection-timeout", timeout);
+    config_.set("middleman.enable-automatic-connections", true);
+    system_.emplace(config_);
+    mailbox_ = system_->spawn(mailbox, state_);
+  }
+
+  ~caf_transport() override {
+    {
+      std::lock_guard<std::mutex> guard(state_->mutex);
+      state_->peers.clear();
+      state_->early.clear();
+    }
+    caf::anon_send_exit(mailbox_, caf::exit_reason::user_shutdown);
+    mailbox_ = nullptr;
+    system_.reset(); // waits for the mailbox; the middleman closes every connection
+  }
+
+  net_inbox& inbox() override { return state_->inbox; }
+
+  void send(int to, net_packet packet) override {
+    caf::actor peer;
+    {
+      std::lock_guard<std::mutex> guard(state_->mutex);
+      peer = state_->peers.at(static_cast<std::size_t>(to));
+    }
+    if (peer) caf::send_as(mailbox_, peer, std::move(packet));
+  }
+
+  /// Forms the job (see join_processes); returns this process's clock offset to rank 0.
+  std::int64_t join(const process_group_options& o) {
+    const auto deadline = std::chrono::steady_clock::now() + o.join_timeout;
+    const std::string master = o.master_host + ":" + std::to_string(o.master_port);
+    auto& mm = system_->middleman();
+    // Rank 0 listens where the others look for it; the others listen on a port of the
+    // OS's choosing, so that peers can connect to them directly.
+    auto port = mm.publish(mailbox_, static_cast<std::uint16_t>(o.rank == 0 ? o.master_port : 0),
+                           nullptr, true);
+    if (!port)
+      throw error("cannot listen on port " + std::to_string(o.rank == 0 ? o.master_port : 0) +
+                  (o.rank == 0 ? " (--master " + master + ")" : std::string()) + ": " +
+                  system_->render(port.error()));
+    if (o.rank == 0) return wait_for_peers(deadline, o.join_timeout);
+
+    caf::actor root;
+    for (auto pause = std::chrono::milliseconds(50);; pause = std::min(pause * 2, std::chrono::milliseconds(1000))) {
+      auto found = mm.remote_actor(o.master_host, static_cast<std::uint16_t>(o.master_port));
+      if (found) {
+        root = *found;
+        break;
+      }
+      if (std::chrono::steady_clock::now() + pause > deadline)
+        throw error("cannot reach the master at " + master + " within " +
+                    std::to_string(o.join_timeout.count() / 1000) + " s: " +
+                    system_->render(found.error()));
+      std::this_thread::sleep_for(pause);
+    }
+    caf::scoped_actor self{*system_};
+    std::optional<std::string> failure;
+    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    self->request(root, std::max(remaining, std::chrono::milliseconds(1)), hello_atom::value, o.rank,
+                  state_->fingerprint, mailbox_)
+        .receive(
+            [&](std::vector<caf::actor>& all, std::string& refusal) {
+              if (!refusal.empty()) failure = "the master refused this process: " + refusal;
+              else if (static_cast<int>(all.size()) != o.size)
+                failure = "the master sent " + std::to_string(all.size()) + " peers for a job of " +
+                          std::to_string(o.size);
+              else caf::anon_send(mailbox_, peers_atom::value, std::move(all));
+            },
+            [&](caf::error& e) {
+              failure = "the processes did not all join within " +
+                        std::to_string(o.join_timeout.count() / 1000) + " s (" + system_->render(e) + ")";
+            });
+    if (failure) throw error(*failure);
+    {
+      // Nothing may be sent before the mailbox knows every peer.
+      std::unique_lock<std::mutex> lock(state_->mutex);
+      state_->changed.wait(lock, [this] { return state_->formed; });
+    }
+    return clock_offset(self, root);
+  }
+
+ private:
+  std::int64_t wait_for_peers(std::chrono::steady_clock::time_point deadline,
+                              std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    if (!state_->changed.wait_until(lock, deadline,
+                                    [this] { return state_->formed || state_->join_error; }))
+      throw error("only " + std::to_string(1 + std::count_if(state_->peers.begin() + 1, state_->peers.end(),
+                                                          [](const caf::actor& a) { return bool(a); })) +
+                  " of " + std::to_string(state_->inbox.size()) + " processes joined within " +
+                  std::to_string(timeout.count() / 1000) + " s");
+    if (state_->join_error) throw error(*state_->join_error);
+    return 0;
+  }
+
+  /// This process's steady clock minus rank 0's, from the round trip with the least delay.
+  std::int64_t clock_offset(caf::scoped_actor& self, const caf::actor& root) {
+    std::int64_t best_rtt = std::numeric_limits<std::int64_t>::max(), offset = 0;
+    for (int i = 0; i < 5; ++i) {
+      const std::int64_t sent = steady_ns();
+      self->request(root, std::chrono::seconds(10), clock_atom::value)
+          .receive(
+              [&](std::int64_t theirs) {
+                const std::int64_t back = steady_ns();
+                if (back - sent < best_rtt) {
+                  best_rtt = back - sent;
+                  offset = (sent + back) / 2 - theirs;
+                }
+              },
+              [&](caf::error&) {});
+    }
+    return offset;
+  }
+
+  std::shared_ptr<node_state> state_;
+  caf::actor_system_config config_;
+  std::optional<caf::actor_system> system_;
+  caf::actor mailbox_;
+};
+
+} // namespace
+
+std::unique_ptr<process_group> join_processes(const process_group_options& o) {
+  if (o.size < 2) throw error("join_processes: a job of " + std::to_string(o.size) + " processes");
+  if (o.rank < 0 || o.rank >= o.size)
+    throw error("join_processes: rank " + std::to_string(o.rank) + " outside a job of " +
+                std::to_string(o.size));
+  auto transport = std::make_unique<caf_transport>(o);
+  const std::int64_t offset = transport->join(o);
+  return std::make_unique<process_group>(std::move(transport), offset);
+}
+
+} // namespace pe

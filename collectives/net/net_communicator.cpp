@@ -1,0 +1,263 @@
+#include "collectives/net/net_communicator.hpp"
+
+#include <cstring>
+
+#include "devices/cpu/cpu_device.hpp"
+#include "devices/cpu/cpu_stream.hpp"
+#include "devices/error.hpp"
+
+namespace pe {
+
+namespace {
+
+std::string kind_name(collective_call::kind k) {
+  switch (k) {
+    case collective_call::kind::all_reduce: return "all_reduce";
+    case collective_call::kind::reduce: return "reduce";
+    case collective_call::kind::broadcast: return "broadcast";
+  }
+  return "?";
+}
+
+/// Throws unless every buffer holds FP32 values; returns their total size in bytes.
+std::size_t check_buffers(const std::vector<tensor*>& buffers, const std::string& label) {
+  std::size_t total = 0;
+  for (const tensor* t : buffers) {
+    if (!t->initialized() || t->type() != dtype::fp32)
+      throw error(label + ": a buffer is missing or not FP32");
+    total += t->bytes();
+  }
+  return total;
+}
+
+/// The buffers' FP32 values, concatenated, as bytes.
+std::vector<char> pack(const std::vector<tensor*>& buffers, const std::string& label) {
+  const std::size_t total = check_buffers(buffers, label);
+  std::vector<char> bytes(total);
+  std::size_t at = 0;
+  for (const tensor* t : buffers) {
+    std::memcpy(bytes.data() + at, t->raw(), t->bytes());
+    at += t->bytes();
+  }
+  return bytes;
+}
+
+/// Writes `bytes` back over the buffers, in order; the sizes were checked.
+void unpack(const std::vector<char>& bytes, const std::vector<tensor*>& buffers) {
+  std::size_t at = 0;
+  for (tensor* t : buffers) {
+    std::memcpy(t->raw(), bytes.data() + at, t->bytes());
+    at += t->bytes();
+  }
+}
+
+/// contributions[0] + contributions[1] + ... element by element, in that order, into
+/// `out` (all the same size, FP32 as bytes).
+void sum_in_order(const std::vector<const std::vector<char>*>& contributions, std::vector<char>& out) {
+  constexpr std::size_t block = 1024;
+  const std::size_t n = out.size() / sizeof(float);
+  float sum[block], next[block];
+  for (std::size_t b = 0; b < n; b += block) {
+    const std::size_t m = std::min(block, n - b);
+    std::memcpy(sum, contributions[0]->data() + b * sizeof(float), m * sizeof(float));
+    for (std::size_t p = 1; p < contributions.size(); ++p) {
+      std::memcpy(next, contributions[p]->data() + b * sizeof(float), m * sizeof(float));
+      for (std::size_t i = 0; i < m; ++i) sum[i] += next[i];
+    }
+    std::memcpy(out.data() + b * sizeof(float), sum, m * sizeof(float));
+  }
+}
+
+} // namespace
+
+void send_payload(net_transport& t, int to, const net_packet& header,
+                  const std::vector<char>& payload) {
+  for (auto& packet : split_payload(header, payload)) t.send(to, std::move(packet));
+}
+
+/// The network stage of one collective on this process's lead place.
+struct net_communicator::exchange {
+  collective_call call;
+  std::vector<tensor*> buffers; // the lead's
+  bool sent = false;
+  std::vector<char> mine;                   // what this process contributes (all_reduce, reduce)
+  std::vector<std::optional<net_payload>> got; // by process rank
+  std::vector<bool> sent_to;                   // by process rank
+};
+
+net_communicator::net_communicator(net_transport& transport, std::uint32_t channel, int local_ranks)
+    : transport_(transport), channel_(channel), local_ranks_(local_ranks), local_(local_ranks) {
+  if (channel == 0) throw error("net_communicator: channel 0 is reserved for host exchanges");
+}
+
+int net_communicator::world_size() const {
+  return transport_.inbox().size() * local_ranks_;
+}
+
+void net_communicator::launch(const collective_call& call, int local_rank,
+                              std::vector<tensor*> buffers, stream& on, completion done) {
+  using kind = collective_call::kind;
+  if (call.root < 0 || call.root >= world_size())
+    throw error(call.label + ": root rank " + std::to_string(call.root) +
+                " outside a world of " + std::to_string(world_size()));
+  const int me = transport_.inbox().rank();
+  const int lead = call.what != kind::all_reduce && call.root / local_ranks_ == me
+                       ? call.root % local_ranks_
+                       : 0;
+  // Stage 1 gathers the local places' values on the lead (a barrier for a broadcast);
+  // stage 3 spreads the lead's result (a barrier for a reduce).
+  collective_call first = call, last = call;
+  first.sequence = 2 * call.sequence;
+  last.sequence = 2 * call.sequence + 1;
+  first.root = last.root = lead;
+  first.what = call.what == kind::broadcast ? kind::broadcast : kind::reduce;
+  last.what = call.what == kind::reduce ? kind::reduce : kind::broadcast;
+  const std::vector<tensor*> none;
+  const std::uint64_t sequence = call.sequence;
+  local_.launch(first, local_rank, call.what == kind::broadcast ? none : buffers, on,
+                [this, sequence](const collective_span& span, bool) {
+                  std::lock_guard<std::mutex> guard(mutex_);
+                  started_[sequence] = span.start_ns;
+                });
+  if (local_rank == lead) launch_exchange(call, buffers, on);
+  local_.launch(last, local_rank, call.what == kind::reduce ? none : buffers, on,
+                [this, sequence, done](const collective_span& span, bool ok) {
+                  collective_span whole = span;
+                  {
+                    std::lock_guard<std::mutex> guard(mutex_);
+                    whole.start_ns = started_[sequence];
+                    started_.erase(sequence);
+                  }
+                  if (done) done(whole, ok);
+                });
+}
+
+void net_communicator::launch_exchange(const collective_call& call, std::vector<tensor*> buffers,
+                                       stream& on) {
+  auto* cpu = dynamic_cast<cpu_stream*>(&on);
+  if (cpu == nullptr)
+    throw error(call.label + ": the cross-process communicator runs on CPU streams, not on " +
+                to_string(on.where()));
+  auto x = std::make_shared<exchange>();
+  x->call = call;
+  x->buffers = std::move(buffers);
+  x->got.resize(static_cast<std::size_t>(transport_.inbox().size()));
+  x->sent_to.resize(x->got.size());
+  cpu->enqueue_polled([this, x](bool failed) { return poll(*x, failed); });
+}
+
+net_packet net_communicator::header_of(const exchange& x) const {
+  net_packet header;
+  header.channel = channel_;
+  header.sequence = x.call.sequence;
+  header.from = transport_.inbox().rank();
+  header.kind = static_cast<std::int32_t>(x.call.what);
+  header.root = x.call.root;
+  return header;
+}
+
+bool net_communicator::poll(exchange& x, bool stream_failed) {
+  using kind = collective_call::kind;
+  const collective_call& call = x.call;
+  net_inbox& inbox = transport_.inbox();
+  const int me = inbox.rank(), processes = inbox.size();
+  const int root_process = call.root / local_ranks_;
+  const bool sends_all = call.what == kind::all_reduce ||
+                         (call.what == kind::broadcast && me == root_process);
+  const bool receives = call.what == kind::all_reduce ||
+                        (call.what == kind::reduce && me == root_process) ||
+                        (call.what == kind::broadcast && me != root_process);
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (aborted_) throw error(call.label + ": " + *aborted_);
+  }
+  if (!x.sent) {
+    x.sent = true;
+    net_packet header = header_of(x);
+    std::optional<std::string> failure;
+    if (stream_failed) failure = "skipped after an earlier failure on process rank " + std::to_string(me);
+    const bool contributes = call.what != kind::broadcast || me == root_process;
+    try {
+      if (!failure && contributes) x.mine = pack(x.buffers, call.label);
+      if (!failure && !contributes) check_buffers(x.buffers, call.label);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    if (failure) header.failure = *failure;
+    for (int p = 0; p < processes; ++p)
+      if (p != me && (sends_all || (!receives && p == root_process))) {
+        send_payload(transport_, p, header, x.mine); // empty after a failure
+        x.sent_to[static_cast<std::size_t>(p)] = true;
+      }
+    if (failure) throw error(call.label + ": " + *failure);
+  }
+  if (!receives) return true;
+
+  try {
+    return combine(x);
+  } catch (const std::exception& e) {
+    // The peers that got nothing from this process may be waiting for it: tell them.
+    net_packet failure = header_of(x);
+    failure.failure = e.what();
+    for (int p = 0; p < processes; ++p)
+      if (p != me && !x.sent_to[static_cast<std::size_t>(p)]) send_payload(transport_, p, failure, {});
+    throw;
+  }
+}
+
+bool net_communicator::combine(exchange& x) {
+  using kind = collective_call::kind;
+  const collective_call& call = x.call;
+  net_inbox& inbox = transport_.inbox();
+  const int me = inbox.rank(), processes = inbox.size();
+  const int root_process = call.root / local_ranks_;
+  // Whom this process waits for: everyone, or the root's process for a broadcast.
+  bool complete = true;
+  for (int p = 0; p < processes; ++p) {
+    if (p == me || (call.what == kind::broadcast && p != root_process)) continue;
+    auto& slot = x.got[static_cast<std::size_t>(p)];
+    if (!slot) slot = inbox.take(channel_, call.sequence, p);
+    if (!slot) complete = false;
+  }
+  if (!complete) return false;
+
+  const std::size_t expected = check_buffers(x.buffers, call.label);
+  std::vector<const std::vector<char>*> in_order;
+  for (int p = 0; p < processes; ++p) {
+    if (p == me) {
+      if (call.what != kind::broadcast) in_order.push_back(&x.mine);
+      continue;
+    }
+    const auto& got = x.got[static_cast<std::size_t>(p)];
+    if (!got) continue;
+    const std::string peer = "process rank " + std::to_string(p);
+    if (!got->failure.empty()) throw error(call.label + ": " + peer + " failed: " + got->failure);
+    if (got->kind != static_cast<std::int32_t>(call.what) || got->root != call.root)
+      throw error(call.label + ": " + peer + " ran collective #" + std::to_string(call.sequence) +
+                  " as " + kind_name(static_cast<kind>(got->kind)) + " with root " +
+                  std::to_string(got->root) + ", this process as " + kind_name(call.what) +
+                  " with root " + std::to_string(call.root));
+    if (got->bytes.size() != expected)
+      throw error(call.label + ": " + peer + " sent " + std::to_string(got->bytes.size()) +
+                  " bytes where this process has " + std::to_string(expected));
+    in_order.push_back(&got->bytes);
+  }
+  if (call.what == kind::broadcast) {
+    unpack(*in_order[0], x.buffers);
+  } else {
+    std::vector<char> sum(expected);
+    sum_in_order(in_order, sum);
+    unpack(sum, x.buffers);
+  }
+  return true;
+}
+
+void net_communicator::abort() {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (!aborted_) aborted_ = "the communicator was aborted (the executor is being destroyed)";
+  }
+  local_.abort(); // wakes the parked stages, this one's included
+}
+
+} // namespace pe

@@ -1,0 +1,132 @@
+#include "collectives/net/net_inbox.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+
+#include "devices/error.hpp"
+
+namespace pe {
+
+namespace {
+
+std::string where(std::uint32_t channel, std::uint64_t sequence) {
+  return (channel == 0 ? std::string("host exchange #") : "collective #") + std::to_string(sequence) +
+         (channel == 0 ? "" : " of communicator " + std::to_string(channel));
+}
+
+} // namespace
+
+net_inbox::net_inbox(int rank, int size, std::function<void()> changed)
+    : rank_(rank), size_(size), changed_(std::move(changed)) {
+  if (size < 1 || rank < 0 || rank >= size)
+    throw error("net_inbox: rank " + std::to_string(rank) + " outside a world of " +
+                std::to_string(size) + " processes");
+}
+
+std::optional<std::string> net_inbox::check(const net_packet& p) const {
+  if (p.from < 0 || p.from >= size_ || p.from == rank_)
+    return "a packet claims to come from process rank " + std::to_string(p.from) + " (this is rank " +
+           std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+  const std::string peer = "process rank " + std::to_string(p.from);
+  if (p.offset > p.total || p.bytes.size() > p.total - p.offset)
+    return peer + " sent bytes [" + std::to_string(p.offset) + ", " +
+           std::to_string(p.offset + p.bytes.size()) + ") of a " + std::to_string(p.total) +
+           "-byte payload for " + where(p.channel, p.sequence);
+  if (p.bytes.empty() && p.total > 0)
+    return peer + " sent an empty packet of a " + std::to_string(p.total) + "-byte payload";
+  if (auto t = taken_.find({p.channel, p.from}); t != taken_.end() && p.sequence <= t->second)
+    return peer + " sent " + where(p.channel, p.sequence) + " after #" + std::to_string(t->second) +
+           " was complete: packets out of order";
+  auto it = pending_.find({p.channel, p.sequence, p.from});
+  if (it == pending_.end()) return std::nullopt;
+  const assembly& a = it->second;
+  if (a.total != p.total || a.kind != p.kind || a.root != p.root || a.failure != p.failure)
+    return peer + " sent packets of " + where(p.channel, p.sequence) +
+           " that disagree on the payload's size, kind or root";
+  // Pieces must not overlap: then pieces whose sizes add up to the total tile it.
+  const std::uint64_t end = p.offset + p.bytes.size();
+  auto next = a.pieces.lower_bound(p.offset);
+  const bool overlaps_next = next != a.pieces.end() && next->first < std::max(end, p.offset + 1);
+  const bool overlaps_previous =
+      next != a.pieces.begin() && std::prev(next)->first + std::prev(next)->second.size() > p.offset;
+  if (overlaps_next || overlaps_previous)
+    return peer + " sent bytes at offset " + std::to_string(p.offset) + " of " +
+           where(p.channel, p.sequence) + " twice";
+  return std::nullopt;
+}
+
+void net_inbox::deliver(net_packet p) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (broken_) return;
+    if (auto lie = check(p)) {
+      broken_ = *lie;
+    } else {
+      assembly& a = pending_[{p.channel, p.sequence, p.from}];
+      a.kind = p.kind;
+      a.root = p.root;
+      a.total = p.total;
+      a.failure = std::move(p.failure);
+      a.received += p.bytes.size();
+      if (!p.bytes.empty()) a.pieces.emplace(p.offset, std::move(p.bytes));
+    }
+  }
+  notify();
+}
+
+void net_inbox::fail(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (broken_) return;
+    broken_ = why;
+  }
+  notify();
+}
+
+std::optional<std::string> net_inbox::broken() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return broken_;
+}
+
+void net_inbox::notify() {
+  arrived_.notify_all();
+  if (changed_) changed_();
+}
+
+std::optional<net_payload> net_inbox::take_locked(const key& k) {
+  if (broken_) throw error(*broken_);
+  auto it = pending_.find(k);
+  if (it == pending_.end() || it->second.received < it->second.total) return std::nullopt;
+  assembly& a = it->second;
+  // Non-overlapping pieces within [0, total) whose sizes add up to total tile it exactly.
+  net_payload out{a.kind, a.root, std::move(a.failure), std::vector<char>(a.total)};
+  for (auto& [offset, piece] : a.pieces)
+    std::memcpy(out.bytes.data() + offset, piece.data(), piece.size());
+  pending_.erase(it);
+  auto& last = taken_[{std::get<0>(k), std::get<2>(k)}];
+  last = std::max(last, std::get<1>(k));
+  return out;
+}
+
+std::optional<net_payload> net_inbox::take(std::uint32_t channel, std::uint64_t sequence, int from) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return take_locked({channel, sequence, from});
+}
+
+net_payload net_inbox::wait_take(std::uint32_t channel, std::uint64_t sequence, int from,
+                                 std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const key k{channel, sequence, from};
+  for (;;) {
+    if (auto p = take_locked(k)) return std::move(*p);
+    if (arrived_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      if (auto p = take_locked(k)) return std::move(*p);
+      throw error("process rank " + std::to_string(from) + " sent nothing for " +
+                  where(channel, sequence) + " in " + std::to_string(timeout.count()) + " ms");
+    }
+  }
+}
+
+} // namespace pe

@@ -1,0 +1,82 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "collectives/net/net_packet.hpp"
+
+namespace pe {
+
+/// Where the packets other processes send to this one wait until the collective or host
+/// exchange they belong to takes them. Thread-safe: the network thread delivers, stream
+/// threads poll with take(), host threads block in wait_take().
+///
+/// Everything a peer sends is checked here, because a peer may be broken or lie: its
+/// rank, the packet's bounds and its order. A packet that fails a check breaks the inbox
+/// with an error naming the peer, and every waiter fails with it (no crash, no hang, no
+/// allocation sized by a header: a payload is assembled from the bytes that arrived).
+class net_inbox {
+ public:
+  /// `changed` runs after every delivery and failure (outside the lock): it wakes the
+  /// stream threads that poll.
+  net_inbox(int rank, int size, std::function<void()> changed = {});
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  /// Files one packet from process `p.from`; the transport has checked that the
+  /// connection it came on belongs to that rank.
+  void deliver(net_packet p);
+
+  /// Breaks the inbox (a peer was lost, or lied): every take fails with `why` from now
+  /// on. The first reason sticks.
+  void fail(const std::string& why);
+
+  std::optional<std::string> broken() const;
+
+  /// The complete payload process `from` sent for (channel, sequence), removed from the
+  /// inbox; nullopt while packets are missing. Throws pe::error when the inbox is broken.
+  std::optional<net_payload> take(std::uint32_t channel, std::uint64_t sequence, int from);
+
+  /// Like take, but blocks until the payload is complete. Throws pe::error when the inbox
+  /// breaks meanwhile, or when nothing completes it for `timeout`.
+  net_payload wait_take(std::uint32_t channel, std::uint64_t sequence, int from,
+                        std::chrono::milliseconds timeout);
+
+ private:
+  using key = std::tuple<std::uint32_t, std::uint64_t, int>; // channel, sequence, from
+
+  struct assembly {
+    std::int32_t kind = 0;
+    std::int32_t root = 0;
+    std::uint64_t total = 0;
+    std::uint64_t received = 0;
+    std::string failure;
+    std::map<std::uint64_t, std::vector<char>> pieces; // by offset
+  };
+
+  /// The reason `p` is a lie, or nullopt; call with mutex_ held.
+  std::optional<std::string> check(const net_packet& p) const;
+  std::optional<net_payload> take_locked(const key& k);
+  void notify();
+
+  int rank_;
+  int size_;
+  std::function<void()> changed_;
+  mutable std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::map<key, assembly> pending_;
+  /// Per (channel, from): the highest sequence taken so far; older packets are out of order.
+  std::map<std::pair<std::uint32_t, int>, std::uint64_t> taken_;
+  std::optional<std::string> broken_;
+};
+
+} // namespace pe

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pe {
+
+/// The one message that carries data between processes: a piece of one payload (a
+/// collective's contribution, a host exchange) identified by (channel, sequence, from).
+/// Payloads travel as bytes, never as floats: CAF 0.17 serialises floats with a loop that
+/// hangs on +Inf (reference.md §9). Payloads above the packet limit are cut into packets
+/// that the receiver reassembles by offset.
+struct net_packet {
+  std::uint32_t channel = 0;  ///< 0: host exchanges; 1, 2, ...: communicators, in creation order
+  std::uint64_t sequence = 0; ///< position in the channel's order, the same on every process
+  std::int32_t from = 0;      ///< the sender's process rank (checked against the connection)
+  std::int32_t kind = 0;      ///< what the sender runs (collective_call::kind), checked
+  std::int32_t root = 0;      ///< its root rank, checked
+  std::uint64_t offset = 0;   ///< where `bytes` starts in the payload
+  std::uint64_t total = 0;    ///< the payload's size in bytes
+  std::string failure;        ///< non-empty: the sender failed this exchange, and why
+  std::vector<char> bytes;
+};
+
+/// What one payload from one process became once every packet arrived.
+struct net_payload {
+  std::int32_t kind = 0;
+  std::int32_t root = 0;
+  std::string failure;
+  std::vector<char> bytes;
+};
+
+/// Packets are at most this many bytes: far below CAF's 32-bit message size, and small
+/// enough that sending and summing of one large bucket overlap.
+inline constexpr std::size_t net_packet_bytes = 4u << 20;
+
+/// Cuts `payload` into packets of at most net_packet_bytes (one packet when empty), each
+/// carrying `header`'s fields and its offset.
+std::vector<net_packet> split_payload(const net_packet& header, const std::vector<char>& payload);
+
+} // namespace pe

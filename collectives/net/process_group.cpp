@@ -1,0 +1,59 @@
+#include "collectives/net/process_group.hpp"
+
+#include "collectives/net/net_communicator.hpp"
+#include "collectives/net/tensor_bytes.hpp"
+
+namespace pe {
+
+process_group::process_group(std::unique_ptr<net_transport> transport, std::int64_t clock_offset_ns,
+                             std::chrono::milliseconds exchange_timeout)
+    : transport_(std::move(transport)), clock_offset_ns_(clock_offset_ns),
+      exchange_timeout_(exchange_timeout) {}
+
+process_group::~process_group() = default;
+
+int process_group::rank() const {
+  return transport_->inbox().rank();
+}
+
+int process_group::size() const {
+  return transport_->inbox().size();
+}
+
+std::unique_ptr<communicator> process_group::make_communicator(int local_ranks) {
+  return std::make_unique<net_communicator>(*transport_, ++channels_, local_ranks);
+}
+
+std::vector<std::vector<char>> process_group::all_gather(const std::vector<char>& mine) {
+  const std::uint64_t sequence = exchanges_++;
+  net_packet header;
+  header.sequence = sequence;
+  header.from = rank();
+  for (int p = 0; p < size(); ++p)
+    if (p != rank()) send_payload(*transport_, p, header, mine);
+  std::vector<std::vector<char>> all(static_cast<std::size_t>(size()));
+  for (int p = 0; p < size(); ++p)
+    all[static_cast<std::size_t>(p)] =
+        p == rank() ? mine
+                    : transport_->inbox().wait_take(0, sequence, p, exchange_timeout_).bytes;
+  return all;
+}
+
+std::vector<char> process_group::broadcast(const std::vector<char>& bytes, int root) {
+  const std::uint64_t sequence = exchanges_++;
+  if (rank() != root) return transport_->inbox().wait_take(0, sequence, root, exchange_timeout_).bytes;
+  net_packet header;
+  header.sequence = sequence;
+  header.from = rank();
+  for (int p = 0; p < size(); ++p)
+    if (p != rank()) send_payload(*transport_, p, header, bytes);
+  return bytes;
+}
+
+std::vector<tensor> process_group::broadcast_tensors(const std::vector<const tensor*>& tensors,
+                                                     int root) {
+  auto bytes = broadcast(rank() == root ? encode_tensors(tensors) : std::vector<char>{}, root);
+  return decode_tensors(bytes, "process rank " + std::to_string(root));
+}
+
+} // namespace pe

@@ -1,0 +1,82 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+#include "collectives/net/net_transport.hpp"
+#include "devices/tensor.hpp"
+
+namespace pe {
+
+/// Everything this process knows of the job's processes before they meet.
+struct process_group_options {
+  int rank = 0; ///< this process's rank
+  int size = 1; ///< processes in the job
+  std::string master_host = "127.0.0.1";
+  int master_port = 0; ///< where rank 0 listens
+  /// A peer silent (no data, no heartbeat) for this long is declared lost.
+  std::chrono::milliseconds peer_timeout{10000};
+  /// How long the processes wait for each other at the start (the master may start last).
+  std::chrono::milliseconds join_timeout{60000};
+  /// What must be equal on every process for the job to compute one thing (program hash,
+  /// build, places, the flags that change the math): (name, value) pairs in one order.
+  std::vector<std::pair<std::string, std::string>> fingerprint;
+};
+
+/// The processes of one data-parallel job, connected: the communicators that run the
+/// training's collectives across them, and blocking host exchanges (parameters from rank
+/// 0, fetched values for the global merge, barriers). Every process must make the same
+/// calls in the same order: communicators are matched by creation order, exchanges by
+/// their sequence.
+class process_group {
+ public:
+  /// Meets the other processes (join_processes()) or wraps `transport` (tests connect
+  /// transports in memory). `clock_offset_ns`: this process's steady clock minus rank 0's.
+  process_group(std::unique_ptr<net_transport> transport, std::int64_t clock_offset_ns = 0,
+                std::chrono::milliseconds exchange_timeout = std::chrono::minutes(5));
+  ~process_group();
+  process_group(const process_group&) = delete;
+  process_group& operator=(const process_group&) = delete;
+
+  int rank() const;
+  int size() const;
+  std::int64_t clock_offset_ns() const { return clock_offset_ns_; }
+
+  /// A communicator over `local_ranks` places per process (net_communicator).
+  std::unique_ptr<communicator> make_communicator(int local_ranks);
+
+  /// Every process's `mine`, by rank. Throws pe::error naming the process that failed, was
+  /// lost or sent nothing within the exchange timeout.
+  std::vector<std::vector<char>> all_gather(const std::vector<char>& mine);
+
+  /// Rank `root`'s `bytes` on every process.
+  std::vector<char> broadcast(const std::vector<char>& bytes, int root);
+
+  /// Tensors on rank `root` copied to every process (encode_tensors on the wire).
+  std::vector<tensor> broadcast_tensors(const std::vector<const tensor*>& tensors, int root);
+
+  /// Returns once every process called it.
+  void barrier() { all_gather({}); }
+
+ private:
+  std::unique_ptr<net_transport> transport_;
+  std::int64_t clock_offset_ns_;
+  std::chrono::milliseconds exchange_timeout_;
+  std::uint32_t channels_ = 0;        // communicators made so far
+  std::uint64_t exchanges_ = 0;       // host exchanges so far
+};
+
+/// Connects this process to the job's others through CAF networking: rank 0 listens on
+/// master_port; the others connect with retry and back-off for join_timeout and present
+/// their fingerprint, which rank 0 compares with its own (a mismatch refuses the process
+/// with an error naming the first difference, on both sides). Heartbeats are on: a peer
+/// that dies, freezes or loses its connection breaks the group within peer_timeout.
+/// Throws pe::error when the job cannot be formed.
+std::unique_ptr<process_group> join_processes(const process_group_options& options);
+
+} // namespace pe

@@ -1,0 +1,243 @@
+// Collectives across processes (net_communicator over in-memory transports): results equal
+// to one process over the same places within fp32 grouping, bit-identical on every rank;
+// a peer that disagrees, fails, is lost or lies fails the collective everywhere, naming it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <optional>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "collectives/cpu/inproc_communicator.hpp"
+#include "collectives/net/net_communicator.hpp"
+#include "devices/device.hpp"
+#include "support/loopback_transport.hpp"
+
+namespace {
+
+using namespace pe;
+using namespace std::chrono_literals;
+using kind = collective_call::kind;
+
+constexpr auto limit = 5000ms;
+
+/// `processes` x `local` CPU places, one net_communicator per process.
+struct job {
+  job(int processes, int local) : network(processes), local(local) {
+    for (int p = 0; p < processes; ++p) {
+      transports.push_back(network.transport(p));
+      comms.push_back(std::make_unique<net_communicator>(*transports.back(), 1, local));
+    }
+    for (int r = 0; r < processes * local; ++r) devices.push_back(open_device(place::cpu(r)));
+  }
+  ~job() {
+    for (auto& c : comms) c->abort();
+    for (auto& d : devices) d->stop();
+  }
+
+  int world() const { return static_cast<int>(devices.size()); }
+  stream& on(int rank) { return devices[static_cast<std::size_t>(rank)]->get_stream(stream_kind::communication); }
+
+  /// Global rank `rank`'s part of `c` over `buffers`.
+  void launch(const collective_call& c, int rank, std::vector<tensor*> buffers) {
+    comms[static_cast<std::size_t>(rank / local)]->launch(c, rank % local, std::move(buffers), on(rank));
+  }
+
+  /// Every rank's stream synchronized, or nullopt for a rank still running after the limit.
+  std::vector<std::optional<bool>> sync_all() {
+    auto results = std::async(std::launch::async, [this] {
+      std::vector<bool> ok;
+      for (int r = 0; r < world(); ++r) ok.push_back(on(r).synchronize());
+      return ok;
+    });
+    if (results.wait_for(limit) != std::future_status::ready) {
+      for (auto& c : comms) c->abort();
+      for (auto& d : devices) d->stop();
+      return std::vector<std::optional<bool>>(static_cast<std::size_t>(world()), std::nullopt);
+    }
+    std::vector<std::optional<bool>> out;
+    for (bool ok : results.get()) out.push_back(ok);
+    return out;
+  }
+
+  std::string error(int rank) { return on(rank).error().value_or("<no error>"); }
+
+  pe::testing::loopback_network network;
+  int local;
+  std::vector<std::unique_ptr<net_transport>> transports;
+  std::vector<std::unique_ptr<net_communicator>> comms;
+  std::vector<std::unique_ptr<device>> devices;
+};
+
+collective_call call(kind what, std::uint64_t sequence, int root = 0) {
+  collective_call c;
+  c.what = what;
+  c.root = root;
+  c.sequence = sequence;
+  c.label = "test#" + std::to_string(sequence);
+  return c;
+}
+
+/// values[rank][variable]: random, with sizes that cut packets and blocks unevenly.
+std::vector<std::vector<tensor>> random_buffers(int ranks, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<std::vector<tensor>> out(static_cast<std::size_t>(ranks));
+  for (auto& rank : out)
+    for (std::int64_t n : {1, 1000, 1100003}) {
+      std::vector<float> v(static_cast<std::size_t>(n));
+      for (auto& x : v) x = u(rng);
+      rank.push_back(tensor::from_vector(v, {n}));
+    }
+  return out;
+}
+
+std::vector<tensor*> pointers(std::vector<tensor>& ts) {
+  std::vector<tensor*> out;
+  for (auto& t : ts) out.push_back(&t);
+  return out;
+}
+
+std::vector<std::vector<tensor>> clone_all(const std::vector<std::vector<tensor>>& in) {
+  std::vector<std::vector<tensor>> out;
+  for (const auto& rank : in) {
+    out.emplace_back();
+    for (const auto& t : rank) out.back().push_back(t.clone());
+  }
+  return out;
+}
+
+bool bit_identical(const tensor& a, const tensor& b) {
+  return a.bytes() == b.bytes() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
+}
+
+/// The largest relative difference of a from b, relative to b's magnitude.
+double relative_difference(const tensor& a, const tensor& b) {
+  double worst = 0;
+  auto x = a.values<float>(), y = b.values<float>();
+  for (std::size_t i = 0; i < x.size(); ++i)
+    worst = std::max(worst, std::abs(double(x[i]) - y[i]) / std::max(1.0, std::abs(double(y[i]))));
+  return worst;
+}
+
+/// The same collective over the same number of places in one process.
+std::vector<std::vector<tensor>> single_process(const collective_call& c, std::vector<std::vector<tensor>> in) {
+  const int n = static_cast<int>(in.size());
+  inproc_communicator comm(n);
+  std::vector<std::unique_ptr<device>> devices;
+  for (int r = 0; r < n; ++r) devices.push_back(open_device(place::cpu(r)));
+  for (int r = 0; r < n; ++r)
+    comm.launch(c, r, pointers(in[static_cast<std::size_t>(r)]),
+                devices[static_cast<std::size_t>(r)]->get_stream(stream_kind::communication));
+  for (auto& d : devices) EXPECT_TRUE(d->get_stream(stream_kind::communication).synchronize());
+  for (auto& d : devices) d->stop();
+  return in;
+}
+
+struct shape_case {
+  int processes;
+  int local;
+};
+
+class NetCollective : public ::testing::TestWithParam<shape_case> {};
+
+TEST_P(NetCollective, AllReduceEqualsOneProcessAndIsIdenticalOnEveryRank) {
+  const auto [processes, local] = GetParam();
+  job j(processes, local);
+  auto values = random_buffers(j.world(), 7);
+  const auto expected = single_process(call(kind::all_reduce, 0), clone_all(values));
+  for (int r = 0; r < j.world(); ++r) j.launch(call(kind::all_reduce, 0), r, pointers(values[r]));
+  for (int r = 0; r < j.world(); ++r) j.launch(call(kind::all_reduce, 1), r, {&values[r][0]});
+  for (auto ok : j.sync_all()) ASSERT_EQ(ok, true);
+  for (int r = 0; r < j.world(); ++r) {
+    for (std::size_t v = 1; v < values[r].size(); ++v) {
+      // fp32 sums grouped per process differ from the flat sum by a few ulps of the partial
+      // sums: 1e-6 relative to max(1, |sum|) for a handful of terms in [-1, 1].
+      EXPECT_LT(relative_difference(values[r][v], expected[r][v]), 1e-6) << "rank " << r << " var " << v;
+      EXPECT_TRUE(bit_identical(values[r][v], values[0][v])) << "rank " << r << " var " << v;
+    }
+  }
+  // Variable 0 was reduced twice: world x the first sum.
+  EXPECT_NEAR(values[0][0].values<float>()[0], expected[0][0].values<float>()[0] * j.world(), 1e-4);
+}
+
+TEST_P(NetCollective, ReduceAndBroadcastWithRootsOnEveryProcess) {
+  const auto [processes, local] = GetParam();
+  for (int root = 0; root < processes * local; ++root) {
+    job j(processes, local);
+    auto values = random_buffers(j.world(), 11 + root);
+    const auto reduced = single_process(call(kind::reduce, 0, root), clone_all(values));
+    for (int r = 0; r < j.world(); ++r) j.launch(call(kind::reduce, 0, root), r, pointers(values[r]));
+    // Then the root's result goes to everyone, as reduce mode does with parameters.
+    for (int r = 0; r < j.world(); ++r) j.launch(call(kind::broadcast, 1, root), r, pointers(values[r]));
+    for (auto ok : j.sync_all()) ASSERT_EQ(ok, true);
+    for (int r = 0; r < j.world(); ++r)
+      for (std::size_t v = 0; v < values[r].size(); ++v) {
+        EXPECT_LT(relative_difference(values[r][v], reduced[root][v]), 1e-6) << "root " << root;
+        EXPECT_TRUE(bit_identical(values[r][v], values[root][v])) << "root " << root << " rank " << r;
+      }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, NetCollective,
+                         ::testing::Values(shape_case{2, 1}, shape_case{2, 2}, shape_case{3, 1}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.processes) + "x" + std::to_string(info.param.local);
+                         });
+
+TEST(NetCollectiveFaults, ProcessesThatRunDifferentCollectivesFailNamingTheProcess) {
+  job j(2, 1);
+  auto values = random_buffers(2, 3);
+  j.launch(call(kind::all_reduce, 0), 0, pointers(values[0]));
+  j.launch(call(kind::reduce, 0, 1), 1, pointers(values[1]));
+  auto ok = j.sync_all();
+  EXPECT_EQ(ok[1], false);
+  EXPECT_NE(j.error(1).find("process rank 0 ran collective #0 as all_reduce"), std::string::npos) << j.error(1);
+}
+
+TEST(NetCollectiveFaults, DifferentSizesFailNamingTheProcess) {
+  job j(2, 1);
+  auto a = tensor::from_vector(std::vector<float>(10, 1.f), {10});
+  auto b = tensor::from_vector(std::vector<float>(12, 1.f), {12});
+  j.launch(call(kind::all_reduce, 0), 0, {&a});
+  j.launch(call(kind::all_reduce, 0), 1, {&b});
+  for (auto ok : j.sync_all()) EXPECT_EQ(ok, false);
+  EXPECT_NE(j.error(0).find("process rank 1 sent 48 bytes where this process has 40"), std::string::npos)
+      << j.error(0);
+}
+
+TEST(NetCollectiveFaults, AFailedStreamOnOneProcessFailsTheOthersInsteadOfHanging) {
+  job j(2, 2);
+  auto values = random_buffers(4, 5);
+  j.on(2).enqueue([] { throw error("kernel on rank 2 failed"); });
+  for (int r = 0; r < 4; ++r) j.launch(call(kind::all_reduce, 0), r, pointers(values[r]));
+  for (auto ok : j.sync_all()) EXPECT_EQ(ok, false);
+  EXPECT_NE(j.error(0).find("process rank 1 failed: skipped after an earlier failure"), std::string::npos)
+      << j.error(0);
+}
+
+TEST(NetCollectiveFaults, ALostPeerFailsTheWaitingRanks) {
+  job j(2, 1);
+  auto values = random_buffers(2, 9);
+  j.launch(call(kind::all_reduce, 0), 0, pointers(values[0])); // rank 1 never comes
+  j.network.inbox(0).fail("lost process rank 1: test");
+  auto ok = j.sync_all();
+  EXPECT_EQ(ok[0], false);
+  EXPECT_NE(j.error(0).find("lost process rank 1"), std::string::npos) << j.error(0);
+}
+
+TEST(NetCollectiveFaults, AbortReleasesAWaitingRank) {
+  job j(2, 1);
+  auto values = random_buffers(2, 9);
+  j.launch(call(kind::all_reduce, 0), 0, pointers(values[0]));
+  j.comms[0]->abort();
+  EXPECT_EQ(j.sync_all()[0], false);
+  EXPECT_NE(j.error(0).find("aborted"), std::string::npos) << j.error(0);
+}
+
+} // namespace
