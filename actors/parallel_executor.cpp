@@ -9,6 +9,8 @@
 #include "actors/runtime.hpp"
 #include "actors/trace.hpp"
 #include "collectives/cpu/inproc_communicator.hpp"
+#include "collectives/net/process_group.hpp"
+#include "collectives/net/tensor_bytes.hpp"
 #include "devices/cpu/blas.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/program_info.hpp"
@@ -39,6 +41,54 @@ void copy_to_places(executor_runtime& rt, std::size_t first,
   }
 }
 
+/// Rank 0's persistables (on its place 0) onto every place of this process: the job starts
+/// from one set of parameters, whatever each process's startup program drew.
+void receive_rank0_persistables(executor_runtime& rt,
+                                const std::vector<std::pair<std::string, const tensor*>>& mine) {
+  process_group& group = *rt.group;
+  std::string names;
+  std::vector<const tensor*> values;
+  for (const auto& [name, value] : mine) {
+    names += name + '\n';
+    values.push_back(value);
+  }
+  const auto sent = group.broadcast(std::vector<char>(names.begin(), names.end()), 0);
+  if (std::string(sent.begin(), sent.end()) != names)
+    throw error("process rank 0's startup program initialised other persistables than this "
+                "process's");
+  auto received = group.broadcast_tensors(values, 0);
+  if (group.rank() == 0) return;
+  std::vector<std::pair<std::string, const tensor*>> theirs;
+  for (std::size_t k = 0; k < mine.size(); ++k) theirs.emplace_back(mine[k].first, &received.at(k));
+  copy_to_places(rt, 0, theirs, "copying rank 0's persistables to ");
+}
+
+/// Every process's per-place fetches and rows, in global rank order: each process adds its
+/// own to what the others sent.
+void gather_fetches(process_group& group, std::vector<std::vector<tensor>>& fetched,
+                    std::vector<std::int64_t>& rows) {
+  const tensor my_rows = tensor::from_vector(rows, {static_cast<std::int64_t>(rows.size())});
+  std::vector<const tensor*> mine{&my_rows};
+  for (const auto& per_place : fetched)
+    for (const auto& t : per_place) mine.push_back(&t);
+  const auto all = group.all_gather(encode_tensors(mine));
+  std::vector<std::vector<tensor>> world(fetched.size());
+  std::vector<std::int64_t> world_rows;
+  const std::size_t places = rows.size();
+  for (std::size_t p = 0; p < all.size(); ++p) {
+    const std::string source = "process rank " + std::to_string(p);
+    auto theirs = decode_tensors(all[p], source);
+    if (theirs.size() != 1 + fetched.size() * places || theirs[0].type() != dtype::int64 ||
+        theirs[0].numel() != static_cast<std::int64_t>(places))
+      throw error(source + " sent fetches for another fetch list or number of places");
+    for (std::int64_t r : theirs[0].values<std::int64_t>()) world_rows.push_back(r);
+    for (std::size_t k = 0; k < fetched.size(); ++k)
+      for (std::size_t q = 0; q < places; ++q) world[k].push_back(theirs[1 + k * places + q]);
+  }
+  fetched = std::move(world);
+  rows = std::move(world_rows);
+}
+
 } // namespace
 
 /// One executor's program, graph, actors and step bookkeeping. Validation runs once, here.
@@ -64,7 +114,7 @@ struct executor_state {
   std::string loss_grad;
 
   std::unique_ptr<step_graph> graph;
-  std::unique_ptr<inproc_communicator> comm; // of the current graph
+  std::unique_ptr<communicator> comm; // of the current graph
   std::vector<std::string> fetch_list;
   std::uint64_t graph_steps = 0;              // steps run on the current graph
   step_inputs in;
@@ -87,7 +137,7 @@ struct executor_state {
 parallel_executor::parallel_executor(std::vector<place> places, const proto::ProgramDesc& startup,
                                      const proto::ProgramDesc& main, build_strategy build,
                                      execution_strategy exec)
-    : runtime_(std::make_shared<executor_runtime>(std::move(places), exec.num_threads)),
+    : runtime_(std::make_shared<executor_runtime>(std::move(places), exec.num_threads, exec.group)),
       state_(std::make_unique<executor_state>(main, build, exec.sync)) {
   // Places run concurrently on their streams: one BLAS thread each keeps them from
   // over-subscribing the cores.
@@ -101,6 +151,7 @@ parallel_executor::parallel_executor(std::vector<place> places, const proto::Pro
       if (const tensor* t = first.find(v.name()); t != nullptr && t->initialized())
         persistables.emplace_back(v.name(), t);
   copy_to_places(*runtime_, 1, persistables, "copying the startup program's variables to ");
+  if (runtime_->group != nullptr) receive_rank0_persistables(*runtime_, persistables);
 }
 
 void parallel_executor::set_persistable(const std::string& name, const tensor& value) {
@@ -171,16 +222,19 @@ const ssa_graph& parallel_executor::graph() const {
 }
 
 std::vector<std::vector<std::uint64_t>> parallel_executor::collective_history() const {
-  return state_->comm ? state_->comm->history() : std::vector<std::vector<std::uint64_t>>{};
+  auto* local = dynamic_cast<const inproc_communicator*>(state_->comm.get());
+  return local != nullptr ? local->history() : std::vector<std::vector<std::uint64_t>>{};
 }
 
 std::vector<tensor> parallel_executor::run(const feed_map& feeds,
                                            const std::vector<std::string>& fetch_list) {
   auto per_place = run_per_place(feeds, fetch_list);
+  std::vector<std::int64_t> rows = state_->rows;
+  if (runtime_->group != nullptr) gather_fetches(*runtime_->group, per_place, rows);
   std::vector<tensor> merged;
   for (std::size_t k = 0; k < per_place.size(); ++k)
     merged.push_back(merge_fetch(per_place[k], fetch_list[k], state_->declared.at(fetch_list[k]).dims,
-                                 state_->rows));
+                                 rows));
   return merged;
 }
 
@@ -223,10 +277,13 @@ std::vector<std::vector<tensor>> parallel_executor::run_per_place(
   if (!st.graph || st.fetch_list != fetch_list) {
     // A new fetch list means new fetch ops: rebuild the graph, its actors and communicator.
     st.stop_actors();
+    build_strategy build = st.build;
+    build.num_trainers = ranks.num_processes;
+    build.trainer_id = ranks.process_rank;
     st.graph = std::make_unique<step_graph>(
-        st.main, build_ssa_graph(st.main, st.declared, ranks.local_size(), st.build, fetch_list),
+        st.main, build_ssa_graph(st.main, st.declared, ranks.local_size(), build, fetch_list),
         rt.scope_list(), rt.device_list());
-    st.comm = std::make_unique<inproc_communicator>(ranks.local_size());
+    st.comm = rt.make_communicator();
     st.fetch_list = fetch_list;
     st.graph_steps = 0;
     st.env.graph = st.graph.get();
@@ -249,7 +306,11 @@ std::vector<std::vector<tensor>> parallel_executor::run_per_place(
     if (loss_grad.initialized()) s.var(st.loss_grad) = loss_grad.clone();
     offset += n;
   }
-  st.in.loss_scale = loss_scales(st.rows, st.build.scale);
+  // Scaled over the global batch: rank r's share is rows_r / batch on every process.
+  st.in.loss_scale = loss_scales(all_rows, st.build.scale);
+  if (!st.in.loss_scale.empty())
+    st.in.loss_scale = std::vector<float>(st.in.loss_scale.begin() + ranks.global_rank(0),
+                                          st.in.loss_scale.begin() + ranks.global_rank(0) + ranks.local_size());
   st.in.reset(fetch_list.size(), st.rows.size());
   st.graph->reset_counts();
   st.env.sequence_base = st.graph_steps++ * st.graph->collectives_per_step();

@@ -13,6 +13,7 @@ namespace pe {
 
 struct executor_runtime;
 struct executor_state;
+class process_group;
 class trace_recorder;
 
 /// How a reader on another stream waits for the work it reads (the seed's two strategies).
@@ -28,6 +29,9 @@ struct execution_strategy {
   /// more workers wake one another for every message.
   int num_threads = 1;
   sync_mode sync = sync_mode::event;
+  /// The processes this one trains with (join_processes()), every one running the same
+  /// number of places; nullptr: this process alone. Must outlive the executor.
+  process_group* group = nullptr;
 };
 
 /// Paddle's ParallelExecutor with every op handle a CAF actor and every place a device.
@@ -58,7 +62,8 @@ struct execution_strategy {
 class parallel_executor {
  public:
   /// Runs `startup` once on place 0 and copies every persistable variable to the other
-  /// places. Throws pe::error for a program that fails validation or an unsupported place.
+  /// places; with a process group, the persistables of rank 0's place 0 go to every
+  /// process. Throws pe::error for a program that fails validation or an unsupported place.
   parallel_executor(std::vector<place> places, const proto::ProgramDesc& startup,
                     const proto::ProgramDesc& main, build_strategy build = {},
                     execution_strategy exec = {});
@@ -75,7 +80,9 @@ class parallel_executor {
 
   /// Runs one step and returns each fetched variable merged across places (merge_fetch):
   /// a one-element loss or metric becomes the global-batch value, not Paddle's [places]
-  /// vector; anything else is concatenated along dim 0 in rank order.
+  /// vector; anything else is concatenated along dim 0 in rank order. With a process
+  /// group, over the places of every process (their fetches are gathered): every process
+  /// gets the same global values.
   /// Throws pe::error on a bad feed, a kernel failure, or when the executor is being destroyed.
   std::vector<tensor> run(const feed_map& feeds, const std::vector<std::string>& fetch_list);
 

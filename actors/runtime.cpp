@@ -2,13 +2,21 @@
 
 #include <caf/all.hpp>
 
+#include "collectives/cpu/inproc_communicator.hpp"
+#include "collectives/net/process_group.hpp"
+
 namespace pe {
 
-executor_runtime::executor_runtime(std::vector<place> places, int threads) : num_threads(threads) {
+executor_runtime::executor_runtime(std::vector<place> places, int threads, process_group* g)
+    : group(g), num_threads(threads) {
   if (places.empty()) throw error("parallel_executor: no places given");
   if (threads < 1)
     throw error("parallel_executor: at least one scheduler thread is needed, got " + std::to_string(threads));
   ranks.local_places = std::move(places);
+  if (group != nullptr) {
+    ranks.process_rank = group->rank();
+    ranks.num_processes = group->size();
+  }
   for (const place& p : ranks.local_places) {
     devices.push_back(open_device(p));
     scopes.push_back(std::make_unique<scope>());
@@ -28,6 +36,11 @@ executor_runtime::executor_runtime(std::vector<place> places, int threads) : num
 executor_runtime::~executor_runtime() {
   system.reset();
   for (auto& d : devices) d->stop();
+}
+
+std::unique_ptr<communicator> executor_runtime::make_communicator() const {
+  if (group != nullptr) return group->make_communicator(ranks.local_size());
+  return std::make_unique<inproc_communicator>(ranks.local_size());
 }
 
 std::vector<scope*> executor_runtime::scope_list() const {

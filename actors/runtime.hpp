@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "collectives/communicator.hpp"
 #include "collectives/ranks.hpp"
 #include "devices/device.hpp"
 #include "graph/exec/scope.hpp"
@@ -14,19 +15,23 @@ class actor_system_config;
 
 namespace pe {
 
+class process_group;
+
 /// What the executors of one set of places share (an executor and the test-program
 /// executor made from it): the ranks, a device and a scope per place, and the CAF actor
 /// system whose workers run the op actors. Members are destroyed in reverse order: the
 /// actor system first (no actor left to enqueue), then the devices (every stream thread
 /// ends), then the scopes their work used.
 struct executor_runtime {
-  /// Throws pe::error for no places or a place without a device in this build.
-  executor_runtime(std::vector<place> places, int threads);
+  /// Throws pe::error for no places or a place without a device in this build. `group`
+  /// (may be null) places this process's places among the job's ranks.
+  executor_runtime(std::vector<place> places, int threads, process_group* group);
   ~executor_runtime();
   executor_runtime(const executor_runtime&) = delete;
   executor_runtime& operator=(const executor_runtime&) = delete;
 
   rank_model ranks;
+  process_group* group; // null: this process alone
   int num_threads;
   std::vector<std::unique_ptr<scope>> scopes;
   std::vector<std::unique_ptr<device>> devices;
@@ -34,6 +39,8 @@ struct executor_runtime {
   std::unique_ptr<caf::actor_system> system;
 
   std::vector<scope*> scope_list() const;
+  /// A communicator over the places: in memory, or across the group's processes.
+  std::unique_ptr<communicator> make_communicator() const;
   std::vector<device*> device_list() const;
 };
 

@@ -57,7 +57,7 @@ collective_call step_node::call() const {
   c.what = what == op_handle::kind::all_reduce ? collective_call::kind::all_reduce
            : what == op_handle::kind::reduce   ? collective_call::kind::reduce
                                                : collective_call::kind::broadcast;
-  c.root = place < 0 ? 0 : place;
+  c.root = root;
   c.sequence = sequence;
   c.label = label;
   return c;
@@ -96,6 +96,7 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
     n.id = h.id;
     n.what = h.what;
     n.place = h.place;
+    n.root = h.root;
     n.type = op_type_name(h, main);
     n.label = describe(h, main, place_names);
     n.events_.resize(devices.size());

@@ -42,7 +42,8 @@ class graph_builder {
         block_(main.blocks(0)),
         strategy_(strategy),
         versions_(num_places),
-        load_(num_places, 0) {
+        load_(static_cast<std::size_t>(num_places * strategy.num_trainers), 0),
+        first_rank_(strategy.trainer_id * num_places) {
     graph_.num_places = num_places;
   }
 
@@ -58,7 +59,11 @@ class graph_builder {
 
  private:
   int num_places() const { return graph_.num_places; }
-  bool multi_place() const { return num_places() > 1; }
+  bool multi_place() const { return load_.size() > 1; }
+  /// The place of this process that global rank `rank` is, or -1.
+  int local(int rank) const {
+    return rank >= first_rank_ && rank < first_rank_ + num_places() ? rank - first_rank_ : -1;
+  }
   bool reduce_mode() const { return strategy_.reduce == build_strategy::reduce_mode::reduce; }
 
   // --- vars and edges ----------------------------------------------------------------
@@ -133,7 +138,8 @@ class graph_builder {
   /// Every place, except for an optimizer op whose parameter has an owner (reduce mode).
   std::vector<int> places_of(std::int32_t role, const param_grads& pairs) const {
     if (has_bit(role, op_role::optimize) && !pairs.empty())
-      if (const int* owner = owner_of(pairs.front().first)) return {*owner};
+      if (const int* owner = owner_of(pairs.front().first))
+        return local(*owner) >= 0 ? std::vector<int>{local(*owner)} : std::vector<int>{};
     std::vector<int> all(num_places());
     for (int p = 0; p < num_places(); ++p) all[p] = p;
     return all;
@@ -198,16 +204,18 @@ class graph_builder {
   }
 
   void add_reduce(const std::string& grad, int owner) {
-    int op = add_op(op_handle::kind::reduce, owner, {grad});
+    int op = add_op(op_handle::kind::reduce, local(owner), {grad});
+    graph_.ops[op].root = owner;
     for (int p = 0; p < num_places(); ++p) read(op, p, grad);
-    write(op, owner, grad);
+    if (local(owner) >= 0) write(op, local(owner), grad);
   }
 
   void add_broadcast(const std::string& param, int owner) {
-    int op = add_op(op_handle::kind::broadcast, owner, {param});
-    read(op, owner, param);
+    int op = add_op(op_handle::kind::broadcast, local(owner), {param});
+    graph_.ops[op].root = owner;
+    if (local(owner) >= 0) read(op, local(owner), param);
     for (int p = 0; p < num_places(); ++p)
-      if (p != owner) write(op, p, param);
+      if (p != local(owner)) write(op, p, param);
   }
 
   const int* owner_of(const std::string& param) const {
@@ -273,7 +281,8 @@ class graph_builder {
   std::vector<std::map<std::string, std::vector<int>>> versions_;
   std::vector<std::string> bucket_;
   std::int64_t bucket_bytes_ = 0;
-  std::vector<std::int64_t> load_; ///< reduce mode: elements owned per place
+  std::vector<std::int64_t> load_; ///< reduce mode: elements owned per global rank
+  int first_rank_;                 ///< the global rank of this process's place 0
 };
 
 // --- DOT ---------------------------------------------------------------------------
@@ -332,8 +341,10 @@ std::string describe(const op_handle& op, const proto::ProgramDesc& main,
       return "op #" + std::to_string(op.op_index) + " (" + op_type_name(op, main) + ")" + on(op.place);
     case op_handle::kind::scale_loss_grad: return "scale_loss_grad" + on(op.place);
     case op_handle::kind::all_reduce: return "all_reduce(" + vars + ")";
-    case op_handle::kind::reduce: return "reduce(" + vars + ") to" + on(op.place).substr(3);
-    case op_handle::kind::broadcast: return "broadcast(" + vars + ") from" + on(op.place).substr(3);
+    case op_handle::kind::reduce:
+      return "reduce(" + vars + ") to" + (op.place >= 0 ? on(op.place).substr(3) : " rank " + std::to_string(op.root));
+    case op_handle::kind::broadcast:
+      return "broadcast(" + vars + ") from" + (op.place >= 0 ? on(op.place).substr(3) : " rank " + std::to_string(op.root));
     case op_handle::kind::fetch: return "fetch '" + vars + "'" + on(op.place);
   }
   return "?";
@@ -350,6 +361,9 @@ ssa_graph build_ssa_graph(const proto::ProgramDesc& main, const var_table& valid
                           const std::vector<std::string>& fetch_list) {
   if (num_places < 1)
     throw error("build_ssa_graph: need at least one place, got " + std::to_string(num_places));
+  if (strategy.num_trainers < 1 || strategy.trainer_id < 0 || strategy.trainer_id >= strategy.num_trainers)
+    throw error("build_ssa_graph: trainer_id " + std::to_string(strategy.trainer_id) +
+                " outside num_trainers " + std::to_string(strategy.num_trainers));
   return graph_builder(main, validated, num_places, strategy).build(fetch_list);
 }
 

@@ -26,6 +26,13 @@ struct build_strategy {
   std::int64_t fuse_all_reduce_bytes = 0;
   /// Debug switch for the hazard checker's tests: leave out the WAR/WAW dummy edges.
   bool skip_hazard_edges = false;
+  /// Paddle's names: the processes the program is replicated over, each on the same number
+  /// of places, and this process's rank (the executor sets both from its process group).
+  /// The graph holds this process's places; collectives are inserted whenever the world
+  /// (num_trainers x places) has more than one place, and reduce-mode owners are global
+  /// ranks spread over every process's places.
+  int num_trainers = 1;
+  int trainer_id = 0;
 };
 
 /// One version of one variable on one place (or a dummy: a control dependency only).
@@ -52,7 +59,8 @@ struct op_handle {
 
   int id = 0;
   kind what = kind::computation;
-  int place = 0;         ///< computation/scale/fetch: where it runs; reduce/broadcast: owner; all_reduce: -1
+  int place = 0;         ///< computation/scale/fetch: where it runs; reduce/broadcast: the owner if it is a place of this process, else -1; all_reduce: -1
+  int root = 0;          ///< reduce/broadcast: the owner's global rank
   int op_index = -1;     ///< computation: index of the op in block 0
   std::vector<std::string> vars; ///< collectives: variable names (several when fused); fetch: the name
   int fetch_index = -1;  ///< fetch: position in the fetch list
@@ -73,7 +81,8 @@ struct ssa_graph {
   int num_places = 1;
   std::vector<var_handle> vars;
   std::vector<op_handle> ops; ///< in a valid topological order
-  /// Reduce mode: the owner place of each parameter (by name), in first-use order.
+  /// Reduce mode: the owner of each parameter (by name) as a global rank (= the place
+  /// index with one process), in first-use order.
   std::vector<std::pair<std::string, int>> owners;
 };
 
