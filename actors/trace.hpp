@@ -30,6 +30,13 @@ struct trace_source {
   const ssa_graph& graph;
   const proto::ProgramDesc& main;
   std::vector<std::string> place_names;
+  /// In a job of several processes: this one's rank, their number, and this process's
+  /// steady clock minus rank 0's (estimated when they met), for merging their traces.
+  int process_rank = 0;
+  int num_processes = 1;
+  std::int64_t clock_offset_ns = 0;
+  /// The steady-clock time the events' times count from (trace_recorder::origin_ns()).
+  std::int64_t origin_ns = 0;
 };
 
 /// Records op firings of selected steps. Each thread appends to a buffer of its own, so the
@@ -52,6 +59,9 @@ class trace_recorder {
 
   /// A steady-clock time (ns since the clock's epoch) on this recorder's scale.
   std::int64_t from_steady(std::int64_t steady_ns) const { return steady_ns - origin_ns_; }
+
+  /// The steady-clock time (ns since the clock's epoch) events count from.
+  std::int64_t origin_ns() const { return origin_ns_; }
 
   void record(std::uint64_t step, int op, std::int64_t enqueued_ns, std::int64_t start_ns,
               std::int64_t end_ns);

@@ -92,6 +92,10 @@ void write_chrome_trace(std::ostream& out, const trace_source& source,
   // (step, op) -> event index, to draw the messages.
   std::map<std::pair<std::uint64_t, int>, std::size_t> fired;
   std::map<std::uint64_t, std::pair<std::int64_t, std::int64_t>> step_extent;
+  // Op id -> position among the collectives: the order every process issues them in.
+  std::map<int, int> collective_index;
+  for (const op_handle& op : source.graph.ops)
+    if (is_collective(op.what)) collective_index.emplace(op.id, static_cast<int>(collective_index.size()));
   for (std::size_t i = 0; i < events.size(); ++i) {
     const trace_event& e = events[i];
     const op_handle& op = source.graph.ops.at(static_cast<std::size_t>(e.op));
@@ -118,6 +122,7 @@ void write_chrome_trace(std::ostream& out, const trace_source& source,
            {"outputs", var_list(source, op.outputs, collective)},
            {"thread", e.thread},
            {"enqueued_us", micros(e.enqueued_ns)}}}});
+    if (collective) trace_events.back()["args"]["collective"] = collective_index.at(e.op);
   }
 
   // One arrow per message: every output edge of a fired op to a reader fired in the same step.
@@ -153,7 +158,15 @@ void write_chrome_trace(std::ostream& out, const trace_source& source,
 
   json doc = {{"traceEvents", std::move(trace_events)},
               {"displayTimeUnit", "ns"},
-              {"otherData", {{"tool", "pe-actor"}, {"places", source.place_names}, {"tracks", layout.names()}}}};
+              {"otherData",
+               {{"tool", "pe-actor"},
+                {"places", source.place_names},
+                {"tracks", layout.names()},
+                {"process",
+                 {{"rank", source.process_rank},
+                  {"processes", source.num_processes},
+                  {"clock_offset_ns", source.clock_offset_ns},
+                  {"origin_ns", source.origin_ns}}}}}};
   out << doc.dump() << '\n';
 }
 

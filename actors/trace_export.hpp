@@ -16,7 +16,10 @@ namespace pe {
 /// - a flow arrow ("ph": "s" / "f", "cat": "message") for every message: from the sender's
 ///   span end to the receiver's span start, within a step;
 /// - a "steps" track with one span per step ("step 3").
-/// "otherData" carries "places" and "tracks" for tools. Times are microseconds.
+/// A collective's span also has arg "collective": its position among the step's
+/// collectives, the same on every process of a job. "otherData" carries "places",
+/// "tracks" and "process" {rank, processes, clock_offset_ns, origin_ns} for tools (pe-actor-trace
+/// merge). Times are microseconds.
 void write_chrome_trace(std::ostream& out, const trace_source& source,
                         const std::vector<trace_event>& events);
 

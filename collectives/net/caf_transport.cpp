@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include <caf/all.hpp>
@@ -32,6 +33,13 @@ std::int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+/// "2.5 s".
+std::string seconds(std::chrono::milliseconds t) {
+  std::ostringstream text;
+  text << static_cast<double>(t.count()) / 1000 << " s";
+  return text.str();
 }
 
 /// "name=value" lines: how fingerprints travel.
@@ -128,8 +136,8 @@ struct node_state {
     }
     inbox.fail("lost process rank " + (rank < 0 ? std::string("?") : std::to_string(rank)) +
                ": it exited, was killed, froze or its connection broke (" +
-               caf::to_string(reason) + "; peers are declared lost after --peer-timeout " +
-               std::to_string(peer_timeout.count() / 1000.0) + " s of silence)");
+               caf::to_string(reason) + "; peers are declared lost after " +
+               seconds(peer_timeout) + " of silence, --peer-timeout)");
   }
 
   void refuse(const std::string& why) {
@@ -254,7 +262,7 @@ class caf_transport final : public net_transport {
       }
       if (std::chrono::steady_clock::now() + pause > deadline)
         throw error("cannot reach the master at " + master + " within " +
-                    std::to_string(o.join_timeout.count() / 1000) + " s: " +
+                    seconds(o.join_timeout) + ": " +
                     system_->render(found.error()));
       std::this_thread::sleep_for(pause);
     }
@@ -272,8 +280,8 @@ class caf_transport final : public net_transport {
               else caf::anon_send(mailbox_, peers_atom::value, std::move(all));
             },
             [&](caf::error& e) {
-              failure = "the processes did not all join within " +
-                        std::to_string(o.join_timeout.count() / 1000) + " s (" + system_->render(e) + ")";
+              failure = "the processes did not all join within " + seconds(o.join_timeout) + " (" +
+                        system_->render(e) + ")";
             });
     if (failure) throw error(*failure);
     {
@@ -293,7 +301,7 @@ class caf_transport final : public net_transport {
       throw error("only " + std::to_string(1 + std::count_if(state_->peers.begin() + 1, state_->peers.end(),
                                                           [](const caf::actor& a) { return bool(a); })) +
                   " of " + std::to_string(state_->inbox.size()) + " processes joined within " +
-                  std::to_string(timeout.count() / 1000) + " s");
+                  seconds(timeout));
     if (state_->join_error) throw error(*state_->join_error);
     return 0;
   }
