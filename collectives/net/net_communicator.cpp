@@ -75,19 +75,49 @@ void send_payload(net_transport& t, int to, const net_packet& header,
   for (auto& packet : split_payload(header, payload)) t.send(to, std::move(packet));
 }
 
+namespace {
+
+/// Wire sequences per collective: step k of collective s travels as s * slots + k; the last
+/// slot carries a process's failure, sent to every peer.
+constexpr std::uint64_t slots = 64;
+constexpr std::uint64_t failure_slot = slots - 1;
+
+std::uint64_t wire(std::uint64_t sequence, std::uint64_t step) {
+  return sequence * slots + step;
+}
+
+/// [begin, end) in floats of chunk c of n floats cut in `parts`.
+std::pair<std::size_t, std::size_t> chunk_of(std::size_t n, int c, int parts) {
+  const auto p = static_cast<std::size_t>(parts), k = static_cast<std::size_t>(c);
+  return {n * k / p, n * (k + 1) / p};
+}
+
+int mod(int a, int n) {
+  return ((a % n) + n) % n;
+}
+
+} // namespace
+
 /// The network stage of one collective on this process's lead place.
 struct net_communicator::exchange {
   collective_call call;
   std::vector<tensor*> buffers; // the lead's
-  bool sent = false;
-  std::vector<char> mine;                   // what this process contributes (all_reduce, reduce)
-  std::vector<std::optional<net_payload>> got; // by process rank
-  std::vector<bool> sent_to;                   // by process rank
+  bool started = false;
+  bool ring = false;
+  std::vector<char> mine;                      // this process's contribution, then the result
+  int step = 0;                                // ring: steps done
+  bool step_sent = false;                      // what this step sends is sent
+  bool failure_told = false;
+  std::vector<std::optional<net_payload>> got; // direct: by process rank
 };
 
-net_communicator::net_communicator(net_transport& transport, std::uint32_t channel, int local_ranks)
-    : transport_(transport), channel_(channel), local_ranks_(local_ranks), local_(local_ranks) {
+net_communicator::net_communicator(net_transport& transport, std::uint32_t channel, int local_ranks,
+                                   std::size_t ring_bytes)
+    : transport_(transport), channel_(channel), local_ranks_(local_ranks), ring_bytes_(ring_bytes),
+      local_(local_ranks) {
   if (channel == 0) throw error("net_communicator: channel 0 is reserved for host exchanges");
+  if (transport.inbox().size() >= static_cast<int>(failure_slot / 2))
+    throw error("net_communicator: at most " + std::to_string(failure_slot / 2 - 1) + " processes");
 }
 
 int net_communicator::world_size() const {
@@ -142,14 +172,13 @@ void net_communicator::launch_exchange(const collective_call& call, std::vector<
   x->call = call;
   x->buffers = std::move(buffers);
   x->got.resize(static_cast<std::size_t>(transport_.inbox().size()));
-  x->sent_to.resize(x->got.size());
   cpu->enqueue_polled([this, x](bool failed) { return poll(*x, failed); });
 }
 
-net_packet net_communicator::header_of(const exchange& x) const {
+net_packet net_communicator::header_of(const exchange& x, std::uint64_t step) const {
   net_packet header;
   header.channel = channel_;
-  header.sequence = x.call.sequence;
+  header.sequence = wire(x.call.sequence, step);
   header.from = transport_.inbox().rank();
   header.kind = static_cast<std::int32_t>(x.call.what);
   header.root = x.call.root;
@@ -157,6 +186,56 @@ net_packet net_communicator::header_of(const exchange& x) const {
 }
 
 bool net_communicator::poll(exchange& x, bool stream_failed) {
+  using kind = collective_call::kind;
+  const collective_call& call = x.call;
+  const int me = transport_.inbox().rank(), processes = transport_.inbox().size();
+  try {
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (aborted_) throw error(*aborted_);
+    }
+    if (!x.started) {
+      x.started = true;
+      if (stream_failed) throw error("skipped after an earlier failure on process rank " + std::to_string(me));
+      const bool contributes = call.what != kind::broadcast || me == call.root / local_ranks_;
+      if (contributes) x.mine = pack(x.buffers, call.label);
+      else check_buffers(x.buffers, call.label);
+      x.ring = call.what == kind::all_reduce && processes >= 3 && x.mine.size() >= ring_bytes_;
+    }
+    for (int p = 0; p < processes; ++p)
+      if (p != me)
+        if (auto failed = transport_.inbox().take(channel_, wire(call.sequence, failure_slot), p))
+          throw error("process rank " + std::to_string(p) + " failed: " + failed->failure);
+    return x.ring ? ring(x) : direct(x);
+  } catch (const std::exception& e) {
+    // The peers may be waiting for this process: tell them why it stops.
+    if (!x.failure_told) {
+      x.failure_told = true;
+      net_packet failure = header_of(x, failure_slot);
+      failure.failure = e.what();
+      for (int p = 0; p < processes; ++p)
+        if (p != me) send_payload(transport_, p, failure, {});
+    }
+    throw error(call.label + ": " + e.what());
+  }
+}
+
+void net_communicator::check(const exchange& x, int from, const net_payload& got,
+                             std::size_t expected) const {
+  using kind = collective_call::kind;
+  const collective_call& call = x.call;
+  const std::string peer = "process rank " + std::to_string(from);
+  if (!got.failure.empty()) throw error(peer + " failed: " + got.failure);
+  if (got.kind != static_cast<std::int32_t>(call.what) || got.root != call.root)
+    throw error(peer + " ran collective #" + std::to_string(call.sequence) + " as " +
+                kind_name(static_cast<kind>(got.kind)) + " with root " + std::to_string(got.root) +
+                ", this process as " + kind_name(call.what) + " with root " + std::to_string(call.root));
+  if (got.bytes.size() != expected)
+    throw error(peer + " sent " + std::to_string(got.bytes.size()) + " bytes where this process has " +
+                std::to_string(expected));
+}
+
+bool net_communicator::direct(exchange& x) {
   using kind = collective_call::kind;
   const collective_call& call = x.call;
   net_inbox& inbox = transport_.inbox();
@@ -167,56 +246,20 @@ bool net_communicator::poll(exchange& x, bool stream_failed) {
   const bool receives = call.what == kind::all_reduce ||
                         (call.what == kind::reduce && me == root_process) ||
                         (call.what == kind::broadcast && me != root_process);
-  {
-    std::lock_guard<std::mutex> guard(mutex_);
-    if (aborted_) throw error(call.label + ": " + *aborted_);
-  }
-  if (!x.sent) {
-    x.sent = true;
-    net_packet header = header_of(x);
-    std::optional<std::string> failure;
-    if (stream_failed) failure = "skipped after an earlier failure on process rank " + std::to_string(me);
-    const bool contributes = call.what != kind::broadcast || me == root_process;
-    try {
-      if (!failure && contributes) x.mine = pack(x.buffers, call.label);
-      if (!failure && !contributes) check_buffers(x.buffers, call.label);
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-    if (failure) header.failure = *failure;
+  if (!x.step_sent) {
+    x.step_sent = true;
     for (int p = 0; p < processes; ++p)
-      if (p != me && (sends_all || (!receives && p == root_process))) {
-        send_payload(transport_, p, header, x.mine); // empty after a failure
-        x.sent_to[static_cast<std::size_t>(p)] = true;
-      }
-    if (failure) throw error(call.label + ": " + *failure);
+      if (p != me && (sends_all || (!receives && p == root_process)))
+        send_payload(transport_, p, header_of(x, 0), x.mine);
   }
   if (!receives) return true;
 
-  try {
-    return combine(x);
-  } catch (const std::exception& e) {
-    // The peers that got nothing from this process may be waiting for it: tell them.
-    net_packet failure = header_of(x);
-    failure.failure = e.what();
-    for (int p = 0; p < processes; ++p)
-      if (p != me && !x.sent_to[static_cast<std::size_t>(p)]) send_payload(transport_, p, failure, {});
-    throw;
-  }
-}
-
-bool net_communicator::combine(exchange& x) {
-  using kind = collective_call::kind;
-  const collective_call& call = x.call;
-  net_inbox& inbox = transport_.inbox();
-  const int me = inbox.rank(), processes = inbox.size();
-  const int root_process = call.root / local_ranks_;
   // Whom this process waits for: everyone, or the root's process for a broadcast.
   bool complete = true;
   for (int p = 0; p < processes; ++p) {
     if (p == me || (call.what == kind::broadcast && p != root_process)) continue;
     auto& slot = x.got[static_cast<std::size_t>(p)];
-    if (!slot) slot = inbox.take(channel_, call.sequence, p);
+    if (!slot) slot = inbox.take(channel_, wire(call.sequence, 0), p);
     if (!slot) complete = false;
   }
   if (!complete) return false;
@@ -230,16 +273,7 @@ bool net_communicator::combine(exchange& x) {
     }
     const auto& got = x.got[static_cast<std::size_t>(p)];
     if (!got) continue;
-    const std::string peer = "process rank " + std::to_string(p);
-    if (!got->failure.empty()) throw error(call.label + ": " + peer + " failed: " + got->failure);
-    if (got->kind != static_cast<std::int32_t>(call.what) || got->root != call.root)
-      throw error(call.label + ": " + peer + " ran collective #" + std::to_string(call.sequence) +
-                  " as " + kind_name(static_cast<kind>(got->kind)) + " with root " +
-                  std::to_string(got->root) + ", this process as " + kind_name(call.what) +
-                  " with root " + std::to_string(call.root));
-    if (got->bytes.size() != expected)
-      throw error(call.label + ": " + peer + " sent " + std::to_string(got->bytes.size()) +
-                  " bytes where this process has " + std::to_string(expected));
+    check(x, p, *got, expected);
     in_order.push_back(&got->bytes);
   }
   if (call.what == kind::broadcast) {
@@ -249,6 +283,46 @@ bool net_communicator::combine(exchange& x) {
     sum_in_order(in_order, sum);
     unpack(sum, x.buffers);
   }
+  return true;
+}
+
+bool net_communicator::ring(exchange& x) {
+  net_inbox& inbox = transport_.inbox();
+  const int me = inbox.rank(), n = inbox.size();
+  const int left = mod(me - 1, n), right = mod(me + 1, n);
+  const std::size_t floats = x.mine.size() / sizeof(float);
+  // Steps 0 .. n-2 reduce-scatter: chunk c accumulates around the ring from process c, so
+  // process c-1 ends with its sum in the order c, c+1, ...; steps n-1 .. 2n-3 all-gather
+  // the finished chunks, so every process ends with the same bytes.
+  while (x.step < 2 * (n - 1)) {
+    const int s = x.step;
+    const bool scatter = s < n - 1;
+    const int send_chunk = scatter ? mod(me - s, n) : mod(me + 1 - (s - (n - 1)), n);
+    const int recv_chunk = scatter ? mod(me - s - 1, n) : mod(me - (s - (n - 1)), n);
+    if (!x.step_sent) {
+      x.step_sent = true;
+      const auto [b, e] = chunk_of(floats, send_chunk, n);
+      std::vector<char> piece(x.mine.begin() + static_cast<std::ptrdiff_t>(b * sizeof(float)),
+                              x.mine.begin() + static_cast<std::ptrdiff_t>(e * sizeof(float)));
+      send_payload(transport_, right, header_of(x, static_cast<std::uint64_t>(s)), piece);
+    }
+    auto got = inbox.take(channel_, wire(x.call.sequence, static_cast<std::uint64_t>(s)), left);
+    if (!got) return false;
+    const auto [b, e] = chunk_of(floats, recv_chunk, n);
+    check(x, left, *got, (e - b) * sizeof(float));
+    char* into = x.mine.data() + b * sizeof(float);
+    if (scatter) {
+      std::vector<char> sum(got->bytes.size());
+      std::vector<char> own(into, into + got->bytes.size());
+      sum_in_order({&got->bytes, &own}, sum);
+      std::memcpy(into, sum.data(), sum.size());
+    } else if (!got->bytes.empty()) {
+      std::memcpy(into, got->bytes.data(), got->bytes.size());
+    }
+    ++x.step;
+    x.step_sent = false;
+  }
+  unpack(x.mine, x.buffers);
   return true;
 }
 

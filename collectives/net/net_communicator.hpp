@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -26,20 +27,27 @@ namespace pe {
 /// only by the grouping of the fp32 sum ((p0 + p1) + (p2 + p3) instead of
 /// ((p0 + p1) + p2) + p3).
 ///
-/// all_reduce: every process sends its local sum to every other (direct exchange).
+/// all_reduce: every process sends its local sum to every other (direct exchange; one
+/// payload of the sum's size per peer), or, from 3 processes and ring_bytes on, around a
+/// ring: reduce-scatter then all-gather, 2 (n - 1) / n of the sum's size per process, each
+/// chunk summed in ring order (still the same on every process and every run).
 /// reduce: the root's process sums what the others send; on the other processes the
 /// lead's buffers hold the local partial sum afterwards. broadcast: the root's process
 /// sends the root's values; the others receive them on their lead and spread them.
 ///
-/// A payload carries the collective's kind, root and size, and a process whose stream
-/// failed sends its failure instead of data: a peer that disagrees or failed fails the
-/// collective on every rank with an error naming that process. A lost peer breaks the
-/// transport's inbox, which fails every waiting collective.
+/// A payload carries the collective's kind, root and size; a process whose stream failed,
+/// or that finds a peer disagreeing, sends its failure to every peer: the collective fails
+/// on every rank with an error naming that process, and nobody waits forever. A lost peer
+/// breaks the transport's inbox, which fails every waiting collective.
 class net_communicator final : public communicator {
  public:
+  /// All-reduces of at least this many bytes among 3 or more processes go around a ring.
+  static constexpr std::size_t default_ring_bytes = 256 << 10;
+
   /// `channel` (>= 1) must be the same on every process for the same communicator: the
   /// processes create their communicators in the same order.
-  net_communicator(net_transport& transport, std::uint32_t channel, int local_ranks);
+  net_communicator(net_transport& transport, std::uint32_t channel, int local_ranks,
+                   std::size_t ring_bytes = default_ring_bytes);
 
   int world_size() const override;
   void launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers, stream& on,
@@ -51,15 +59,21 @@ class net_communicator final : public communicator {
 
   /// The network stage of `call`, enqueued on the lead's stream.
   void launch_exchange(const collective_call& call, std::vector<tensor*> buffers, stream& on);
-  /// One poll of the network stage: true when finished; throws when it failed.
+  /// One poll of the network stage: true when finished. Throws when it failed, after
+  /// telling every peer why.
   bool poll(exchange& x, bool stream_failed);
-  /// The receiving half of poll: takes the peers' payloads and combines them.
-  bool combine(exchange& x);
-  net_packet header_of(const exchange& x) const;
+  /// The direct exchange: each payload straight to the processes that need it.
+  bool direct(exchange& x);
+  /// The ring all-reduce: reduce-scatter then all-gather, one chunk per step to the right.
+  bool ring(exchange& x);
+  /// Throws unless what `from` sent is the same collective with `expected` bytes.
+  void check(const exchange& x, int from, const net_payload& got, std::size_t expected) const;
+  net_packet header_of(const exchange& x, std::uint64_t step) const;
 
   net_transport& transport_;
   std::uint32_t channel_;
   int local_ranks_;
+  std::size_t ring_bytes_;
   inproc_communicator local_;
   std::mutex mutex_;
   std::map<std::uint64_t, std::int64_t> started_; // by sequence: when stage 1 began
