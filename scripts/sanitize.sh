@@ -2,7 +2,9 @@
 # Builds with a sanitizer and runs the tests that exercise concurrency and memory:
 # the CPU device (streams, events), the communicator and collectives, the actor executor,
 # the reference executor, the hazard checker, tracing, parameter files, and training the
-# CNN and Paddle's programs on several places (oneDNN kernels on the device threads).
+# CNN and Paddle's programs on several places (oneDNN kernels on the device threads), and
+# the collectives and jobs across processes (CAF networking; the multi-process test runs the
+# sanitized pe-actor-run, whose reports fail its exit status).
 # Usage: scripts/sanitize.sh thread|address
 # ThreadSanitizer runs the tests against a TSan-instrumented CAF (scripts/build_caf_tsan.sh):
 # with Debian's uninstrumented libcaf_core it reports races inside CAF's mailboxes.
@@ -14,7 +16,8 @@ scripts/install_deps.sh
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPE_SANITIZE="$kind"
 tests=(device_test communicator_test cpu_collective_test parallel_executor_test
        reference_executor_test ssa_graph_test hazard_test trace_test param_files_test
-       dropout_ops_test cnn_model_test paddle_training_test)
+       dropout_ops_test cnn_model_test paddle_training_test net_communicator_test
+       process_group_test multiprocess_test)
 cmake --build "$build" -j2 --target "${tests[@]}"
 if [[ "$kind" == thread ]]; then
   scripts/build_caf_tsan.sh build-caf-tsan
