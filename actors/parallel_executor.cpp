@@ -228,18 +228,47 @@ std::vector<std::vector<std::uint64_t>> parallel_executor::collective_history() 
 
 std::vector<tensor> parallel_executor::run(const feed_map& feeds,
                                            const std::vector<std::string>& fetch_list) {
-  auto per_place = run_per_place(feeds, fetch_list);
+  return merged(run_per_place(feeds, fetch_list), fetch_list);
+}
+
+std::vector<tensor> parallel_executor::run_share(const feed_map& my_rows, std::int64_t global_batch,
+                                                 const std::vector<std::string>& fetch_list) {
+  const auto [first, count] = share_of(global_batch);
+  if (batch_size(my_rows) != count)
+    throw error("run_share: the feeds hold " + std::to_string(batch_size(my_rows)) +
+                " rows; this process's share of a global batch of " + std::to_string(global_batch) +
+                " is " + std::to_string(count));
+  return merged(run_rows(my_rows, global_batch, first, fetch_list), fetch_list);
+}
+
+std::pair<std::int64_t, std::int64_t> parallel_executor::share_of(std::int64_t global_batch) const {
+  const rank_model& ranks = runtime_->ranks;
+  const auto all_rows = split_rows(global_batch, ranks.world_size());
+  std::int64_t first = 0, count = 0;
+  for (int r = 0; r < ranks.global_rank(0) + ranks.local_size(); ++r)
+    (r < ranks.global_rank(0) ? first : count) += all_rows[static_cast<std::size_t>(r)];
+  return {first, count};
+}
+
+std::vector<tensor> parallel_executor::merged(std::vector<std::vector<tensor>> per_place,
+                                              const std::vector<std::string>& fetch_list) {
   std::vector<std::int64_t> rows = state_->rows;
   if (runtime_->group != nullptr) gather_fetches(*runtime_->group, per_place, rows);
-  std::vector<tensor> merged;
+  std::vector<tensor> out;
   for (std::size_t k = 0; k < per_place.size(); ++k)
-    merged.push_back(merge_fetch(per_place[k], fetch_list[k], state_->declared.at(fetch_list[k]).dims,
-                                 rows));
-  return merged;
+    out.push_back(merge_fetch(per_place[k], fetch_list[k], state_->declared.at(fetch_list[k]).dims,
+                              rows));
+  return out;
 }
 
 std::vector<std::vector<tensor>> parallel_executor::run_per_place(
     const feed_map& feeds, const std::vector<std::string>& fetch_list) {
+  return run_rows(feeds, -1, 0, fetch_list);
+}
+
+std::vector<std::vector<tensor>> parallel_executor::run_rows(
+    const feed_map& feeds, std::int64_t global_batch, std::int64_t first,
+    const std::vector<std::string>& fetch_list) {
   executor_state& st = *state_;
   executor_runtime& rt = *runtime_;
   {
@@ -270,7 +299,8 @@ std::vector<std::vector<tensor>> parallel_executor::run_per_place(
   }
   st.feeds.check(data);
   const rank_model& ranks = rt.ranks;
-  const std::vector<std::int64_t> all_rows = split_rows(batch_size(data), ranks.world_size());
+  if (global_batch < 0) global_batch = batch_size(data); // the feeds are the whole batch
+  const std::vector<std::int64_t> all_rows = split_rows(global_batch, ranks.world_size());
   st.rows.assign(all_rows.begin() + ranks.global_rank(0),
                  all_rows.begin() + ranks.global_rank(0) + ranks.local_size());
 
@@ -293,9 +323,16 @@ std::vector<std::vector<tensor>> parallel_executor::run_per_place(
       st.env.actors.push_back(rt.system->spawn(op_actor, &st.env, n.id));
   }
 
-  // This process's rows start after those of the ranks before its first one.
-  std::int64_t offset = 0;
+  // This process's rows start after those of the ranks before its first one; `feeds`
+  // starts at the global batch's row `first`.
+  std::int64_t offset = -first, mine = 0;
   for (int r = 0; r < ranks.global_rank(0); ++r) offset += all_rows[static_cast<std::size_t>(r)];
+  for (std::int64_t n : st.rows) mine += n;
+  if (offset < 0 || offset + mine > batch_size(data))
+    throw error("the feeds hold " + std::to_string(batch_size(data)) + " rows from row " +
+                std::to_string(first) + " of a global batch of " + std::to_string(global_batch) +
+                "; this process's places take rows " + std::to_string(offset + first) + " to " +
+                std::to_string(offset + first + mine - 1));
   for (std::size_t p = 0; p < st.rows.size(); ++p) {
     scope& s = *rt.scopes[p];
     const std::int64_t n = st.rows[p];

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/exec/feed_check.hpp"
@@ -90,6 +91,17 @@ class parallel_executor {
   std::vector<std::vector<tensor>> run_per_place(const feed_map& feeds,
                                                  const std::vector<std::string>& fetch_list);
 
+  /// Like run, for one process of a job that reads only its share of each global batch:
+  /// `my_rows` holds the rows of this process's global ranks (split_rows of `global_batch`
+  /// over the world, in rank order), and nothing of the other processes' rows. Throws
+  /// pe::error when the feeds hold another number of rows than that share.
+  std::vector<tensor> run_share(const feed_map& my_rows, std::int64_t global_batch,
+                                const std::vector<std::string>& fetch_list);
+
+  /// The rows [first, first + count) of a global batch of `global_batch` rows that this
+  /// process's places take, for the caller of run_share.
+  std::pair<std::int64_t, std::int64_t> share_of(std::int64_t global_batch) const;
+
   /// Replaces persistable `name` (a parameter, an optimizer state) with a copy of `value` on
   /// every place: parameters are replicas. Call between steps, typically after construction to
   /// load saved parameters; executors sharing this one's variables see the new value. Read a
@@ -123,6 +135,14 @@ class parallel_executor {
  private:
   std::shared_ptr<executor_runtime> runtime_; // places, devices, scopes, actor system (shared)
   std::unique_ptr<executor_state> state_;     // this executor's program, graph, actors, step
+
+  /// run_per_place for the global batch `global_batch` of which `feeds` holds the rows
+  /// from `first` on.
+  std::vector<std::vector<tensor>> run_rows(const feed_map& feeds, std::int64_t global_batch,
+                                            std::int64_t first,
+                                            const std::vector<std::string>& fetch_list);
+  std::vector<tensor> merged(std::vector<std::vector<tensor>> per_place,
+                             const std::vector<std::string>& fetch_list);
 };
 
 } // namespace pe
