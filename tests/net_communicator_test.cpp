@@ -148,6 +148,11 @@ struct shape_case {
   std::size_t ring_bytes = net_communicator::default_ring_bytes;
 };
 
+/// Test names in ctest: "3x2 ring from 0 bytes", not the case's bytes.
+void PrintTo(const shape_case& c, std::ostream* os) {
+  *os << c.processes << "x" << c.local << " ring from " << c.ring_bytes << " bytes";
+}
+
 class NetCollective : public ::testing::TestWithParam<shape_case> {};
 
 TEST_P(NetCollective, AllReduceEqualsOneProcessAndIsIdenticalOnEveryRank) {

@@ -53,6 +53,11 @@ struct job_case {
   const char* optimizer;
 };
 
+/// Test names in ctest: the case's name, not its bytes.
+void PrintTo(const job_case& c, std::ostream* os) {
+  *os << c.name;
+}
+
 class ProcessExecutors : public ::testing::TestWithParam<job_case> {};
 
 TEST_P(ProcessExecutors, TrainAsOneExecutorOverAllTheirPlaces) {
