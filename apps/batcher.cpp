@@ -37,20 +37,44 @@ batcher::batcher(const dataset& data, std::int64_t batch_size, std::uint64_t see
 }
 
 dataset batcher::next() {
+  return next(0, next_rows());
+}
+
+std::int64_t batcher::next_rows() const {
+  const std::int64_t left = position_ == data_.size() ? data_.size() : data_.size() - position_;
+  return std::min(batch_size_, left);
+}
+
+dataset batcher::next(std::int64_t first, std::int64_t count) {
+  const std::int64_t batch = next_rows();
+  if (first < 0 || count < 0 || first + count > batch)
+    throw error("batcher: rows [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                ") of a batch of " + std::to_string(batch));
+  auto begin = take() + first;
+  dataset out{tensor(data_.images.type(), with_rows(data_.images.shape(), count)),
+              tensor(data_.labels.type(), with_rows(data_.labels.shape(), count))};
+  for (std::int64_t i = 0; i < count; ++i) {
+    auto sample = order_[static_cast<std::size_t>(begin + i)];
+    copy_row(data_.images, sample, out.images, i);
+    copy_row(data_.labels, sample, out.labels, i);
+  }
+  return out;
+}
+
+void batcher::advance(std::int64_t batches) {
+  for (std::int64_t i = 0; i < batches; ++i)
+    take();
+}
+
+std::int64_t batcher::take() {
   if (position_ == data_.size()) {
     shuffle();
     position_ = 0;
   }
-  auto rows = std::min(batch_size_, data_.size() - position_);
-  dataset batch{tensor(data_.images.type(), with_rows(data_.images.shape(), rows)),
-                tensor(data_.labels.type(), with_rows(data_.labels.shape(), rows))};
-  for (std::int64_t i = 0; i < rows; ++i) {
-    auto sample = order_[static_cast<std::size_t>(position_ + i)];
-    copy_row(data_.images, sample, batch.images, i);
-    copy_row(data_.labels, sample, batch.labels, i);
-  }
-  position_ += rows;
-  return batch;
+  auto begin = position_;
+  position_ += std::min(batch_size_, data_.size() - position_);
+  ++served_;
+  return begin;
 }
 
 std::int64_t batcher::batches_per_epoch() const {

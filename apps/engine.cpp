@@ -1,9 +1,14 @@
 #include "apps/engine.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <optional>
 
 #include "actors/parallel_executor.hpp"
+#include "collectives/net/process_group.hpp"
 #include "graph/exec/reference_executor.hpp"
+#include "graph/program_io.hpp"
 #include "devices/cpu/blas.hpp"
 #include "devices/error.hpp"
 
@@ -68,13 +73,46 @@ build_strategy strategy_of(const run_options& o) {
   return build;
 }
 
-/// Data parallelism over CPU places, every op an actor.
+/// With --nnodes > 1: this process joined to the others, after checking that they run the
+/// same job (the flags that change the math first, so a mismatch names the flag).
+std::unique_ptr<process_group> join_job(const run_options& o, const model_programs& m) {
+  if (!o.multi_process()) return nullptr;
+  process_group_options g;
+  g.rank = o.node_rank;
+  g.size = o.nnodes;
+  g.master_host = o.master_host;
+  g.master_port = o.master_port;
+  g.peer_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.peer_timeout * 1000));
+  g.join_timeout = std::max(std::chrono::milliseconds(60000), 3 * g.peer_timeout);
+  g.fingerprint = {
+      {"build", PE_BUILD_ID},
+      {"places per process", std::to_string(o.places.size())},
+      {"--batch-size", std::to_string(o.batch_size)},
+      {"--steps/--epochs", o.epochs ? std::to_string(*o.epochs) + " epochs" : std::to_string(o.steps)},
+      {"--model", o.model},
+      {"--data", o.data},
+      {"--normalize", o.normalize ? "on" : "off"},
+      {"--seed", std::to_string(o.seed)},
+      {"--optimizer", o.optimizer},
+      {"--lr", std::to_string(o.learning_rate)},
+      {"--reduce", o.reduce},
+      {"--fuse-allreduce-mb", std::to_string(o.fuse_allreduce_mb)},
+      {"--eval", o.eval ? "on" : "off"},
+      {"--load-params", o.load_params},
+      {"startup program", program_fingerprint(m.startup)},
+      {"main program", program_fingerprint(m.main)},
+  };
+  return join_processes(g);
+}
+
+/// Data parallelism over CPU places, every op an actor; with --nnodes, over the places of
+/// every process.
 class actor_engine final : public engine {
  public:
   actor_engine(const run_options& o, const model_programs& m)
-    : main_(m.main),
+    : main_(m.main), group_(join_job(o, m)),
       train_(o.places, m.startup, m.main, strategy_of(o),
-             {o.threads, o.sync == "wait" ? sync_mode::wait : sync_mode::event}) {
+             {o.threads, o.sync == "wait" ? sync_mode::wait : sync_mode::event, group_.get()}) {
     if (o.eval)
       test_.emplace(m.test, train_, strategy_of(o));
   }
@@ -102,11 +140,46 @@ class actor_engine final : public engine {
   void trace(trace_recorder* recorder) override { train_.trace(recorder); }
 
   trace_source training_trace_source() const override {
-    return {train_.graph(), train_.program(), train_.place_names()};
+    trace_source source{train_.graph(), train_.program(), train_.place_names()};
+    if (group_) {
+      source.process_rank = group_->rank();
+      source.num_processes = group_->size();
+      source.clock_offset_ns = group_->clock_offset_ns();
+    }
+    return source;
+  }
+
+  int process_rank() const override { return group_ ? group_->rank() : 0; }
+
+  std::pair<std::int64_t, std::int64_t> share_of(std::int64_t global_batch) const override {
+    return train_.share_of(global_batch);
+  }
+
+  std::vector<tensor> train_share(const feed_map& my_rows, std::int64_t global_batch,
+                                  const std::vector<std::string>& fetch_list) override {
+    return train_.run_share(my_rows, global_batch, fetch_list);
+  }
+
+  int agreed_signal(int mine) override {
+    if (!group_) return mine;
+    const auto* p = reinterpret_cast<const char*>(&mine);
+    for (const auto& theirs : group_->all_gather(std::vector<char>(p, p + sizeof mine))) {
+      int signal = 0;
+      if (theirs.size() != sizeof signal)
+        throw error("a process sent a malformed stop vote of " + std::to_string(theirs.size()) + " bytes");
+      std::memcpy(&signal, theirs.data(), sizeof signal);
+      if (signal != 0) return signal;
+    }
+    return 0;
+  }
+
+  void finish() override {
+    if (group_) group_->barrier();
   }
 
  private:
   const proto::ProgramDesc& main_;
+  std::unique_ptr<process_group> group_; // outlives the executors
   parallel_executor train_;
   std::optional<parallel_executor> test_; // shares train_'s runtime; destroyed first
 };

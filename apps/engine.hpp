@@ -1,7 +1,9 @@
 #pragma once
 
 #include <memory>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/exec/feed_check.hpp"
@@ -44,6 +46,32 @@ class engine {
   /// What recorded training firings refer to (graph, program, place names); valid after
   /// the first step. Throws pe::error for an executor without actors.
   virtual trace_source training_trace_source() const = 0;
+
+  /// This process's rank among the job's processes (--nnodes); 0 alone. Rank 0 writes
+  /// the job's outputs.
+  virtual int process_rank() const { return 0; }
+
+  /// The rows [first, first + count) of a global batch of `global_batch` rows that this
+  /// process trains on: all of them alone.
+  virtual std::pair<std::int64_t, std::int64_t> share_of(std::int64_t global_batch) const {
+    return {0, global_batch};
+  }
+
+  /// train() for a process that feeds only its share (share_of) of a global batch of
+  /// `global_batch` rows; the fetches are still global-batch values.
+  virtual std::vector<tensor> train_share(const feed_map& my_rows, std::int64_t global_batch,
+                                          const std::vector<std::string>& fetch_list) {
+    (void)global_batch;
+    return train(my_rows, fetch_list);
+  }
+
+  /// The signal that stops the job at this step boundary: the first non-zero `mine` of
+  /// every process in rank order, so that all stop together; alone, `mine`.
+  virtual int agreed_signal(int mine) { return mine; }
+
+  /// Returns once every process of the job got here, so that none exits while another
+  /// still needs it; alone, at once. Throws pe::error when a process failed or was lost.
+  virtual void finish() {}
 };
 
 /// Initialises the parameters with the startup program and builds what `options` asks for:

@@ -12,6 +12,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "apps/launch_options.hpp"
 #include "devices/error.hpp"
 #include "graph/models/cnn.hpp"
 
@@ -129,7 +130,10 @@ po::options_description describe() {
     "actor executor (or on one place with the reference executor), or with --infer runs an\n"
     "inference model on .npy inputs. An error prints one line\n"
     "starting with \"pe-actor-run: error:\" and exits with status 2; hazards that\n"
-    "--check-hazards finds exit with status 3.\n\nOptions");
+    "--check-hazards finds exit with status 3. The first Ctrl-C (SIGINT) or SIGTERM ends\n"
+    "training after the step in progress, writes the metrics, the summary and the\n"
+    "--save-params checkpoint (no --eval) and exits with status 130 or 143; a second one\n"
+    "exits at once.\n\nOptions");
   // clang-format off
   d.add_options()
     ("help,h", "print this help and exit")
@@ -220,7 +224,7 @@ po::options_description describe() {
      "record the actor executor's op firings during training and write them to FILE as a "
      "Chrome Trace Event JSON file (open it in Perfetto or chrome://tracing, or read it with "
      "pe-actor-trace): a track per place and one for the collectives, a span per firing, "
-     "an arrow per message")
+     "an arrow per message (with --nnodes, one file per process: see --nnodes)")
     ("trace-steps", po::value<std::string>()->value_name("A:B"),
      "record only training steps A..B (inclusive, counted from 1) for --trace and "
      "--check-hazards; default: every step")
@@ -235,11 +239,22 @@ po::options_description describe() {
      "per variable (Paddle's save_vars / save_persistables) or one combined file (save_combine, "
      ".pdiparams, matched to the program's variables by count in sorted-name order). It holds "
      "every persistable, or only the parameters the forward ops read (the others keep their "
-     "startup values); each must have the dtype and dims the program declares")
+     "startup values); each must have the dtype and dims the program declares. A --save-params "
+     "checkpoint (PATH/checkpoint.json) resumes its run: training goes on from the step after "
+     "it with the data where it was, so the losses continue the interrupted run's; --steps and "
+     "--epochs stay the total. A checkpoint of another model, batch size, seed or data is "
+     "refused")
     ("save-params", po::value<std::string>()->value_name("DIR"),
-     "after training, write every persistable (parameters, learning rate, optimizer state) "
-     "to DIR, one file per variable in Paddle's format (paddle.static.load_vars and "
-     "paddle.static.load read it); DIR is created and checked writable before training")
+     "after training (also when a first Ctrl-C or SIGTERM ends it early) write a checkpoint "
+     "to DIR: every persistable (parameters, learning rate, optimizer state) as one file per "
+     "variable in Paddle's format (paddle.static.load_vars and paddle.static.load read it), "
+     "and DIR/checkpoint.json with the step, the position in the data and what a resumed "
+     "run must match (model, batch size, seed, data). The checkpoint replaces DIR in one "
+     "rename, so an interrupted save leaves the previous one whole; DIR must be new, empty "
+     "or an earlier checkpoint of the program, and is checked writable before training")
+    ("save-every", po::value<std::int64_t>()->value_name("K"),
+     "with --save-params: also write the checkpoint after every K-th step (counted from the "
+     "first run's start)")
     ("infer", po::bool_switch(),
      "run an inference model instead of training: --model PATH is its program (a .pdmodel; "
      "its feed and fetch ops name the inputs and the outputs), --params its parameters, "
@@ -250,7 +265,24 @@ po::options_description describe() {
      "with --infer: the model's parameters, a combined file (.pdiparams) or a directory with "
      "one file per variable")
     ("output", po::value<std::string>()->value_name("DIR"),
-     "with --infer: the directory (created) for the fetch targets' .npy files");
+     "with --infer: the directory (created) for the fetch targets' .npy files")
+    ("nnodes", po::value<int>()->value_name("N"),
+     "train data-parallel over N processes, on one machine or several (default 1, or "
+     "PADDLE_TRAINERS_NUM); each process trains on its own --places, so the world size is N "
+     "x local places, and --batch-size stays the global batch, of which each process copies "
+     "only its rows. Every process runs the same flags (compared when they meet); rank 0 "
+     "prints the steps and writes --metrics, --save-params, --dot and --save-program; each "
+     "process writes its own --trace, FILE with .rankR before the extension "
+     "(pe-actor-trace merge joins them). pe-actor-launch starts N local processes")
+    ("node-rank", po::value<int>()->value_name("R"),
+     "this process's rank, 0..N-1 (default 0, or PADDLE_TRAINER_ID); rank 0 is the master")
+    ("master", po::value<std::string>()->value_name("HOST:PORT"),
+     "with --nnodes N > 1: the address where rank 0 listens and the other processes join "
+     "(required; default: the first of PADDLE_TRAINER_ENDPOINTS, a comma-separated "
+     "HOST:PORT list in rank order, of which PADDLE_CURRENT_ENDPOINT must be this rank's)")
+    ("peer-timeout", po::value<double>()->value_name("SECONDS")->default_value(10, "10"),
+     "with --nnodes N > 1: a process that dies, stops or loses its connection fails the "
+     "step on every other process, with an error naming its rank, within this time");
   // clang-format on
   return d;
 }
@@ -311,6 +343,13 @@ void interpret_params(const po::variables_map& vm, run_options& o) {
   if (vm.count("params")) o.params = take<std::string>(vm, "params");
   if (vm.count("output")) o.output = take<std::string>(vm, "output");
   o.infer = take<bool>(vm, "infer");
+  if (vm.count("save-every")) {
+    o.save_every = take<std::int64_t>(vm, "save-every");
+    require_positive(o.save_every, "save-every");
+    if (o.save_params.empty())
+      throw error("--save-every " + std::to_string(o.save_every) +
+                  " needs --save-params DIR, the checkpoint directory");
+  }
   if (!o.infer) {
     if (!o.params.empty() || !o.output.empty())
       throw error("--params and --output are for --infer; to train from saved parameters "
@@ -324,7 +363,8 @@ void interpret_params(const po::variables_map& vm, run_options& o) {
   if (!o.data.starts_with("npy:"))
     throw error("--infer reads its inputs from --data npy:DIR, got '" + o.data + "'");
   for (const char* flag : {"startup", "steps", "epochs", "eval", "load-params", "save-params",
-                           "save-program", "metrics", "dot", "trace", "check-hazards"})
+                           "save-every", "save-program", "metrics", "dot", "trace",
+                           "check-hazards"})
     if (given(vm, flag))
       throw error(std::string("--") + flag + " is for training, not --infer");
 }
@@ -340,6 +380,32 @@ void interpret_tracing(const po::variables_map& vm, run_options& o) {
     throw error("--trace-steps selects the steps that --trace or --check-hazards record; "
                 "give one of them");
   std::tie(o.trace_first, o.trace_last) = parse_step_range(take<std::string>(vm, "trace-steps"));
+}
+
+/// Sets and checks this process's place in a multi-process job: --nnodes, --node-rank,
+/// --master (or Paddle's launch environment) and --peer-timeout.
+void interpret_launch(const po::variables_map& vm, run_options& o) {
+  launch_flags flags;
+  if (vm.count("nnodes")) flags.nnodes = take<int>(vm, "nnodes");
+  if (vm.count("node-rank")) flags.node_rank = take<int>(vm, "node-rank");
+  if (vm.count("master")) flags.master = take<std::string>(vm, "master");
+  const launch_config launch = resolve_launch(flags);
+  o.nnodes = launch.nnodes;
+  o.node_rank = launch.node_rank;
+  o.master_host = launch.master_host;
+  o.master_port = launch.master_port;
+  o.peer_timeout = take<double>(vm, "peer-timeout");
+  if (!(o.peer_timeout > 0 && std::isfinite(o.peer_timeout)))
+    throw error("--peer-timeout must be a positive number of seconds, got " +
+                std::to_string(o.peer_timeout));
+  if (!o.multi_process())
+    return;
+  if (o.infer)
+    throw error("--infer runs in one process; --nnodes " + std::to_string(o.nnodes) +
+                " is for training");
+  if (!o.actor())
+    throw error("--executor reference runs in one process; --nnodes " +
+                std::to_string(o.nnodes) + " trains with the actor executor");
 }
 
 run_options interpret(const po::variables_map& vm) {
@@ -402,6 +468,7 @@ run_options interpret(const po::variables_map& vm) {
   interpret_params(vm, o);
   interpret_tracing(vm, o);
   interpret_executor(vm, o);
+  interpret_launch(vm, o);
   return o;
 }
 
@@ -479,6 +546,14 @@ nlohmann::json to_json(const run_options& o) {
     config["load_params"] = o.load_params;
   if (!o.save_params.empty())
     config["save_params"] = o.save_params;
+  if (o.save_every > 0)
+    config["save_every"] = o.save_every;
+  if (o.multi_process()) {
+    config["nnodes"] = o.nnodes;
+    config["node_rank"] = o.node_rank;
+    config["master"] = endpoint{o.master_host, o.master_port}.text();
+    config["peer_timeout"] = o.peer_timeout;
+  }
   return config;
 }
 

@@ -42,10 +42,16 @@ struct run_options {
   std::uint64_t trace_last = std::numeric_limits<std::uint64_t>::max(); ///< last, inclusive
   bool check_hazards = false; ///< check the recorded firings against the SSA graph
   std::string load_params; ///< persistables loaded after the startup program; empty: none
-  std::string save_params; ///< directory the trained persistables go to; empty: not saved
+  std::string save_params; ///< checkpoint directory (persistables + checkpoint.json); empty: none
+  std::int64_t save_every = 0; ///< also save the checkpoint every this many steps; 0: at the end
   bool infer = false;      ///< run the inference model `model` instead of training
   std::string params;      ///< the inference model's parameters (with infer)
   std::string output;      ///< directory of the fetch targets' .npy files (with infer)
+  int nnodes = 1;          ///< processes in the training job (--nnodes, PADDLE_TRAINERS_NUM)
+  int node_rank = 0;       ///< this process's rank among them, 0..nnodes-1
+  std::string master_host; ///< where rank 0 waits for the others; set when nnodes > 1
+  int master_port = 0;
+  double peer_timeout = 10; ///< seconds of silence after which a peer counts as lost
 
   /// fuse_allreduce_mb in bytes (build_strategy::fuse_all_reduce_bytes).
   std::int64_t fuse_allreduce_bytes() const {
@@ -59,12 +65,16 @@ struct run_options {
   std::string places_text() const;
   /// True when the training steps' op firings are recorded (--trace or --check-hazards).
   bool tracing() const { return !trace.empty() || check_hazards; }
+  /// True when this process is one of several training together (nnodes > 1).
+  bool multi_process() const { return nnodes > 1; }
 };
 
 /// Parses the command line. Prints the help text to `help_out` and returns nullopt for
 /// --help; throws pe::error naming the flag for anything unknown, malformed or inconsistent.
 /// The machine-dependent defaults are resolved here: the actor executor's places come from
-/// the environment's CPU_NUM or else the core count, its threads from the core count.
+/// the environment's CPU_NUM or else the core count, its threads from the core count. The
+/// multi-process settings come from the flags or Paddle's launch environment (see
+/// resolve_launch).
 std::optional<run_options> parse_options(int argc, const char* const* argv, std::ostream& help_out);
 
 /// The options as the metrics file's "config" object echoes them.

@@ -4,11 +4,14 @@
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <boost/program_options.hpp>
 
 #include "apps/trace_file.hpp"
+#include "apps/trace_merge.hpp"
 #include "apps/trace_summary.hpp"
 #include "apps/trace_timeline.hpp"
 #include "devices/error.hpp"
@@ -22,6 +25,7 @@ namespace {
 constexpr const char* usage =
   "Usage: pe-actor-trace summarize FILE.json [--step N] [--gap-us US]\n"
   "       pe-actor-trace timeline FILE.json -o FILE.svg [--step N] [--no-messages]\n"
+  "       pe-actor-trace merge -o OUT.json IN.json...\n"
   "       pe-actor-trace [COMMAND] --help\n"
   "Reads a Chrome trace that pe-actor-run --trace wrote. An error prints one line starting\n"
   "with \"pe-actor-trace: error:\" and exits with status 2.\n";
@@ -62,14 +66,33 @@ po::options_description timeline_options_description() {
   return d;
 }
 
-/// Parses a subcommand's arguments (after its name) with its one positional FILE.json.
-/// Returns false after printing help.
+po::options_description merge_options() {
+  po::options_description d(
+    "pe-actor-trace merge -o OUT.json IN.json...: joins the traces the processes of one job\n"
+    "wrote (pe-actor-run --nnodes N --trace t.json: t.rank0.json ... on each rank) into one\n"
+    "Chrome trace: a process \"rank R\" per input, every time moved onto rank 0's clock by\n"
+    "the clock offset each process estimated at rendezvous (off by up to half a round trip),\n"
+    "and per collective an arrow from each process to every other one (up to " +
+    std::to_string(max_processes_with_network_arrows) + " processes).\n"
+    "summarize and timeline read one process's trace, not a merged one\n\n"
+    "Options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "print this help and exit")
+    ("output,o", po::value<std::string>()->value_name("OUT.json"),
+     "the merged trace to write (required)");
+  // clang-format on
+  return d;
+}
+
+/// Parses a subcommand's arguments (after its name); its positional arguments, at most
+/// `max_files` (-1: any number), are trace files. Returns false after printing help.
 bool parse(int argc, const char* const* argv, const po::options_description& options,
-           po::variables_map& vm, std::ostream& out) {
+           int max_files, po::variables_map& vm, std::ostream& out) {
   po::options_description all;
-  all.add(options).add_options()("file", po::value<std::string>());
+  all.add(options).add_options()("file", po::value<std::vector<std::string>>());
   po::positional_options_description file;
-  file.add("file", 1);
+  file.add("file", max_files);
   try {
     po::store(po::command_line_parser(argc, argv).options(all).positional(file).run(), vm);
     po::notify(vm);
@@ -80,14 +103,32 @@ bool parse(int argc, const char* const* argv, const po::options_description& opt
     out << options << '\n';
     return false;
   }
-  if (!vm.count("file"))
-    throw error(std::string(argv[0]) + ": expected the trace FILE.json");
   return true;
+}
+
+/// The one trace FILE.json summarize or timeline names.
+std::string trace_path(const po::variables_map& vm, const std::string& command) {
+  if (!vm.count("file"))
+    throw error(command + ": expected the trace FILE.json");
+  return vm["file"].as<std::vector<std::string>>().front();
+}
+
+/// read_trace for summarize or timeline. A merged trace (several processes' tracks under one
+/// clock) fails read_trace; it is refused naming what to read instead.
+trace_file read_one_trace(const std::string& path, const std::string& command) {
+  try {
+    return read_trace(path);
+  } catch (const error&) {
+    if (is_merged_trace(path))
+      throw error(path + ": a trace that pe-actor-trace merge wrote; " + command +
+                  " reads one process's trace (such as t.rank0.json)");
+    throw;
+  }
 }
 
 int summarize(int argc, const char* const* argv, std::ostream& out) {
   po::variables_map vm;
-  if (!parse(argc, argv, summarize_options(), vm, out))
+  if (!parse(argc, argv, summarize_options(), 1, vm, out))
     return 0;
   summary_options o;
   if (vm.count("step"))
@@ -97,18 +138,18 @@ int summarize(int argc, const char* const* argv, std::ostream& out) {
     if (!(*o.gap_us >= 0))
       throw error("--gap-us must be a duration >= 0, got " + std::to_string(*o.gap_us));
   }
-  print_summary(read_trace(vm["file"].as<std::string>()), o, out);
+  print_summary(read_one_trace(trace_path(vm, "summarize"), "summarize"), o, out);
   return 0;
 }
 
 int timeline(int argc, const char* const* argv, std::ostream& out) {
   po::variables_map vm;
-  if (!parse(argc, argv, timeline_options_description(), vm, out))
+  if (!parse(argc, argv, timeline_options_description(), 1, vm, out))
     return 0;
   if (!vm.count("output"))
     throw error("timeline: expected -o FILE.svg");
-  auto path = vm["file"].as<std::string>();
-  auto trace = read_trace(path);
+  auto path = trace_path(vm, "timeline");
+  auto trace = read_one_trace(path, "timeline");
   if (trace.steps.empty())
     throw error(path + ": the trace records no steps");
   timeline_options o;
@@ -125,20 +166,50 @@ int timeline(int argc, const char* const* argv, std::ostream& out) {
   return 0;
 }
 
+int merge(int argc, const char* const* argv, std::ostream& out) {
+  po::variables_map vm;
+  if (!parse(argc, argv, merge_options(), -1, vm, out))
+    return 0;
+  if (!vm.count("output"))
+    throw error("merge: expected -o OUT.json");
+  auto inputs = vm.count("file") ? vm["file"].as<std::vector<std::string>>()
+                                 : std::vector<std::string>{};
+  auto path = vm["output"].as<std::string>();
+  // Read every input before opening the output, which may be one of them.
+  std::ostringstream merged;
+  auto report = merge_traces(inputs, merged);
+  std::ofstream file(path);
+  if (!file)
+    throw error("-o " + path + ": cannot open the file for writing");
+  if (!(file << merged.str()).flush())
+    throw error("-o " + path + ": cannot write the trace");
+  out << "merged " << inputs.size() << " traces (ranks 0.." << inputs.size() - 1 << ") into "
+      << path << ": " << report.events << " events, ";
+  if (report.network_arrows_left_out)
+    out << "no network arrows (more than " << max_processes_with_network_arrows
+        << " processes)\n";
+  else
+    out << report.network_arrows << " network arrows\n";
+  return 0;
+}
+
 } // namespace
 
 int run_trace_tool(int argc, const char* const* argv, std::ostream& out) {
   std::string command = argc > 1 ? argv[1] : "";
   if (command == "--help" || command == "-h") {
-    out << usage << '\n' << summarize_options() << '\n' << timeline_options_description() << '\n';
+    out << usage << '\n' << summarize_options() << '\n' << timeline_options_description() << '\n'
+        << merge_options() << '\n';
     return 0;
   }
   if (command == "summarize")
     return summarize(argc - 1, argv + 1, out);
   if (command == "timeline")
     return timeline(argc - 1, argv + 1, out);
+  if (command == "merge")
+    return merge(argc - 1, argv + 1, out);
   throw error((command.empty() ? std::string("expected a command") : "unknown command '" + command + "'") +
-              " (summarize, timeline; see --help)");
+              " (summarize, timeline, merge; see --help)");
 }
 
 } // namespace pe

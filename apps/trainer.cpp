@@ -7,10 +7,12 @@
 #include <ostream>
 
 #include "apps/batcher.hpp"
+#include "apps/checkpoint.hpp"
 #include "apps/dataset.hpp"
 #include "apps/engine.hpp"
 #include "apps/metrics.hpp"
 #include "apps/model_data.hpp"
+#include "apps/signals.hpp"
 #include "apps/training_trace.hpp"
 #include "devices/error.hpp"
 #include "graph/exec/param_files.hpp"
@@ -33,23 +35,54 @@ void save_programs(const model_programs& m, const std::string& dir) {
   save_program(m.main, (root / "main.pbtxt").string(), program_format::text);
 }
 
-/// --load-params: the persistables from `path` onto every place.
-void load_parameters(engine& executor, const proto::ProgramDesc& main, const std::string& path,
-                     std::ostream& out) {
+/// --load-params: the persistables from `path` onto every place. From a checkpoint (a
+/// directory with checkpoint.json) of a run with the same `identity`, which must hold every
+/// persistable, returns the step it reached; from parameters alone, 0.
+std::int64_t load_parameters(engine& executor, const proto::ProgramDesc& main,
+                             const std::string& path, const nlohmann::json& identity,
+                             std::ostream& out) {
+  const auto checkpoint = read_checkpoint(path);
+  if (checkpoint)
+    check_resumable(*checkpoint, identity, path);
   const auto loaded = load_params(path, main);
+  if (checkpoint && loaded.size() != persistable_specs(main).size())
+    throw error("--load-params " + path + ": the checkpoint holds " +
+                std::to_string(loaded.size()) + " of the program's " +
+                std::to_string(persistable_specs(main).size()) +
+                " persistables; resuming needs the optimizer state too");
   for (const auto& [name, value] : loaded)
     executor.set_persistable(name, value);
-  out << "loaded " << loaded.size() << " variables from " << path << '\n';
+  out << "loaded " << loaded.size() << " variables from " << path;
+  if (checkpoint)
+    out << " (checkpoint at step " << checkpoint->step << ", epoch "
+        << checkpoint->epochs_completed + 1 << " batch " << checkpoint->batches_into_epoch + 1
+        << " next)";
+  out << '\n';
+  return checkpoint ? checkpoint->step : 0;
 }
 
-/// --save-params: every persistable, as place 0 holds it, one file each.
-void save_parameters(const engine& executor, const proto::ProgramDesc& main,
-                     const std::string& dir, std::ostream& out) {
+/// --save-params: every persistable, as place 0 holds it, and where training stands in the
+/// data, as the checkpoint `dir`.
+void save_checkpoint(const engine& executor, const proto::ProgramDesc& main,
+                     const std::string& dir, const batcher& batches,
+                     const nlohmann::json& identity, std::ostream& out) {
   param_map values;
   for (const auto& spec : persistable_specs(main))
     values[spec.name] = executor.persistable(spec.name);
-  save_params(dir, values);
-  out << "saved " << values.size() << " variables to " << dir << '\n';
+  const auto served = batches.served();
+  write_checkpoint(dir, values,
+                   {served, served / batches.batches_per_epoch(),
+                    served % batches.batches_per_epoch(), identity});
+  out << "saved " << values.size() << " variables to " << dir << " (checkpoint at step "
+      << served << ")" << std::endl;
+}
+
+/// The names of the main program's persistables: what a checkpoint directory may hold.
+std::vector<std::string> persistable_names(const proto::ProgramDesc& main) {
+  std::vector<std::string> names;
+  for (const auto& spec : persistable_specs(main))
+    names.push_back(spec.name);
+  return names;
 }
 
 /// The value of a fetched one-element FP32 tensor such as a mean loss.
@@ -101,48 +134,71 @@ void print_header(std::ostream& out, const run_options& o) {
       out << " fused in " << o.fuse_allreduce_mb << " MiB buckets";
   }
   out << ", global batch " << o.batch_size << ", " << o.blas_threads << " BLAS thread"
-      << (o.blas_threads == 1 ? "" : "s") << '\n';
+      << (o.blas_threads == 1 ? "" : "s");
+  if (o.multi_process())
+    out << "; process " << o.node_rank << " of " << o.nnodes << " (world of "
+        << o.nnodes * static_cast<int>(o.places.size()) << " places)";
+  out << '\n';
 }
 
-/// Every step up to 50 steps; beyond that every 10th, always the first and the last.
-bool should_print(std::int64_t step, std::int64_t steps) {
+/// Every step up to 50 steps; beyond that every 10th, always the run's `first` and the last.
+bool should_print(std::int64_t step, std::int64_t first, std::int64_t steps) {
   std::int64_t every = steps > 50 ? 10 : 1;
-  return step == 1 || step == steps || step % every == 0;
+  return step == first || step == steps || step % every == 0;
 }
 
-void print_step(std::ostream& out, const run_metrics::step_record& s, std::int64_t steps) {
-  out << "step " << s.step << '/' << steps << "  loss " << std::setprecision(6) << s.loss;
-  if (s.step > 1)
+/// A step line; `step` counts from the first run's start (a resumed run goes on from its
+/// checkpoint). Flushed, so that progress shows through a pipe.
+void print_step(std::ostream& out, std::int64_t step, const run_metrics::step_record& s,
+                std::int64_t steps) {
+  out << "step " << step << '/' << steps << "  loss " << std::setprecision(6) << s.loss;
+  if (s.step > 1) // the run's first step is warm-up
     out << "  " << std::fixed << std::setprecision(1)
         << s.samples_per_sec() << " samples/s" << std::defaultfloat;
-  out << '\n';
+  out << std::endl;
 }
 
 void print_summary(std::ostream& out, const run_options& o, const run_metrics& metrics,
                    const std::optional<eval_result>& eval) {
   const auto& steps = metrics.steps();
   out << "trained " << steps.size() << " steps on " << o.places_text() << " (" << o.executor
-      << " executor): loss " << std::setprecision(6)
-      << steps.front().loss << " -> " << steps.back().loss << ", " << std::fixed
-      << std::setprecision(1) << metrics.samples_per_sec()
-      << " samples/s (step 1 excluded as warm-up), wall " << std::setprecision(3)
-      << metrics.wall_seconds() << " s\n"
-      << std::defaultfloat;
+      << " executor)";
+  if (!steps.empty())
+    out << ": loss " << std::setprecision(6) << steps.front().loss << " -> " << steps.back().loss
+        << ", " << std::fixed << std::setprecision(1) << metrics.samples_per_sec()
+        << " samples/s (step 1 excluded as warm-up), wall " << std::setprecision(3)
+        << metrics.wall_seconds() << " s" << std::defaultfloat;
+  out << '\n';
   if (eval)
     out << "eval: loss " << std::setprecision(6) << eval->loss << "  accuracy "
         << std::setprecision(4) << eval->accuracy << " on " << eval->samples
         << " test samples\n";
 }
 
-/// The metrics file: the run's timeline, eval and config, plus the effective setup.
+/// How a training run went beyond its steps: where it started and whether a signal ended it.
+struct run_outcome {
+  std::int64_t resumed_from = 0; ///< the checkpoint's step; 0 for a run from the start
+  int signal = 0;                ///< the signal that interrupted it; 0 if none
+};
+
+/// The metrics file: the run's timeline (steps numbered as the step lines are), eval and
+/// config, plus the effective setup and the outcome.
 nlohmann::json report(const run_options& o, const run_metrics& metrics,
-                      const std::optional<eval_result>& eval, const trace_report& traced) {
+                      const std::optional<eval_result>& eval, const trace_report& traced,
+                      const run_outcome& outcome) {
   auto json = metrics.to_json(to_json(o), eval);
+  for (auto& step : json["steps"])
+    step["step"] = step["step"].get<std::int64_t>() + outcome.resumed_from;
   json["places"] = o.places.size();
   json["sync"] = o.sync;
   json["executor"] = o.executor;
   json["threads"] = o.threads;
   json["reduce"] = o.reduce;
+  json["interrupted"] = outcome.signal != 0;
+  if (outcome.signal != 0)
+    json["signal"] = signal_name(outcome.signal);
+  if (outcome.resumed_from > 0)
+    json["resumed_from_step"] = outcome.resumed_from;
   json.update(traced.metrics);
   return json;
 }
@@ -150,49 +206,78 @@ nlohmann::json report(const run_options& o, const run_metrics& metrics,
 } // namespace
 
 int run_training(const run_options& o, std::ostream& out) {
-  if (!o.save_params.empty())
-    check_param_dir(o.save_params); // fail now, not after training
+  interrupt_handler interrupts; // the first SIGINT/SIGTERM now ends training at a step boundary
   auto [model, data] = load_model_and_data(o);
   if (o.eval && !data.test)
     throw error("--eval: " + o.data + " has no test set (idx: t10k-images-idx3-ubyte and "
                 "t10k-labels-idx1-ubyte; npy: a test/ directory)");
-  if (!o.save_program.empty())
+  // In a job of several processes, rank 0 writes the job's files; every process prints its
+  // header and summary, rank 0 the steps.
+  const bool lead = o.node_rank == 0;
+  if (lead && !o.save_program.empty())
     save_programs(model, o.save_program);
+  const auto identity = resume_identity(o, model.main, data.train.size());
+  if (lead && !o.save_params.empty())
+    check_checkpoint_target("--save-params", o.save_params, persistable_names(model.main));
   auto executor = make_engine(o, model);
+  run_outcome outcome;
   if (!o.load_params.empty())
-    load_parameters(*executor, model.main, o.load_params, out);
+    outcome.resumed_from = load_parameters(*executor, model.main, o.load_params, identity, out);
 
   batcher batches(data.train, o.batch_size, o.seed);
+  batches.advance(outcome.resumed_from); // the data position of the checkpoint
   auto steps = o.epochs ? *o.epochs * batches.batches_per_epoch() : o.steps;
+  if (outcome.resumed_from >= steps)
+    throw error("--load-params " + o.load_params + ": the checkpoint is at step " +
+                std::to_string(outcome.resumed_from) + ", this run has " + std::to_string(steps) +
+                " steps in all; --steps and --epochs count from the first run's start");
   std::optional<training_trace> traced; // attached before step 1, detached at the end
   if (o.tracing())
     traced.emplace(o, *executor, steps);
   print_header(out, o);
   run_metrics metrics;
   metrics.start();
-  for (std::int64_t step = 1; step <= steps; ++step) {
-    auto batch = batches.next();
-    auto loss = scalar(executor->train(feeds_of(model, batch), {model.loss})[0], model.loss);
-    if (step == 1 && !o.dot.empty())
-      write_dot(*executor, o.dot); // timed with step 1, the warm-up
-    const auto& record = metrics.record(loss, batch.size());
-    if (should_print(step, steps))
-      print_step(out, record, steps);
+  std::int64_t step = outcome.resumed_from, saved = -1;
+  while (step < steps) {
+    // Every process stops at the same boundary, whichever of them got the signal.
+    if ((outcome.signal = executor->agreed_signal(interrupts.signal())) != 0) break;
+    ++step;
+    // This process copies only its share of the global batch.
+    const std::int64_t rows = batches.next_rows();
+    const auto [first, count] = executor->share_of(rows);
+    auto share = batches.next(first, count);
+    auto loss = scalar(executor->train_share(feeds_of(model, share), rows, {model.loss})[0],
+                       model.loss);
+    if (lead && step == outcome.resumed_from + 1 && !o.dot.empty())
+      write_dot(*executor, o.dot); // timed with the first step, the warm-up
+    const auto& record = metrics.record(loss, rows);
+    if (lead && should_print(step, outcome.resumed_from + 1, steps))
+      print_step(out, step, record, steps);
+    if (lead && o.save_every > 0 && step % o.save_every == 0 && step < steps) {
+      save_checkpoint(*executor, model.main, o.save_params, batches, identity, out);
+      saved = step;
+    }
   }
+  if (outcome.signal != 0)
+    out << "training interrupted by " << signal_name(outcome.signal) << " at step " << step
+        << " of " << steps << std::endl;
 
   trace_report trace_result;
   if (traced)
     trace_result = traced->finish(out);
 
-  if (!o.save_params.empty())
-    save_parameters(*executor, model.main, o.save_params, out);
+  if (lead && !o.save_params.empty() && saved != step)
+    save_checkpoint(*executor, model.main, o.save_params, batches, identity, out);
 
   std::optional<eval_result> eval;
-  if (o.eval)
+  if (o.eval && outcome.signal == 0)
     eval = evaluate(*executor, model, *data.test, o.batch_size);
   print_summary(out, o, metrics, eval);
-  if (!o.metrics.empty())
-    write_json(report(o, metrics, eval, trace_result), o.metrics);
+  if (lead && !o.metrics.empty())
+    write_json(report(o, metrics, eval, trace_result, outcome), o.metrics);
+  executor->finish(); // no process leaves while another still needs it
+  if (outcome.signal != 0)
+    return exit_status_for(outcome.signal);
   return trace_result.violations == 0 ? 0 : hazards_found;
 }
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iosfwd>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,10 @@ struct trace_report {
   nlohmann::json metrics = nlohmann::json::object();
   std::size_t violations = 0;
 };
+
+/// The file --trace writes in this process: the path itself, or with --nnodes one file
+/// per process, "t.rank1.json" for "t.json" on rank 1 (pe-actor-trace merge joins them).
+std::string trace_file_of(const run_options& options);
 
 /// The recording of a run's training steps for --trace and --check-hazards. Created before
 /// the first training step, it attaches its recorder to the engine's training executor for
@@ -41,6 +46,7 @@ class training_trace {
   const run_options& options_;
   engine& executor_;
   trace_recorder recorder_;
+  std::string path_;   // trace_file_of(options_)
   std::ofstream file_; // open iff --trace
 };
 

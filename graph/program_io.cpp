@@ -1,5 +1,6 @@
 #include "graph/program_io.hpp"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -79,6 +80,17 @@ void save_program(const proto::ProgramDesc& program, const std::string& path,
   if (!out) throw error("cannot open '" + path + "' for writing");
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) throw error("cannot write '" + path + "'");
+}
+
+std::string program_fingerprint(const proto::ProgramDesc& program) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : program.SerializeAsString()) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
 }
 
 } // namespace pe

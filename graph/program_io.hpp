@@ -23,4 +23,8 @@ void save_program(const proto::ProgramDesc& program, const std::string& path,
 /// Serialises in the given format.
 std::string serialize_program(const proto::ProgramDesc& program, program_format format);
 
+/// A program's identity: FNV-1a (64 bits, 16 hex digits) of its binary serialization, the
+/// same in every process of one build (jobs and checkpoints compare it).
+std::string program_fingerprint(const proto::ProgramDesc& program);
+
 } // namespace pe

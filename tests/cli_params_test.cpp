@@ -131,8 +131,8 @@ TEST(CliParams, SaveParamsDirIsCheckedBeforeTraining) {
   temp_dir dir("cli_params_unwritable");
   testing::write_file(dir.file("blocker"), "");
   auto r = run("--steps 1 --hidden 4 --save-params " + dir.file("blocker") + "/params", dir);
-  EXPECT_TRUE(contains(failure(r), dir.file("blocker") +
-                                       "/params: cannot create the parameter directory"))
+  EXPECT_TRUE(contains(failure(r), "--save-params " + dir.file("blocker") +
+                                       "/params: cannot create the directory"))
       << r.err;
   EXPECT_FALSE(contains(r.out, "step 1")) << r.out;
 }

@@ -10,32 +10,19 @@
 #include <thread>
 #include <vector>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "collectives/net/net_inbox.hpp"
 #include "collectives/net/process_group.hpp"
 #include "collectives/net/tensor_bytes.hpp"
 #include "support/expect_error.hpp"
+#include "support/free_port.hpp"
 
 namespace {
 
 using namespace pe;
 using namespace std::chrono_literals;
 using pe::testing::expect_error;
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t n = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+using pe::testing::free_port;
 
 process_group_options options(int rank, int size, int port,
                               std::vector<std::pair<std::string, std::string>> fingerprint = {{"program", "a"}}) {

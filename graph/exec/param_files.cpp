@@ -311,16 +311,6 @@ param_map load_params(const std::string& path, const proto::ProgramDesc& program
   return values;
 }
 
-void check_param_dir(const std::string& dir) {
-  std::error_code failure;
-  fs::create_directories(dir, failure);
-  if (failure) throw error(dir + ": cannot create the parameter directory: " + failure.message());
-  const fs::path probe = fs::path(dir) / ".pe-actor-write-check";
-  const bool writable = static_cast<bool>(std::ofstream(probe));
-  fs::remove(probe, failure);
-  if (!writable) throw error(dir + ": the parameter directory is not writable");
-}
-
 void save_params(const std::string& dir, const param_map& values) {
   std::error_code failure;
   fs::create_directories(dir, failure);

@@ -67,10 +67,6 @@ void write_combined_params(const std::string& path, const param_map& values);
 /// for a missing variable or a bad file.
 param_map load_params(const std::string& path, const proto::ProgramDesc& program);
 
-/// Creates DIR and checks that a file can be written there, so that a run can fail before
-/// its work rather than after. Throws pe::error naming DIR.
-void check_param_dir(const std::string& dir);
-
 /// Writes DIR/<name> for every value (Paddle's load_vars and paddle.static.load read the
 /// directory), creating DIR. Throws pe::error naming the file that cannot be written.
 void save_params(const std::string& dir, const param_map& values);

@@ -1,0 +1,217 @@
+// Ctrl-C and SIGTERM for pe-actor-run: the real binary, signalled while it trains.
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "idx_files.hpp"
+#include "tests/support/process.hpp"
+
+extern char** environ;
+
+namespace pe {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using testing::slurp;
+using testing::temp_dir;
+
+/// pe-actor-run started with fork and exec (without CPU_NUM), its stdout and stderr in one
+/// pipe the test reads. Destroying it kills and reaps a process still running, so no test
+/// leaves one behind.
+class child_run {
+ public:
+  explicit child_run(const std::vector<std::string>& args) {
+    std::vector<std::string> words{PE_RUN_BINARY};
+    words.insert(words.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& w : words)
+      argv.push_back(w.data());
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    for (char** e = environ; *e != nullptr; ++e)
+      if (std::strncmp(*e, "CPU_NUM=", 8) != 0)
+        envp.push_back(*e);
+    envp.push_back(nullptr);
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+      throw std::runtime_error("pipe failed");
+    pid_ = ::fork();
+    if (pid_ == 0) { // the child: only async-signal-safe calls until exec
+      ::dup2(fds[1], STDOUT_FILENO);
+      ::dup2(fds[1], STDERR_FILENO);
+      ::execve(argv[0], argv.data(), envp.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    fd_ = fds[0];
+    if (pid_ < 0)
+      throw std::runtime_error("fork failed");
+  }
+
+  ~child_run() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  child_run(const child_run&) = delete;
+  child_run& operator=(const child_run&) = delete;
+
+  /// Reads the output until it holds `text`; false when `limit` passes first or the output
+  /// ends without it.
+  bool wait_for(const std::string& text, std::chrono::seconds limit) {
+    const auto deadline = clock_type::now() + limit;
+    while (output_.find(text) == std::string::npos) {
+      if (eof_ || clock_type::now() >= deadline)
+        return false;
+      read_some(deadline);
+    }
+    return true;
+  }
+
+  void send(int signal) const { ::kill(pid_, signal); }
+
+  /// Reads the output to its end and reaps the process; its wait status, or nullopt when
+  /// `limit` passes first (the destructor then kills it).
+  std::optional<int> wait_exit(std::chrono::seconds limit) {
+    const auto deadline = clock_type::now() + limit;
+    while (clock_type::now() < deadline) {
+      if (!eof_) {
+        read_some(deadline);
+        continue;
+      }
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return std::nullopt;
+  }
+
+  const std::string& output() const { return output_; }
+
+ private:
+  /// Waits up to 100 ms (and not past `deadline`) for output and appends what came.
+  void read_some(clock_type::time_point deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                            clock_type::now());
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 100))) <= 0)
+      return;
+    char buffer[4096];
+    const auto n = ::read(fd_, buffer, sizeof buffer);
+    if (n <= 0)
+      eof_ = true;
+    else
+      output_.append(buffer, static_cast<std::size_t>(n));
+  }
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string output_;
+  bool eof_ = false;
+};
+
+constexpr auto patience = std::chrono::seconds(60);
+const std::string asked_steps = "1000000"; // far more than a test waits for
+
+/// A run that is still training when the test signals it: a tiny MLP on one place, for a
+/// million steps, with evaluation, metrics and a checkpoint directory.
+std::vector<std::string> long_run(const temp_dir& dir) {
+  return {"--places", "cpu:1", "--hidden", "8", "--batch-size", "16", "--steps", asked_steps,
+          "--eval", "--metrics", dir.file("metrics.json"), "--save-params", dir.file("ckpt")};
+}
+
+struct signal_case {
+  int signal;
+  const char* name;
+  int status;
+};
+
+class CliSignals : public ::testing::TestWithParam<signal_case> {
+ protected:
+  void TearDown() override { child_.reset(); } // kills a run a failed assertion left behind
+
+  std::optional<child_run> child_;
+};
+
+TEST_P(CliSignals, FirstSignalEndsTrainingAtAStepBoundaryAndWritesEverything) {
+  const auto& c = GetParam();
+  temp_dir dir(std::string("cli_signal_") + c.name);
+  child_.emplace(long_run(dir));
+  ASSERT_TRUE(child_->wait_for("step 1/" + asked_steps, patience)) << child_->output();
+  child_->send(c.signal);
+  const auto status = child_->wait_exit(patience);
+  ASSERT_TRUE(status) << "still running after " << c.name << ": " << child_->output();
+  ASSERT_TRUE(WIFEXITED(*status)) << child_->output();
+  EXPECT_EQ(WEXITSTATUS(*status), c.status) << child_->output();
+
+  const auto metrics = nlohmann::json::parse(slurp(dir.file("metrics.json")));
+  EXPECT_EQ(metrics.at("interrupted"), true);
+  EXPECT_EQ(metrics.at("signal"), c.name);
+  const auto steps = metrics.at("steps").size();
+  EXPECT_GE(steps, 1u);
+  EXPECT_LT(steps, 1000000u);
+  EXPECT_FALSE(metrics.contains("eval")) << "evaluation runs only after complete training";
+
+  const std::string at = "at step " + std::to_string(steps) + " of " + asked_steps;
+  const auto& out = child_->output();
+  EXPECT_NE(out.find(std::string("training interrupted by ") + c.name + " " + at),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("trained " + std::to_string(steps) + " steps"), std::string::npos) << out;
+  EXPECT_EQ(out.find("eval:"), std::string::npos) << out;
+  EXPECT_EQ(out.find("pe-actor-run: error"), std::string::npos) << out;
+
+  const auto checkpoint = nlohmann::json::parse(slurp(dir.file("ckpt/checkpoint.json")));
+  EXPECT_EQ(checkpoint.at("step"), steps);
+  EXPECT_NE(slurp(dir.file("ckpt/fc_0.w_0")), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(IntAndTerm, CliSignals,
+                         ::testing::Values(signal_case{SIGINT, "SIGINT", 130},
+                                           signal_case{SIGTERM, "SIGTERM", 143}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(CliSignalsTwice, SecondSignalExitsAtOnce) {
+  temp_dir dir("cli_signal_twice");
+  std::optional<child_run> child;
+  child.emplace(long_run(dir));
+  ASSERT_TRUE(child->wait_for("step 1/" + asked_steps, patience)) << child->output();
+  // Stopped, the run gets both signals at once when it continues: the first asks for the
+  // step boundary, the second must not wait for it.
+  child->send(SIGSTOP);
+  child->send(SIGINT);
+  child->send(SIGTERM);
+  child->send(SIGCONT);
+  const auto status = child->wait_exit(patience);
+  ASSERT_TRUE(status) << child->output();
+  ASSERT_TRUE(WIFEXITED(*status)) << child->output();
+  EXPECT_TRUE(WEXITSTATUS(*status) == 130 || WEXITSTATUS(*status) == 143) << WEXITSTATUS(*status);
+  // Nothing of the orderly ending ran: no summary, no metrics, no checkpoint.
+  EXPECT_EQ(child->output().find("trained "), std::string::npos) << child->output();
+  EXPECT_FALSE(std::filesystem::exists(dir.file("metrics.json")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("ckpt/checkpoint.json")));
+}
+
+} // namespace
+} // namespace pe

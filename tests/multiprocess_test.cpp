@@ -1,0 +1,312 @@
+// Several pe-actor-run processes training as one job on 127.0.0.1: losses equal to one process
+// over the same number of places, bit-identical from run to run; a killed, frozen or
+// mismatched process ends the job with errors naming it, and nothing is left running.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <spawn.h>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "idx_files.hpp"
+#include "support/free_port.hpp"
+#include "support/process.hpp"
+
+extern char** environ;
+
+namespace {
+
+using namespace std::chrono_literals;
+using pe::testing::free_port;
+using pe::testing::temp_dir;
+
+/// One pe-actor-run process of a job, its output in files; killed and reaped when dropped.
+class rank_process {
+ public:
+  rank_process(const std::vector<std::string>& args, const std::string& out, const std::string& err,
+               const std::string& binary = PE_RUN_BINARY)
+      : out_(out), err_(err) {
+    std::vector<std::string> words{binary};
+    words.insert(words.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addopen(&files, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&files, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (posix_spawn(&pid_, argv[0], &files, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&files);
+  }
+  ~rank_process() {
+    if (!status_ && pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+
+  /// The exit status (128 + signal when killed), or nullopt while still running after `limit`.
+  std::optional<int> wait(std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!status_ && pid_ > 0) {
+      int s = 0;
+      if (::waitpid(pid_, &s, WNOHANG) == pid_) status_ = WIFEXITED(s) ? WEXITSTATUS(s) : 128 + WTERMSIG(s);
+      else if (std::chrono::steady_clock::now() > deadline) break;
+      else std::this_thread::sleep_for(20ms);
+    }
+    return status_;
+  }
+
+  std::string out() const { return pe::testing::slurp(out_); }
+  std::string err() const { return pe::testing::slurp(err_); }
+
+  /// Waits (bounded) until the output contains `text`.
+  bool printed(const std::string& text, std::chrono::milliseconds limit) const {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (out().find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+  std::string out_, err_;
+};
+
+/// A job of `n` processes with the same flags (plus `extra[r]` for rank r).
+struct job {
+  job(const temp_dir& dir, int n, const std::vector<std::string>& flags,
+      const std::vector<std::vector<std::string>>& extra = {}) {
+    const std::string master = "127.0.0.1:" + std::to_string(free_port());
+    for (int r = 0; r < n; ++r) {
+      std::vector<std::string> args = flags;
+      args.insert(args.end(), {"--nnodes", std::to_string(n), "--node-rank", std::to_string(r),
+                               "--master", master});
+      if (static_cast<std::size_t>(r) < extra.size())
+        args.insert(args.end(), extra[r].begin(), extra[r].end());
+      ranks.push_back(std::make_unique<rank_process>(args, dir.file("out" + std::to_string(r)),
+                                                     dir.file("err" + std::to_string(r))));
+    }
+  }
+
+  /// Every rank's exit status (nullopt: still running after the limit).
+  std::vector<std::optional<int>> wait(std::chrono::milliseconds limit = 120s) {
+    std::vector<std::optional<int>> out;
+    for (auto& r : ranks) out.push_back(r->wait(limit));
+    return out;
+  }
+
+  std::vector<std::unique_ptr<rank_process>> ranks;
+};
+
+std::vector<double> losses(const std::string& metrics_file) {
+  std::ifstream in(metrics_file);
+  std::vector<double> out;
+  if (!in) return out;
+  const auto metrics = nlohmann::json::parse(in);
+  for (const auto& s : metrics.at("steps")) out.push_back(s.at("loss").get<double>());
+  return out;
+}
+
+/// The same training in one process over `places` places.
+std::vector<double> one_process(const temp_dir& dir, const std::string& flags, const std::string& places) {
+  auto r = pe::testing::run_binary(PE_RUN_BINARY, flags + " --places " + places + " --metrics " +
+                                                     dir.file("single.json"), dir.path());
+  EXPECT_EQ(r.status, 0) << r.err;
+  return losses(dir.file("single.json"));
+}
+
+std::vector<std::string> words(const std::string& text) {
+  std::vector<std::string> out;
+  std::string w;
+  for (char c : text) {
+    if (c == ' ') {
+      if (!w.empty()) out.push_back(w);
+      w.clear();
+    } else {
+      w += c;
+    }
+  }
+  if (!w.empty()) out.push_back(w);
+  return out;
+}
+
+/// The last loss of the summary every rank prints: "trained 12 steps ...: loss 3 -> 2.36857, ..."
+/// -> "2.36857".
+std::string last_loss(const std::string& out) {
+  const auto summary = out.find("trained 12 steps");
+  const auto at = out.find(" -> ", summary);
+  if (summary == std::string::npos || at == std::string::npos) return "(no summary)";
+  return out.substr(at + 4, out.find(',', at) - at - 4);
+}
+
+struct equality_case {
+  const char* name;
+  int processes;
+  const char* local_places;
+  const char* all_places; ///< the one-process run with the same total
+  const char* flags;
+};
+
+/// Test names in ctest: the case's name, not its bytes.
+void PrintTo(const equality_case& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class JobEqualsOneProcess : public ::testing::TestWithParam<equality_case> {};
+
+TEST_P(JobEqualsOneProcess, LossesMatchWithinFp32GroupingAndRepeatBitForBit) {
+  const auto& c = GetParam();
+  temp_dir dir(std::string("mp_") + c.name);
+  const std::string flags = std::string(c.flags) + " --steps 12 --seed 3";
+  const auto expected = one_process(dir, flags, c.all_places);
+  ASSERT_EQ(expected.size(), 12u);
+  std::vector<double> first;
+  for (int run = 0; run < 2; ++run) {
+    const std::string metrics = dir.file("job" + std::to_string(run) + ".json");
+    auto args = words(flags + " --places " + c.local_places + " --metrics " + metrics);
+    job j(dir, c.processes, args);
+    for (auto status : j.wait()) ASSERT_EQ(status, 0) << j.ranks[0]->err() << j.ranks.back()->err();
+    const auto got = losses(metrics);
+    ASSERT_EQ(got.size(), expected.size());
+    // The processes' gradients are summed per process first, then across processes:
+    // ((p0 + p1) + (p2 + p3)) where one process sums (((p0 + p1) + p2) + p3). fp32
+    // rounding of those sums differs by ulps and grows over 12 SGD steps: 1e-4 relative.
+    for (std::size_t s = 0; s < got.size(); ++s)
+      EXPECT_NEAR(got[s], expected[s], 1e-4 * std::abs(expected[s])) << "step " << s + 1;
+    if (run == 0) first = got;
+    else EXPECT_EQ(got, first) << "two runs of the same job differ";
+    // Every rank computed the same global losses: the summaries say the same.
+    for (auto& r : j.ranks) EXPECT_EQ(last_loss(r->out()), last_loss(j.ranks[0]->out()));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Jobs, JobEqualsOneProcess,
+    ::testing::Values(equality_case{"TwoByOne", 2, "cpu:1", "cpu:2", "--batch-size 64"},
+                      equality_case{"TwoByTwoFused", 2, "cpu:2", "cpu:4", "--batch-size 64 --fuse-allreduce-mb 1"},
+                      equality_case{"ThreeUnevenBatch", 3, "cpu:1", "cpu:3", "--batch-size 50"},
+                      equality_case{"ThreeReduceMode", 3, "cpu:1", "cpu:3", "--batch-size 48 --reduce reduce"},
+                      equality_case{"TwoByTwoReduceAdam", 2, "cpu:2", "cpu:4", "--batch-size 64 --reduce reduce --optimizer adam --lr 0.01"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+/// The losses of `steps` [first, last] (numbered from 1) in a metrics file.
+std::vector<double> losses_of_steps(const std::string& metrics_file, int first, int last) {
+  std::ifstream in(metrics_file);
+  std::vector<double> out;
+  if (!in) return out;
+  const auto metrics = nlohmann::json::parse(in);
+  for (const auto& s : metrics.at("steps"))
+    if (s.at("step").get<int>() >= first && s.at("step").get<int>() <= last)
+      out.push_back(s.at("loss").get<double>());
+  return out;
+}
+
+TEST(JobCheckpoints, ARestartedJobContinuesTheLossCurve) {
+  temp_dir dir("mp_restart");
+  const std::string flags = "--places cpu:1 --optimizer adam --lr 0.01 --batch-size 40 ";
+  {
+    job whole(dir, 2, words(flags + "--steps 12 --metrics " + dir.file("whole.json")));
+    for (auto status : whole.wait()) ASSERT_EQ(status, 0) << whole.ranks[0]->err();
+  }
+  {
+    job first(dir, 2, words(flags + "--steps 6 --save-params " + dir.file("ck")));
+    for (auto status : first.wait()) ASSERT_EQ(status, 0) << first.ranks[0]->err();
+  }
+  job rest(dir, 2, words(flags + "--steps 12 --load-params " + dir.file("ck") + " --metrics " +
+                         dir.file("rest.json")));
+  for (auto status : rest.wait()) ASSERT_EQ(status, 0) << rest.ranks[0]->err() << rest.ranks[1]->err();
+  const auto expected = losses_of_steps(dir.file("whole.json"), 7, 12);
+  ASSERT_EQ(expected.size(), 6u);
+  EXPECT_EQ(losses_of_steps(dir.file("rest.json"), 7, 12), expected);
+}
+
+TEST(JobSignals, SigtermToTheLauncherStopsEveryRankAtTheSameStep) {
+  temp_dir dir("mp_sigterm");
+  std::vector<std::string> args{"--nproc", "2", "--", "--places", "cpu:1", "--steps", "1000000",
+                                "--metrics", dir.file("m.json"), "--save-params", dir.file("ck")};
+  rank_process launcher(args, dir.file("out"), dir.file("err"), PE_LAUNCH_BINARY);
+  ASSERT_TRUE(launcher.printed("[rank 0] step 20/", 60s)) << launcher.err();
+  ::kill(launcher.pid(), SIGTERM);
+  auto status = launcher.wait(60s);
+  ASSERT_TRUE(status.has_value()) << "the job still runs after SIGTERM";
+  EXPECT_EQ(*status, 143) << launcher.err();
+  const std::string out = launcher.out();
+  const auto stopped = [&](int rank) {
+    const std::string line = "[rank " + std::to_string(rank) + "] training interrupted by SIGTERM at step ";
+    const auto at = out.find(line);
+    return at == std::string::npos ? std::string("(none)") : out.substr(at + line.size(), out.find(' ', at + line.size()) - at - line.size());
+  };
+  EXPECT_NE(stopped(0), "(none)") << out;
+  EXPECT_EQ(stopped(0), stopped(1)) << out;
+  std::ifstream metrics(dir.file("m.json"));
+  ASSERT_TRUE(metrics.good());
+  const auto m = nlohmann::json::parse(metrics);
+  EXPECT_TRUE(m.at("interrupted").get<bool>());
+  EXPECT_EQ(std::to_string(m.at("steps").size()), stopped(0));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("ck") + "/checkpoint.json"));
+}
+
+TEST(JobFaults, AKilledProcessEndsTheOthersNamingIt) {
+  temp_dir dir("mp_kill");
+  job j(dir, 3, words("--places cpu:1 --steps 1000000 --peer-timeout 5"));
+  ASSERT_TRUE(j.ranks[0]->printed("step 10/", 60s)) << j.ranks[0]->err();
+  ::kill(j.ranks[1]->pid(), SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  for (int r : {0, 2}) {
+    auto status = j.ranks[static_cast<std::size_t>(r)]->wait(15s);
+    ASSERT_TRUE(status.has_value()) << "rank " << r << " still runs after its peer was killed";
+    EXPECT_EQ(*status, 2);
+    EXPECT_NE(j.ranks[static_cast<std::size_t>(r)]->err().find("lost process rank 1"), std::string::npos)
+        << j.ranks[static_cast<std::size_t>(r)]->err();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, 10s);
+}
+
+TEST(JobFaults, AFrozenProcessIsFoundByHeartbeats) {
+  temp_dir dir("mp_stop");
+  job j(dir, 2, words("--places cpu:1 --steps 1000000 --peer-timeout 2"));
+  ASSERT_TRUE(j.ranks[0]->printed("step 10/", 60s)) << j.ranks[0]->err();
+  ::kill(j.ranks[1]->pid(), SIGSTOP);
+  auto status = j.ranks[0]->wait(15s);
+  ::kill(j.ranks[1]->pid(), SIGKILL); // the frozen one is reaped by its destructor
+  ::kill(j.ranks[1]->pid(), SIGCONT);
+  ASSERT_TRUE(status.has_value()) << "rank 0 still runs with its peer frozen";
+  EXPECT_EQ(*status, 2);
+  EXPECT_NE(j.ranks[0]->err().find("lost process rank 1"), std::string::npos) << j.ranks[0]->err();
+}
+
+TEST(JobFaults, AProcessWithAnotherProgramIsRefusedAtJoin) {
+  temp_dir dir("mp_mismatch");
+  job j(dir, 2, words("--places cpu:1 --steps 5"), {{}, {"--hidden", "32"}});
+  for (auto status : j.wait(60s)) EXPECT_EQ(status, 2);
+  EXPECT_NE(j.ranks[1]->err().find("the master refused this process"), std::string::npos) << j.ranks[1]->err();
+  EXPECT_NE(j.ranks[0]->err().find("process rank 1 differs from rank 0 in"), std::string::npos)
+      << j.ranks[0]->err();
+}
+
+TEST(JobFaults, APlaceCountMismatchIsNamed) {
+  temp_dir dir("mp_places");
+  job j(dir, 2, words("--steps 5"), {{"--places", "cpu:1"}, {"--places", "cpu:2"}});
+  for (auto status : j.wait(60s)) EXPECT_EQ(status, 2);
+  EXPECT_NE(j.ranks[0]->err().find("places per process: 2 there, 1 on rank 0"), std::string::npos)
+      << j.ranks[0]->err();
+}
+
+} // namespace
