@@ -162,6 +162,14 @@ TEST(NetInbox, APacketOlderThanOneTakenIsOutOfOrder) {
   EXPECT_NE(in.broken()->find("out of order"), std::string::npos) << *in.broken();
 }
 
+TEST(NetInbox, WaitingForAPayloadWhileAnOlderOneWasNeverTakenFails) {
+  net_inbox in(0, 2);
+  in.deliver(packet(1, 3, 0, 4, 4)); // the peer ran #3, this process skipped it
+  expect_error([&] { in.take(1, 5, 1); },
+               {"process rank 1 sent collective #3 of communicator 1, which this process never ran"});
+  EXPECT_TRUE(in.broken().has_value());
+}
+
 TEST(NetInbox, WaitTakeGivesUpAfterItsTimeout) {
   net_inbox in(0, 2);
   expect_error([&] { in.wait_take(0, 0, 1, 50ms); }, {"process rank 1 sent nothing for host exchange #0"});

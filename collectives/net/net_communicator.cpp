@@ -204,7 +204,7 @@ bool net_communicator::poll(exchange& x, bool stream_failed) {
     }
     for (int p = 0; p < processes; ++p)
       if (p != me)
-        if (auto failed = transport_.inbox().take(channel_, wire(call.sequence, failure_slot), p))
+        if (auto failed = transport_.inbox().take_notice(channel_, wire(call.sequence, failure_slot), p))
           throw error("process rank " + std::to_string(p) + " failed: " + failed->failure);
     return x.ring ? ring(x) : direct(x);
   } catch (const std::exception& e) {

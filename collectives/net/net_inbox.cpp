@@ -94,10 +94,28 @@ void net_inbox::notify() {
   if (changed_) changed_();
 }
 
-std::optional<net_payload> net_inbox::take_locked(const key& k) {
+std::optional<net_payload> net_inbox::take_locked(const key& k, bool in_order) {
   if (broken_) throw error(*broken_);
   auto it = pending_.find(k);
-  if (it == pending_.end() || it->second.received < it->second.total) return std::nullopt;
+  if (it == pending_.end() && !in_order) return std::nullopt;
+  if (it == pending_.end()) {
+    // Everything a peer sends is taken in sequence order: an older payload still here means
+    // the peer ran something this process skipped, and waiting would never end.
+    const auto& [channel, sequence, from] = k;
+    for (auto p = pending_.lower_bound({channel, 0, 0}); p != pending_.end(); ++p) {
+      const auto& [c, s, f] = p->first;
+      if (c != channel || s >= sequence) break;
+      if (f == from && !p->second.failure.empty())
+        throw error(*(broken_ = "process rank " + std::to_string(from) + " failed: " + p->second.failure));
+      if (f == from)
+        throw error(*(broken_ = "process rank " + std::to_string(from) + " sent " + where(c, s) +
+                                ", which this process never ran (it waits for #" +
+                                std::to_string(sequence) + "): the processes issue collectives in "
+                                "different orders"));
+    }
+    return std::nullopt;
+  }
+  if (it->second.received < it->second.total) return std::nullopt;
   assembly& a = it->second;
   // Non-overlapping pieces within [0, total) whose sizes add up to total tile it exactly.
   net_payload out{a.kind, a.root, std::move(a.failure), std::vector<char>(a.total)};
@@ -111,7 +129,13 @@ std::optional<net_payload> net_inbox::take_locked(const key& k) {
 
 std::optional<net_payload> net_inbox::take(std::uint32_t channel, std::uint64_t sequence, int from) {
   std::lock_guard<std::mutex> guard(mutex_);
-  return take_locked({channel, sequence, from});
+  return take_locked({channel, sequence, from}, true);
+}
+
+std::optional<net_payload> net_inbox::take_notice(std::uint32_t channel, std::uint64_t sequence,
+                                                  int from) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return take_locked({channel, sequence, from}, false);
 }
 
 net_payload net_inbox::wait_take(std::uint32_t channel, std::uint64_t sequence, int from,
@@ -120,9 +144,9 @@ net_payload net_inbox::wait_take(std::uint32_t channel, std::uint64_t sequence, 
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const key k{channel, sequence, from};
   for (;;) {
-    if (auto p = take_locked(k)) return std::move(*p);
+    if (auto p = take_locked(k, true)) return std::move(*p);
     if (arrived_.wait_until(lock, deadline) == std::cv_status::timeout) {
-      if (auto p = take_locked(k)) return std::move(*p);
+      if (auto p = take_locked(k, true)) return std::move(*p);
       throw error("process rank " + std::to_string(from) + " sent nothing for " +
                   where(channel, sequence) + " in " + std::to_string(timeout.count()) + " ms");
     }

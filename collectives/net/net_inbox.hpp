@@ -43,8 +43,13 @@ class net_inbox {
   std::optional<std::string> broken() const;
 
   /// The complete payload process `from` sent for (channel, sequence), removed from the
-  /// inbox; nullopt while packets are missing. Throws pe::error when the inbox is broken.
+  /// inbox; nullopt while packets are missing. Throws pe::error when the inbox is broken,
+  /// and breaks it when `from` sent an older payload of the channel that was never taken
+  /// (the processes run different sequences: waiting would never end).
   std::optional<net_payload> take(std::uint32_t channel, std::uint64_t sequence, int from);
+
+  /// Like take, for a payload that may never come (a peer's failure notice): no order check.
+  std::optional<net_payload> take_notice(std::uint32_t channel, std::uint64_t sequence, int from);
 
   /// Like take, but blocks until the payload is complete. Throws pe::error when the inbox
   /// breaks meanwhile, or when nothing completes it for `timeout`.
@@ -65,7 +70,7 @@ class net_inbox {
 
   /// The reason `p` is a lie, or nullopt; call with mutex_ held.
   std::optional<std::string> check(const net_packet& p) const;
-  std::optional<net_payload> take_locked(const key& k);
+  std::optional<net_payload> take_locked(const key& k, bool in_order);
   void notify();
 
   int rank_;
