@@ -14,6 +14,8 @@ packages=(
   libdnnl-dev                      # oneDNN: CPU convolution, pooling, batch norm
   nlohmann-json3-dev               # metrics files
   zlib1g-dev                       # .gz idx data sets
+  pybind11-dev python3-dev         # the Python module pe_actor (python/)
+  python3-numpy python3-pytest     # its feeds and fetches, its tests (tests/python/)
 )
 if [[ "${1:-}" == "--with-data" ]]; then
   packages+=(dataset-fashion-mnist)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds everything and runs the whole test suite (ctest).
+# Installs dependencies, builds everything and runs the whole test suite (ctest), the Python
+# package's pytest tests included (PE_PYTHON=ON: a missing pybind11 fails the build, it does
+# not skip them).
 # Usage: scripts/test.sh [build-dir]      (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 scripts/install_deps.sh
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPE_PYTHON=ON
 cmake --build "$build" -j2
 ctest --test-dir "$build" --output-on-failure -j2
