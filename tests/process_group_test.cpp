@@ -148,7 +148,8 @@ INSTANTIATE_TEST_SUITE_P(
         lie{"ClaimsARankOutsideTheJob", {packet(7, 1, 0, 4, 4)}, "claims to come from process rank 7"},
         lie{"BytesBeyondTheTotal", {packet(1, 1, 8, 10, 4)}, "sent bytes [8, 12) of a 10-byte payload"},
         lie{"OffsetBeyondTheTotal", {packet(2, 1, 1ULL << 62, 10, 1)}, "of a 10-byte payload"},
-        lie{"OverlappingPieces", {packet(1, 1, 0, 10, 6), packet(1, 1, 4, 10, 6)}, "twice"},
+        lie{"OverlappingPieces", {packet(1, 1, 0, 10, 4), packet(1, 1, 2, 10, 4)}, "twice"},
+        lie{"MoreBytesThanThePayload", {packet(1, 1, 0, 10, 6), packet(1, 1, 4, 10, 6)}, "sent more than the 10 bytes"},
         lie{"TotalsDisagree", {packet(1, 1, 0, 10, 4), packet(1, 1, 4, 12, 4)}, "disagree on the payload's size"},
         lie{"AnEmptyPacketOfAPayload", {packet(1, 1, 0, 10, 0)}, "an empty packet"}),
     [](const auto& info) { return std::string(info.param.name); });
@@ -168,6 +169,28 @@ TEST(NetInbox, WaitingForAPayloadWhileAnOlderOneWasNeverTakenFails) {
   expect_error([&] { in.take(1, 5, 1); },
                {"process rank 1 sent collective #3 of communicator 1, which this process never ran"});
   EXPECT_TRUE(in.broken().has_value());
+}
+
+TEST(NetInbox, APayloadTakenPacketByPacketCountsAsTaken) {
+  net_inbox in(0, 2);
+  in.deliver(packet(1, 5, 4, 10, 6));
+  ASSERT_TRUE(in.header(1, 5, 1).has_value());
+  EXPECT_EQ(in.header(1, 5, 1)->total, 10u);
+  EXPECT_FALSE(in.take_piece(1, 5, 1, 0).has_value()); // not here yet
+  EXPECT_EQ(in.take_piece(1, 5, 1, 4)->size(), 6u);
+  in.deliver(packet(1, 5, 0, 10, 4));
+  EXPECT_EQ(in.take_piece(1, 5, 1, 0)->size(), 4u);
+  EXPECT_FALSE(in.header(1, 5, 1).has_value()); // taken whole
+  in.deliver(packet(1, 5, 0, 10, 4));           // and now out of order
+  EXPECT_TRUE(in.broken().has_value());
+}
+
+TEST(NetInbox, APeerWhoseBytesAllCameWithoutTheAwaitedOffsetLied) {
+  net_inbox in(0, 2);
+  in.deliver(packet(1, 5, 0, 8, 4));
+  ASSERT_TRUE(in.take_piece(1, 5, 1, 0).has_value());
+  in.deliver(packet(1, 5, 0, 8, 4)); // offset 0 again instead of 4
+  expect_error([&] { in.take_piece(1, 5, 1, 4); }, {"process rank 1 sent all 8 bytes", "none at offset 4"});
 }
 
 TEST(NetInbox, WaitTakeGivesUpAfterItsTimeout) {

@@ -51,20 +51,20 @@ void unpack(const std::vector<char>& bytes, const std::vector<tensor*>& buffers)
   }
 }
 
-/// contributions[0] + contributions[1] + ... element by element, in that order, into
-/// `out` (all the same size, FP32 as bytes).
-void sum_in_order(const std::vector<const std::vector<char>*>& contributions, std::vector<char>& out) {
+/// contributions[0] + contributions[1] + ... element by element, in that order, over `bytes`
+/// bytes of FP32 values each, into `out` (which may be one of them).
+void sum_in_order(const std::vector<const char*>& contributions, std::size_t bytes, char* out) {
   constexpr std::size_t block = 1024;
-  const std::size_t n = out.size() / sizeof(float);
+  const std::size_t n = bytes / sizeof(float);
   float sum[block], next[block];
   for (std::size_t b = 0; b < n; b += block) {
     const std::size_t m = std::min(block, n - b);
-    std::memcpy(sum, contributions[0]->data() + b * sizeof(float), m * sizeof(float));
+    std::memcpy(sum, contributions[0] + b * sizeof(float), m * sizeof(float));
     for (std::size_t p = 1; p < contributions.size(); ++p) {
-      std::memcpy(next, contributions[p]->data() + b * sizeof(float), m * sizeof(float));
+      std::memcpy(next, contributions[p] + b * sizeof(float), m * sizeof(float));
       for (std::size_t i = 0; i < m; ++i) sum[i] += next[i];
     }
-    std::memcpy(out.data() + b * sizeof(float), sum, m * sizeof(float));
+    std::memcpy(out + b * sizeof(float), sum, m * sizeof(float));
   }
 }
 
@@ -109,6 +109,10 @@ struct net_communicator::exchange {
   bool step_sent = false;                      // what this step sends is sent
   bool failure_told = false;
   std::vector<std::optional<net_payload>> got; // direct: by process rank
+  bool headers_checked = false;                // direct, summing: every peer's header
+  std::size_t packet = 0;                      // direct, summing: packets summed so far
+  std::vector<std::optional<std::vector<char>>> pieces; // direct, summing: this packet, by rank
+  std::vector<char> result;                    // direct, summing: the sum so far
 };
 
 net_communicator::net_communicator(net_transport& transport, std::uint32_t channel, int local_ranks,
@@ -172,6 +176,7 @@ void net_communicator::launch_exchange(const collective_call& call, std::vector<
   x->call = call;
   x->buffers = std::move(buffers);
   x->got.resize(static_cast<std::size_t>(transport_.inbox().size()));
+  x->pieces.resize(x->got.size());
   cpu->enqueue_polled([this, x](bool failed) { return poll(*x, failed); });
 }
 
@@ -230,8 +235,8 @@ void net_communicator::check(const exchange& x, int from, const net_payload& got
     throw error(peer + " ran collective #" + std::to_string(call.sequence) + " as " +
                 kind_name(static_cast<kind>(got.kind)) + " with root " + std::to_string(got.root) +
                 ", this process as " + kind_name(call.what) + " with root " + std::to_string(call.root));
-  if (got.bytes.size() != expected)
-    throw error(peer + " sent " + std::to_string(got.bytes.size()) + " bytes where this process has " +
+  if (got.total != expected)
+    throw error(peer + " sent " + std::to_string(got.total) + " bytes where this process has " +
                 std::to_string(expected));
 }
 
@@ -253,8 +258,10 @@ bool net_communicator::direct(exchange& x) {
         send_payload(transport_, p, header_of(x, 0), x.mine);
   }
   if (!receives) return true;
+  const std::size_t expected = check_buffers(x.buffers, call.label);
+  if (call.what != kind::broadcast && expected > 0) return sum_as_packets_arrive(x, expected);
 
-  // Whom this process waits for: everyone, or the root's process for a broadcast.
+  // A broadcast (the root's process's payload), or payloads of no bytes: whole payloads.
   bool complete = true;
   for (int p = 0; p < processes; ++p) {
     if (p == me || (call.what == kind::broadcast && p != root_process)) continue;
@@ -264,7 +271,6 @@ bool net_communicator::direct(exchange& x) {
   }
   if (!complete) return false;
 
-  const std::size_t expected = check_buffers(x.buffers, call.label);
   std::vector<const std::vector<char>*> in_order;
   for (int p = 0; p < processes; ++p) {
     if (p == me) {
@@ -276,13 +282,49 @@ bool net_communicator::direct(exchange& x) {
     check(x, p, *got, expected);
     in_order.push_back(&got->bytes);
   }
-  if (call.what == kind::broadcast) {
-    unpack(*in_order[0], x.buffers);
-  } else {
-    std::vector<char> sum(expected);
-    sum_in_order(in_order, sum);
-    unpack(sum, x.buffers);
+  if (call.what == kind::broadcast) unpack(*in_order[0], x.buffers);
+  else unpack(x.mine, x.buffers); // nothing to sum: every payload is empty
+  return true;
+}
+
+bool net_communicator::sum_as_packets_arrive(exchange& x, std::size_t expected) {
+  net_inbox& inbox = transport_.inbox();
+  const int me = inbox.rank(), processes = inbox.size();
+  const std::uint64_t sequence = wire(x.call.sequence, 0);
+  if (!x.headers_checked) {
+    for (int p = 0; p < processes; ++p) {
+      if (p == me) continue;
+      auto header = inbox.header(channel_, sequence, p);
+      if (!header) return false;
+      check(x, p, *header, expected);
+    }
+    x.headers_checked = true;
+    x.result.resize(expected);
   }
+  // The senders cut their payloads at the same offsets: packet k of every process is summed
+  // (in process order) as soon as it is here, while the later packets still travel.
+  const std::size_t packets = (expected + net_packet_bytes - 1) / net_packet_bytes;
+  for (; x.packet < packets; ++x.packet) {
+    const std::size_t offset = x.packet * net_packet_bytes;
+    const std::size_t bytes = std::min(net_packet_bytes, expected - offset);
+    std::vector<const char*> in_order;
+    for (int p = 0; p < processes; ++p) {
+      if (p == me) {
+        in_order.push_back(x.mine.data() + offset);
+        continue;
+      }
+      auto& piece = x.pieces[static_cast<std::size_t>(p)];
+      if (!piece) piece = inbox.take_piece(channel_, sequence, p, offset);
+      if (!piece) return false;
+      if (piece->size() != bytes)
+        throw error("process rank " + std::to_string(p) + " cut its payload at other offsets (" +
+                    std::to_string(piece->size()) + " bytes at offset " + std::to_string(offset) + ")");
+      in_order.push_back(piece->data());
+    }
+    sum_in_order(in_order, bytes, x.result.data() + offset);
+    for (auto& piece : x.pieces) piece.reset();
+  }
+  unpack(x.result, x.buffers);
   return true;
 }
 
@@ -312,10 +354,7 @@ bool net_communicator::ring(exchange& x) {
     check(x, left, *got, (e - b) * sizeof(float));
     char* into = x.mine.data() + b * sizeof(float);
     if (scatter) {
-      std::vector<char> sum(got->bytes.size());
-      std::vector<char> own(into, into + got->bytes.size());
-      sum_in_order({&got->bytes, &own}, sum);
-      std::memcpy(into, sum.data(), sum.size());
+      sum_in_order({got->bytes.data(), into}, got->bytes.size(), into);
     } else if (!got->bytes.empty()) {
       std::memcpy(into, got->bytes.data(), got->bytes.size());
     }

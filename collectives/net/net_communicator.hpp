@@ -64,6 +64,9 @@ class net_communicator final : public communicator {
   bool poll(exchange& x, bool stream_failed);
   /// The direct exchange: each payload straight to the processes that need it.
   bool direct(exchange& x);
+  /// The receiving side of a direct all-reduce or reduce: sums packet by packet as they
+  /// arrive, so that summing overlaps the transfer of the rest.
+  bool sum_as_packets_arrive(exchange& x, std::size_t expected);
   /// The ring all-reduce: reduce-scatter then all-gather, one chunk per step to the right.
   bool ring(exchange& x);
   /// Throws unless what `from` sent is the same collective with `expected` bytes.

@@ -44,6 +44,9 @@ std::optional<std::string> net_inbox::check(const net_packet& p) const {
   if (a.total != p.total || a.kind != p.kind || a.root != p.root || a.failure != p.failure)
     return peer + " sent packets of " + where(p.channel, p.sequence) +
            " that disagree on the payload's size, kind or root";
+  if (a.received + p.bytes.size() > a.total)
+    return peer + " sent more than the " + std::to_string(a.total) + " bytes of " +
+           where(p.channel, p.sequence);
   // Pieces must not overlap: then pieces whose sizes add up to the total tile it.
   const std::uint64_t end = p.offset + p.bytes.size();
   auto next = a.pieces.lower_bound(p.offset);
@@ -118,7 +121,7 @@ std::optional<net_payload> net_inbox::take_locked(const key& k, bool in_order) {
   if (it->second.received < it->second.total) return std::nullopt;
   assembly& a = it->second;
   // Non-overlapping pieces within [0, total) whose sizes add up to total tile it exactly.
-  net_payload out{a.kind, a.root, std::move(a.failure), std::vector<char>(a.total)};
+  net_payload out{a.kind, a.root, std::move(a.failure), std::vector<char>(a.total), a.total};
   for (auto& [offset, piece] : a.pieces)
     std::memcpy(out.bytes.data() + offset, piece.data(), piece.size());
   pending_.erase(it);
@@ -130,6 +133,41 @@ std::optional<net_payload> net_inbox::take_locked(const key& k, bool in_order) {
 std::optional<net_payload> net_inbox::take(std::uint32_t channel, std::uint64_t sequence, int from) {
   std::lock_guard<std::mutex> guard(mutex_);
   return take_locked({channel, sequence, from}, true);
+}
+
+std::optional<net_payload> net_inbox::header(std::uint32_t channel, std::uint64_t sequence, int from) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (broken_) throw error(*broken_);
+  auto it = pending_.find({channel, sequence, from});
+  if (it == pending_.end()) return std::nullopt;
+  const assembly& a = it->second;
+  return net_payload{a.kind, a.root, a.failure, {}, a.total};
+}
+
+std::optional<std::vector<char>> net_inbox::take_piece(std::uint32_t channel, std::uint64_t sequence,
+                                                       int from, std::uint64_t offset) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (broken_) throw error(*broken_);
+  const key k{channel, sequence, from};
+  auto it = pending_.find(k);
+  if (it == pending_.end()) return std::nullopt;
+  assembly& a = it->second;
+  auto piece = a.pieces.find(offset);
+  if (piece == a.pieces.end()) {
+    if (a.received < a.total) return std::nullopt;
+    broken_ = "process rank " + std::to_string(from) + " sent all " + std::to_string(a.total) +
+              " bytes of " + where(channel, sequence) + " but none at offset " + std::to_string(offset);
+    throw error(*broken_);
+  }
+  std::vector<char> bytes = std::move(piece->second);
+  a.pieces.erase(piece);
+  a.consumed += bytes.size();
+  if (a.consumed == a.total) {
+    pending_.erase(it);
+    auto& last = taken_[{channel, from}];
+    last = std::max(last, sequence);
+  }
+  return bytes;
 }
 
 std::optional<net_payload> net_inbox::take_notice(std::uint32_t channel, std::uint64_t sequence,

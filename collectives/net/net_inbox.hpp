@@ -48,6 +48,16 @@ class net_inbox {
   /// (the processes run different sequences: waiting would never end).
   std::optional<net_payload> take(std::uint32_t channel, std::uint64_t sequence, int from);
 
+  /// For readers that consume a payload packet by packet (summing while the rest arrives):
+  /// its kind, root, size and failure (no bytes) once its first packet arrived, else nullopt.
+  std::optional<net_payload> header(std::uint32_t channel, std::uint64_t sequence, int from);
+
+  /// Moves out the packet at `offset` of the payload if it arrived; the payload counts as
+  /// taken once its last byte is. Throws pe::error when the inbox is broken, and breaks it
+  /// when the payload's bytes all arrived without one at `offset` (the peer lied).
+  std::optional<std::vector<char>> take_piece(std::uint32_t channel, std::uint64_t sequence, int from,
+                                              std::uint64_t offset);
+
   /// Like take, for a payload that may never come (a peer's failure notice): no order check.
   std::optional<net_payload> take_notice(std::uint32_t channel, std::uint64_t sequence, int from);
 
@@ -64,6 +74,7 @@ class net_inbox {
     std::int32_t root = 0;
     std::uint64_t total = 0;
     std::uint64_t received = 0;
+    std::uint64_t consumed = 0; // bytes moved out by take_piece
     std::string failure;
     std::map<std::uint64_t, std::vector<char>> pieces; // by offset
   };

@@ -29,6 +29,7 @@ struct net_payload {
   std::int32_t root = 0;
   std::string failure;
   std::vector<char> bytes;
+  std::uint64_t total = 0; ///< the payload's size (bytes holds all of it once complete)
 };
 
 /// Packets are at most this many bytes: far below CAF's 32-bit message size, and small
