@@ -93,8 +93,10 @@ void gather_fetches(process_group& group, std::vector<std::vector<tensor>>& fetc
 
 /// One executor's program, graph, actors and step bookkeeping. Validation runs once, here.
 struct executor_state {
-  executor_state(const proto::ProgramDesc& program, build_strategy b, sync_mode sync)
-      : main(program), build(b), declared(validate_program(main)), feeds(main, declared),
+  executor_state(const proto::ProgramDesc& program, build_strategy b, sync_mode sync,
+                 bool check)
+      : main(program), build(b), check_nan_inf(check),
+        declared(validate_program(main, b.max_tensor_bytes)), feeds(main, declared),
         loss_grad(loss_gradient(main)) {
     env.in = &in;
     env.sync = sync;
@@ -109,6 +111,7 @@ struct executor_state {
 
   proto::ProgramDesc main;
   build_strategy build;
+  bool check_nan_inf; // execution_strategy::check_nan_inf
   var_table declared;
   feed_check feeds;
   std::string loss_grad;
@@ -138,12 +141,12 @@ parallel_executor::parallel_executor(std::vector<place> places, const proto::Pro
                                      const proto::ProgramDesc& main, build_strategy build,
                                      execution_strategy exec)
     : runtime_(std::make_shared<executor_runtime>(std::move(places), exec.num_threads, exec.group)),
-      state_(std::make_unique<executor_state>(main, build, exec.sync)) {
+      state_(std::make_unique<executor_state>(main, build, exec.sync, exec.check_nan_inf)) {
   // Places run concurrently on their streams: one BLAS thread each keeps them from
   // over-subscribing the cores.
   set_blas_threads(1);
   scope& first = *runtime_->scopes[0];
-  reference_executor(startup, first).run({}, {});
+  reference_executor(startup, first, place::cpu(), build.max_tensor_bytes).run({}, {});
   // The other places get place 0's persistables through their devices' copy streams.
   std::vector<std::pair<std::string, const tensor*>> persistables;
   for (const auto& v : state_->main.blocks(0).vars())
@@ -169,7 +172,8 @@ parallel_executor::parallel_executor(const proto::ProgramDesc& main,
                                      const parallel_executor& share_vars_from,
                                      build_strategy build)
     : runtime_(share_vars_from.runtime_),
-      state_(std::make_unique<executor_state>(main, build, share_vars_from.sync())) {}
+      state_(std::make_unique<executor_state>(main, build, share_vars_from.sync(),
+                                              share_vars_from.state_->check_nan_inf)) {}
 
 parallel_executor::~parallel_executor() {
   {
@@ -312,7 +316,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     build.trainer_id = ranks.process_rank;
     st.graph = std::make_unique<step_graph>(
         st.main, build_ssa_graph(st.main, st.declared, ranks.local_size(), build, fetch_list),
-        rt.scope_list(), rt.device_list());
+        rt.scope_list(), rt.device_list(), st.check_nan_inf);
     st.comm = rt.make_communicator();
     st.fetch_list = fetch_list;
     st.graph_steps = 0;

@@ -33,6 +33,10 @@ struct execution_strategy {
   /// The processes this one trains with (join_processes()), every one running the same
   /// number of places; nullptr: this process alone. Must outlive the executor.
   process_group* group = nullptr;
+  /// Paddle's FLAGS_check_nan_inf: after each op's kernel, on its stream, check its FP32
+  /// outputs and fail the step naming the op, place and variable that first holds NaN or
+  /// an infinity. Off, nothing is checked (decided once, when the graph is built).
+  bool check_nan_inf = false;
 };
 
 /// Paddle's ParallelExecutor with every op handle a CAF actor and every place a device.
@@ -70,7 +74,8 @@ class parallel_executor {
                     execution_strategy exec = {});
 
   /// An executor for another program (typically the test program) over the same places,
-  /// devices, threads and variables as `share_vars_from`: it sees the trained parameters.
+  /// devices, threads, variables and execution strategy as `share_vars_from`: it sees the
+  /// trained parameters.
   /// The two must not run at the same time.
   parallel_executor(const proto::ProgramDesc& main, const parallel_executor& share_vars_from,
                     build_strategy build = {});

@@ -80,7 +80,7 @@ shape_t fill_shape(const proto::OpDesc& fill) {
 } // namespace
 
 step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vector<scope*> scopes,
-                       const std::vector<device*>& devices)
+                       const std::vector<device*>& devices, bool check_nan_inf)
     : graph_(std::move(graph)) {
   const proto::BlockDesc& block = main.blocks(0);
   std::vector<std::string> place_names;
@@ -107,7 +107,7 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
       case op_handle::kind::computation: {
         device& d = *devices[static_cast<std::size_t>(h.place)];
         n.op_.emplace(block.ops(h.op_index), *scopes[static_cast<std::size_t>(h.place)], d.where(),
-                      h.op_index);
+                      h.op_index, check_nan_inf);
         n.op_->bind(&d, &d.get_stream(stream_kind::compute));
         break;
       }

@@ -87,11 +87,12 @@ class step_node {
 /// The SSA graph bound to per-place scopes and devices: one step_node per op handle, an
 /// event per (node, place), launch-order edges chaining the collectives in their sequence,
 /// and the reference counts that free each temporary once the last op touching it on a
-/// place has run, so a step's memory stays near its live set.
+/// place has run, so a step's memory stays near its live set. With `check_nan_inf` every
+/// computation checks its FP32 outputs on its stream after its kernel (see bound_op).
 class step_graph {
  public:
   step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vector<scope*> scopes,
-             const std::vector<device*>& devices);
+             const std::vector<device*>& devices, bool check_nan_inf = false);
 
   const ssa_graph& graph() const { return graph_; }
   std::vector<step_node>& nodes() { return nodes_; }

@@ -17,18 +17,20 @@ namespace pe {
 namespace {
 
 /// `vars` after running `startup` on it.
-scope& initialised(scope& vars, const proto::ProgramDesc& startup) {
-  reference_executor(startup, vars).run({}, {});
+scope& initialised(scope& vars, const proto::ProgramDesc& startup, std::int64_t max_tensor_bytes) {
+  reference_executor(startup, vars, place::cpu(), max_tensor_bytes).run({}, {});
   return vars;
 }
 
 /// Ops in program order on one CPU place.
 class reference_engine final : public engine {
  public:
-  reference_engine(const model_programs& m, bool eval)
-    : train_(m.main, initialised(vars_, m.startup)) {
+  reference_engine(const model_programs& m, bool eval, std::int64_t max_tensor_bytes,
+                   bool check_nan_inf)
+    : train_(m.main, initialised(vars_, m.startup, max_tensor_bytes), place::cpu(),
+             max_tensor_bytes, check_nan_inf) {
     if (eval)
-      test_.emplace(m.test, vars_);
+      test_.emplace(m.test, vars_, place::cpu(), max_tensor_bytes, check_nan_inf);
   }
 
   std::vector<tensor> train(const feed_map& feeds,
@@ -70,6 +72,7 @@ build_strategy strategy_of(const run_options& o) {
   build.reduce = o.reduce == "reduce" ? build_strategy::reduce_mode::reduce
                                       : build_strategy::reduce_mode::all_reduce;
   build.fuse_all_reduce_bytes = o.fuse_allreduce_bytes();
+  build.max_tensor_bytes = o.max_tensor_bytes;
   return build;
 }
 
@@ -112,7 +115,8 @@ class actor_engine final : public engine {
   actor_engine(const run_options& o, const model_programs& m)
     : main_(m.main), group_(join_job(o, m)),
       train_(o.places, m.startup, m.main, strategy_of(o),
-             {o.threads, o.sync == "wait" ? sync_mode::wait : sync_mode::event, group_.get()}) {
+             {o.threads, o.sync == "wait" ? sync_mode::wait : sync_mode::event, group_.get(),
+              o.check_nan_inf}) {
     if (o.eval)
       test_.emplace(m.test, train_, strategy_of(o));
   }
@@ -191,7 +195,7 @@ std::unique_ptr<engine> make_engine(const run_options& o, const model_programs& 
   if (o.actor())
     made = std::make_unique<actor_engine>(o, m);
   else
-    made = std::make_unique<reference_engine>(m, o.eval);
+    made = std::make_unique<reference_engine>(m, o.eval, o.max_tensor_bytes, o.check_nan_inf);
   set_blas_threads(o.blas_threads);
   return made;
 }

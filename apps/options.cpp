@@ -217,6 +217,17 @@ po::options_description describe() {
      "executor sets on its own: its places and threads already occupy the cores, and BLAS "
      "threads on top oversubscribe them; raise it when places leave cores idle (one place, "
      "or --executor reference). OPENBLAS_NUM_THREADS is not consulted")
+    ("max-tensor-bytes", po::value<std::int64_t>()->value_name("N")
+         ->default_value(default_max_tensor_bytes(), "half the physical memory"),
+     ("the largest tensor, in bytes, a program (or an inference model) may declare or infer "
+      "from its known dims; a larger one, or dims whose element count overflows, fails "
+      "validation naming the op and variable (here " +
+      std::to_string(default_max_tensor_bytes()) + ")").c_str())
+    ("check-nan-inf", po::bool_switch(),
+     "Paddle's FLAGS_check_nan_inf: after every op's kernel, check its FP32 outputs and fail "
+     "the step naming the first op, place and variable holding NaN or an infinity (for "
+     "either executor; slows every step, off by default). Without it a non-finite loss "
+     "still stops training, naming the step")
     ("dot", po::value<std::string>()->value_name("FILE"),
      "after the first step, write the actor executor's SSA graph of the training program "
      "(ops and variable versions on every place, collectives) to FILE as Graphviz DOT")
@@ -430,12 +441,15 @@ run_options interpret(const po::variables_map& vm) {
   o.sync = take<std::string>(vm, "sync");
   o.fuse_allreduce_mb = take<double>(vm, "fuse-allreduce-mb");
   o.blas_threads = take<int>(vm, "blas-threads");
+  o.max_tensor_bytes = take<std::int64_t>(vm, "max-tensor-bytes");
+  o.check_nan_inf = take<bool>(vm, "check-nan-inf");
   if (vm.count("dot"))
     o.dot = take<std::string>(vm, "dot");
 
   require_positive(o.steps, "steps");
   require_positive(o.batch_size, "batch-size");
   require_positive(o.blas_threads, "blas-threads");
+  require_positive(o.max_tensor_bytes, "max-tensor-bytes");
   if (vm.count("epochs")) {
     if (given(vm, "steps"))
       throw error("--steps and --epochs both given; use one");
@@ -514,6 +528,8 @@ nlohmann::json to_json(const run_options& o) {
     {"sync", o.sync},
     {"fuse_allreduce_mb", o.fuse_allreduce_mb},
     {"blas_threads", o.blas_threads},
+    {"max_tensor_bytes", o.max_tensor_bytes},
+    {"check_nan_inf", o.check_nan_inf},
   };
   if (o.builtin_model()) {
     config["hidden"] = !o.hidden.empty() ? o.hidden

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "devices/place.hpp"
+#include "graph/validate.hpp"
 
 namespace pe {
 
@@ -36,6 +37,9 @@ struct run_options {
   std::string reduce = "allreduce"; ///< "allreduce" or "reduce" (build_strategy::reduce_mode)
   double fuse_allreduce_mb = 0;     ///< all-reduce bucket size in MiB; 0: one per gradient
   int blas_threads = 1;            ///< OpenBLAS threads per GEMM call
+  /// The largest tensor a program may declare or infer (validate_program's limit).
+  std::int64_t max_tensor_bytes = default_max_tensor_bytes();
+  bool check_nan_inf = false; ///< check every op's FP32 outputs (execution_strategy)
   std::string dot; ///< file for the training SSA graph; empty: do not write
   std::string trace; ///< Chrome trace file of the training steps' op firings; empty: none
   std::uint64_t trace_first = 1; ///< first training step --trace / --check-hazards record

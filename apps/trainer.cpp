@@ -1,5 +1,6 @@
 #include "apps/trainer.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -175,10 +176,14 @@ void print_summary(std::ostream& out, const run_options& o, const run_metrics& m
         << " test samples\n";
 }
 
-/// How a training run went beyond its steps: where it started and whether a signal ended it.
+/// How a training run went beyond its steps: where it started and whether a signal or a
+/// non-finite loss ended it.
 struct run_outcome {
   std::int64_t resumed_from = 0; ///< the checkpoint's step; 0 for a run from the start
   int signal = 0;                ///< the signal that interrupted it; 0 if none
+  std::int64_t nonfinite_step = 0; ///< the step whose loss was NaN or infinite; 0 if none
+
+  bool stopped_early() const { return signal != 0 || nonfinite_step != 0; }
 };
 
 /// The metrics file: the run's timeline (steps numbered as the step lines are), eval and
@@ -199,6 +204,8 @@ nlohmann::json report(const run_options& o, const run_metrics& metrics,
     json["signal"] = signal_name(outcome.signal);
   if (outcome.resumed_from > 0)
     json["resumed_from_step"] = outcome.resumed_from;
+  if (outcome.nonfinite_step != 0)
+    json["nonfinite_loss_step"] = outcome.nonfinite_step;
   json.update(traced.metrics);
   return json;
 }
@@ -251,8 +258,11 @@ int run_training(const run_options& o, std::ostream& out) {
     if (lead && step == outcome.resumed_from + 1 && !o.dot.empty())
       write_dot(*executor, o.dot); // timed with the first step, the warm-up
     const auto& record = metrics.record(loss, rows);
-    if (lead && should_print(step, outcome.resumed_from + 1, steps))
+    // The loss is the global batch's on every process, so all of them stop here.
+    if (!std::isfinite(loss)) outcome.nonfinite_step = step;
+    if (lead && (should_print(step, outcome.resumed_from + 1, steps) || outcome.nonfinite_step))
       print_step(out, step, record, steps);
+    if (outcome.nonfinite_step != 0) break;
     if (lead && o.save_every > 0 && step % o.save_every == 0 && step < steps) {
       save_checkpoint(*executor, model.main, o.save_params, batches, identity, out);
       saved = step;
@@ -266,16 +276,21 @@ int run_training(const run_options& o, std::ostream& out) {
   if (traced)
     trace_result = traced->finish(out);
 
-  if (lead && !o.save_params.empty() && saved != step)
+  // Parameters a non-finite loss came from are not worth resuming from.
+  if (lead && !o.save_params.empty() && saved != step && outcome.nonfinite_step == 0)
     save_checkpoint(*executor, model.main, o.save_params, batches, identity, out);
 
   std::optional<eval_result> eval;
-  if (o.eval && outcome.signal == 0)
+  if (o.eval && !outcome.stopped_early())
     eval = evaluate(*executor, model, *data.test, o.batch_size);
   print_summary(out, o, metrics, eval);
   if (lead && !o.metrics.empty())
     write_json(report(o, metrics, eval, trace_result, outcome), o.metrics);
   executor->finish(); // no process leaves while another still needs it
+  if (outcome.nonfinite_step != 0)
+    throw error("step " + std::to_string(outcome.nonfinite_step) + ": the loss is " +
+                std::to_string(metrics.steps().back().loss) +
+                ", not finite; training stopped (a smaller --lr may help)");
   if (outcome.signal != 0)
     return exit_status_for(outcome.signal);
   return trace_result.violations == 0 ? 0 : hazards_found;

@@ -18,7 +18,9 @@ inline constexpr int hazards_found = 3;
 /// checkpoint every --save-every steps), writes --trace and checks hazards, writes the
 /// --save-params checkpoint, evaluates with --eval, and writes --metrics. The first
 /// SIGINT/SIGTERM ends training at the next step boundary: the rest runs but --eval, and the
-/// metrics say "interrupted"; a second one ends the process at once (see signals.hpp).
+/// metrics say "interrupted"; a second one ends the process at once (see signals.hpp). A
+/// non-finite (NaN or infinite) loss ends training after its step: the metrics are written
+/// (with "nonfinite_loss_step"), no checkpoint and no eval, then pe::error names the step.
 /// Progress lines and the summary go to `out`. The outputs should have been checked with
 /// check_outputs first. Returns the exit status: 0, hazards_found, or 128 + the signal
 /// that interrupted training. Throws pe::error (or another std::exception) on any failure;

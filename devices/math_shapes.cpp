@@ -1,14 +1,18 @@
 #include "devices/math_shapes.hpp"
 
+#include <algorithm>
+
+#include "devices/checked_math.hpp"
+
 namespace pe {
 
 std::int64_t known_product(const shape_t& dims, std::size_t begin, std::size_t end) {
-  std::int64_t product = 1;
-  for (std::size_t i = begin; i < end; ++i) {
-    if (dims[i] < 0) return -1;
-    product *= dims[i];
-  }
-  return product;
+  const auto first = dims.begin() + static_cast<std::ptrdiff_t>(begin);
+  const auto last = dims.begin() + static_cast<std::ptrdiff_t>(end);
+  if (std::any_of(first, last, [](std::int64_t d) { return d < 0; })) return -1;
+  auto product = checked_product(first, last);
+  if (!product) throw error("the element count of dims " + to_string(dims) + " overflows int64");
+  return *product;
 }
 
 shape_t reduced_dims(const shape_t& x, const std::vector<bool>& reduced, bool keep_dim) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "devices/checked_math.hpp"
 #include "devices/tensor.hpp"
 
 namespace pe {
@@ -21,7 +22,8 @@ concept failure_sink = requires(const C& c, const std::string& message) {
   c.fail(message);
 };
 
-/// Product of dims[begin, end); -1 when one of them is unknown (-1).
+/// Product of dims[begin, end); -1 when one of them is unknown (-1). Throws pe::error when it
+/// overflows int64.
 std::int64_t known_product(const shape_t& dims, std::size_t begin, std::size_t end);
 
 /// Whether two dims may be equal: both known and equal, or either unknown.
@@ -202,7 +204,9 @@ shape_t reshape_dims(const C& ctx, const shape_t& x, const std::vector<std::int3
     if (s == 0 && i >= x.size())
       ctx.fail("shape[" + std::to_string(i) + "] = 0 copies a dim X does not have: " + which());
     out.push_back(s == 0 ? x[i] : s);
-    capacity *= out.back();
+    auto next = checked_mul(capacity, out.back());
+    if (!next) ctx.fail("the element count of " + which() + " overflows int64");
+    capacity = *next;
   }
   const std::int64_t count = known_product(x, 0, x.size());
   if (count < 0) return out;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 
+#include "devices/checked_math.hpp"
 #include "devices/cpu/host_allocator.hpp"
 
 namespace pe {
@@ -17,9 +18,10 @@ std::string to_string(const shape_t& shape) {
 }
 
 std::int64_t numel_of(const shape_t& shape) {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
+  auto n = checked_product(shape.begin(), shape.end());
+  if (!n)
+    throw error("tensor: the element count of shape " + to_string(shape) + " overflows int64");
+  return *n;
 }
 
 namespace {
@@ -28,9 +30,14 @@ std::shared_ptr<std::byte> allocate(std::size_t bytes) {
   return host_allocator::instance().allocate(bytes);
 }
 
-void check_shape(const shape_t& shape) {
+/// The byte size of a `type` tensor of `shape`; throws for a negative dim or an overflow.
+std::size_t checked_bytes(dtype type, const shape_t& shape) {
   for (auto d : shape)
     if (d < 0) throw error("tensor: negative dimension in shape " + to_string(shape));
+  auto bytes = checked_mul(numel_of(shape), static_cast<std::int64_t>(size_of(type)));
+  if (!bytes)
+    throw error("tensor: the byte size of shape " + to_string(shape) + " overflows int64");
+  return static_cast<std::size_t>(*bytes);
 }
 
 } // namespace
@@ -39,8 +46,7 @@ tensor::tensor(dtype type, shape_t shape, place where)
     : type_(type), shape_(std::move(shape)), numel_(numel_of(shape_)), place_(where) {
   if (place_.type != place::kind::cpu)
     throw error("tensor: host allocation requested for " + pe::to_string(place_));
-  check_shape(shape_);
-  capacity_ = bytes();
+  capacity_ = checked_bytes(type_, shape_);
   storage_ = allocate(capacity_);
 }
 
@@ -51,8 +57,7 @@ tensor tensor::zeros(dtype type, shape_t shape, place where) {
 }
 
 void tensor::resize(dtype type, shape_t shape) {
-  check_shape(shape);
-  std::size_t needed = static_cast<std::size_t>(numel_of(shape)) * size_of(type);
+  std::size_t needed = checked_bytes(type, shape);
   type_ = type;
   shape_ = std::move(shape);
   numel_ = numel_of(shape_);

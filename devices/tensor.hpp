@@ -18,7 +18,8 @@ using shape_t = std::vector<std::int64_t>;
 /// "[64, 784]".
 std::string to_string(const shape_t& shape);
 
-/// Product of the dimensions (1 for a scalar shape []).
+/// Product of the dimensions (1 for a scalar shape []). Throws pe::error when it overflows
+/// int64.
 std::int64_t numel_of(const shape_t& shape);
 
 /// A dense, row-major n-d array on a place.

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <utility>
 
+#include "devices/checked_math.hpp"
 #include "devices/error.hpp"
 #include "graph/attributes.hpp"
 #include "graph/op_role.hpp"
@@ -171,7 +172,15 @@ class graph_builder {
     if (std::any_of(dims.begin(), dims.end(), [](auto d) { return d < 0; }))
       throw error("op #" + std::to_string(index) + " (" + block_.ops(index).type() + "): '" +
                   name + "' has unknown dims " + to_string(dims));
-    return numel_of(dims);
+    auto count = checked_product(dims.begin(), dims.end());
+    if (!count) fail_overflow(index, "the element count of '" + name + "' " + to_string(dims));
+    return *count;
+  }
+
+  /// Throws pe::error "op #<index> (<type>): <what> overflows int64".
+  [[noreturn]] void fail_overflow(int index, const std::string& what) const {
+    throw error("op #" + std::to_string(index) + " (" + block_.ops(index).type() + "): " + what +
+                " overflows int64");
   }
 
   void combine_gradient(int index, const std::string& param, const std::string& grad) {
@@ -182,7 +191,11 @@ class graph_builder {
       add_all_reduce({grad});
     } else {
       bucket_.push_back(grad);
-      bucket_bytes_ += numel(index, grad) * static_cast<std::int64_t>(size_of(info.type));
+      auto bytes = checked_mul(numel(index, grad), static_cast<std::int64_t>(size_of(info.type)));
+      auto total = bytes ? checked_add(bucket_bytes_, *bytes) : std::nullopt;
+      if (!total)
+        fail_overflow(index, "the fused all-reduce bucket's byte count with '" + grad + "'");
+      bucket_bytes_ = *total;
       if (bucket_bytes_ >= strategy_.fuse_all_reduce_bytes) flush_bucket();
     }
   }
@@ -228,7 +241,11 @@ class graph_builder {
   int assign_owner(int index, const std::string& param) {
     if (const int* owner = owner_of(param)) return *owner;
     int owner = static_cast<int>(std::min_element(load_.begin(), load_.end()) - load_.begin());
-    load_[owner] += numel(index, param);
+    auto load = checked_add(load_[owner], numel(index, param));
+    if (!load)
+      fail_overflow(index, "the element count owned by place " + std::to_string(owner) + " with '" +
+                               param + "'");
+    load_[owner] = *load;
     graph_.owners.emplace_back(param, owner);
     return owner;
   }
@@ -353,7 +370,8 @@ std::string describe(const op_handle& op, const proto::ProgramDesc& main,
 ssa_graph build_ssa_graph(const proto::ProgramDesc& main, int num_places,
                           const build_strategy& strategy,
                           const std::vector<std::string>& fetch_list) {
-  return build_ssa_graph(main, validate_program(main), num_places, strategy, fetch_list);
+  return build_ssa_graph(main, validate_program(main, strategy.max_tensor_bytes), num_places,
+                         strategy, fetch_list);
 }
 
 ssa_graph build_ssa_graph(const proto::ProgramDesc& main, const var_table& validated,

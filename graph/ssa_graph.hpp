@@ -6,6 +6,7 @@
 
 #include "graph/op_registry.hpp"
 #include "graph/proto.hpp"
+#include "graph/validate.hpp"
 
 namespace pe {
 
@@ -33,6 +34,8 @@ struct build_strategy {
   /// ranks spread over every process's places.
   int num_trainers = 1;
   int trainer_id = 0;
+  /// The largest tensor the program may declare or infer (see validate_program).
+  std::int64_t max_tensor_bytes = default_max_tensor_bytes();
 };
 
 /// One version of one variable on one place (or a dummy: a control dependency only).

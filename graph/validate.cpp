@@ -1,11 +1,22 @@
 #include "graph/validate.hpp"
 
+#include <unistd.h>
+
+#include <limits>
 #include <set>
 
+#include "devices/checked_math.hpp"
 #include "devices/error.hpp"
 #include "graph/attributes.hpp"
 
 namespace pe {
+
+std::int64_t default_max_tensor_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);
+  auto total = checked_mul(pages, page_bytes);
+  if (pages <= 0 || page_bytes <= 0 || !total) return std::numeric_limits<std::int64_t>::max();
+  return *total / 2;
+}
 
 bool is_tensor_var(const proto::VarDesc& var) {
   return var.type().type() == proto::VarType::LOD_TENSOR;
@@ -71,9 +82,43 @@ void check_slots(const google::protobuf::RepeatedPtrField<proto::OpDesc::Var>& b
   }
 }
 
+/// Why a `type` variable of `dims` cannot exist: a negative dim other than -1, or known dims
+/// whose product (an upper bound of every sub-product shape rules compute) or byte size
+/// overflows int64 or exceeds `max_bytes`; empty when it can.
+std::string size_problem(const std::string& name, const var_info& info, std::int64_t max_bytes) {
+  const std::string which = "variable '" + name + "' " + to_string(info.dims);
+  for (auto d : info.dims)
+    if (d < -1) return which + " has the negative dim " + std::to_string(d) + " (only -1, unknown)";
+  shape_t known;
+  for (auto d : info.dims)
+    if (d > 0) known.push_back(d);
+  auto count = checked_product(known.begin(), known.end());
+  if (!count) return which + ": the element count overflows int64";
+  auto bytes = checked_mul(*count, static_cast<std::int64_t>(size_of(info.type)));
+  if (!bytes) return which + ": the byte size of " + to_string(info.type) + " overflows int64";
+  if (*bytes > max_bytes)
+    return which + " needs " + std::to_string(*bytes) + " bytes of " + to_string(info.type) +
+           ", more than the largest tensor allowed, " + std::to_string(max_bytes) +
+           " bytes (--max-tensor-bytes)";
+  return {};
+}
+
+/// Throws size_problem's answer for every variable `op` binds, as the variable table has it.
+void check_sizes(const proto::OpDesc& op, int index, const var_table& vars,
+                 std::int64_t max_bytes) {
+  for (const auto* slots : {&op.inputs(), &op.outputs()})
+    for (const auto& slot : *slots)
+      for (const auto& name : slot.arguments()) {
+        auto it = vars.find(name);
+        if (it == vars.end()) continue; // a holder variable
+        std::string problem = size_problem(name, it->second, max_bytes);
+        if (!problem.empty()) throw error(op_prefix(index, op) + problem);
+      }
+}
+
 } // namespace
 
-var_table validate_program(const proto::ProgramDesc& program) {
+var_table validate_program(const proto::ProgramDesc& program, std::int64_t max_tensor_bytes) {
   if (program.blocks_size() == 0) throw error("the program has no blocks");
   if (program.blocks_size() > 1)
     throw error("the program has " + std::to_string(program.blocks_size()) +
@@ -107,12 +152,15 @@ var_table validate_program(const proto::ProgramDesc& program) {
     } catch (const error& e) {
       throw error(op_prefix(i, op) + e.what());
     }
+    check_sizes(op, i, vars, max_tensor_bytes);
     if (!schema->infer_shape) continue;
     shape_context ctx(op, attrs, vars, i);
     schema->infer_shape(ctx);
     for (const auto& [name, inferred] : ctx.inferred()) {
       auto it = vars.find(name);
       if (it == vars.end()) continue; // a holder variable
+      std::string problem = size_problem(name, inferred, max_tensor_bytes);
+      if (!problem.empty()) throw error(op_prefix(i, op) + "inferred " + problem);
       var_info& declared_var = it->second;
       // An intermediate's dtype is its kernel's, as in Paddle, whose VarDescs may declare
       // another (paddle.metric.accuracy's Correct: declared FP32, computed INT32); readers
@@ -130,6 +178,10 @@ var_table validate_program(const proto::ProgramDesc& program) {
       for (std::size_t d = 0; d < declared_var.dims.size(); ++d)
         if (declared_var.dims[d] < 0) declared_var.dims[d] = inferred.dims[d];
     }
+  }
+  for (const auto& [name, info] : vars) { // the variables no op uses
+    std::string problem = size_problem(name, info, max_tensor_bytes);
+    if (!problem.empty()) throw error(problem);
   }
   return vars;
 }

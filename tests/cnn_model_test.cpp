@@ -52,12 +52,14 @@ TEST(cnn_model, has_paddles_layers_and_validates) {
   EXPECT_EQ(test["batch_norm"], 2);
   EXPECT_EQ(test.count("batch_norm_grad"), 0u);
   EXPECT_EQ(test.count("momentum"), 0u);
-  for (const auto& op : m.test.blocks(0).ops()) {
-    if (op.type() == "batch_norm") EXPECT_TRUE(find_attr(op, "is_test")->b()) << "test program";
-  }
-  for (const auto& op : m.main.blocks(0).ops()) {
-    if (op.type() == "batch_norm") EXPECT_FALSE(find_attr(op, "is_test")->b()) << "main program";
-  }
+  for (const auto& op : m.test.blocks(0).ops())
+    if (op.type() == "batch_norm") {
+      EXPECT_TRUE(find_attr(op, "is_test")->b()) << "test program";
+    }
+  for (const auto& op : m.main.blocks(0).ops())
+    if (op.type() == "batch_norm") {
+      EXPECT_FALSE(find_attr(op, "is_test")->b()) << "main program";
+    }
 }
 
 TEST(cnn_model, rejects_bad_configurations) {

@@ -283,8 +283,11 @@ TEST(parallel_executor, destroying_mid_run_cancels_promptly) {
   auto exe = std::make_unique<parallel_executor>(cpu_places(2), m.startup, m.main,
                                                  build_strategy{}, execution_strategy{2});
   exe->run(feed, {m.loss}); // warm: graph built
-  // One long step in another thread; the executor is destroyed while it is in flight.
-  // The destructor must cancel the step, wait for run() to return, then stop the actors.
+  // One long step in another thread (16x the warm batch: seconds of GEMMs, so it is still in
+  // flight after 20 ms on any machine); the executor is destroyed while it runs. The
+  // destructor must cancel the step, wait for run() to return, then stop the actors.
+  auto big = argmax_batch(8192, 256, 10, 2);
+  feed = {{m.image, big.image}, {m.label, big.label}};
   parallel_executor* running = exe.get();
   std::atomic<bool> started{false};
   std::string outcome;

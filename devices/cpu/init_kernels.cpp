@@ -6,16 +6,15 @@
 // on every run and machine; seed 0 means "no fixed seed" as in Paddle and draws the seed
 // from std::random_device.
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
 #include <random>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "devices/cpu/cpu_kernels.hpp"
+#include "devices/fill_value.hpp"
 #include "devices/kernel.hpp"
 
 namespace pe {
@@ -29,27 +28,13 @@ tensor& shaped_output(kernel_context& ctx, dtype type) {
   return out;
 }
 
-/// `str_value` as a T. INT64 is parsed as an integer, exactly (values beyond 2^53 are why
-/// Paddle has str_value); the other types through double, as Paddle does. "inf", "-inf"
-/// and "nan" are accepted.
-template <class T>
-T parse_value(const kernel_context& ctx, const std::string& text) {
-  using parsed = std::conditional_t<std::is_same_v<T, std::int64_t>, std::int64_t, double>;
-  parsed v{};
-  const char* end = text.data() + text.size();
-  auto [stop, status] = std::from_chars(text.data(), end, v);
-  if (status != std::errc() || stop != end)
-    ctx.fail("str_value '" + text + "' is not a valid " + to_string(dtype_of<T>()) + " value");
-  return static_cast<T>(v);
-}
-
-/// Fills Out with `str_value` when it is set, else with `value`.
+/// Fills Out with fill_value's value (`str_value` when it is set, else `value`).
 template <class T>
 void fill_with(kernel_context& ctx, tensor& out) {
-  const std::string& text = ctx.attrs().get<std::string>("str_value");
-  const T v = text.empty() ? static_cast<T>(ctx.attrs().get<float>("value"))
-                           : parse_value<T>(ctx, text);
-  std::fill_n(out.data<T>(), out.numel(), v);
+  const auto v =
+      fill_value<T>(ctx.attrs().get<float>("value"), ctx.attrs().get<std::string>("str_value"));
+  if (!v.problem.empty()) ctx.fail(v.problem);
+  std::fill_n(out.data<T>(), out.numel(), v.value);
 }
 
 void fill_constant(kernel_context& ctx) {

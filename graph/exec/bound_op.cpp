@@ -1,5 +1,8 @@
 #include "graph/exec/bound_op.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "graph/exec/scope.hpp"
 #include "graph/op_registry.hpp"
 
@@ -37,9 +40,24 @@ kernel_context make_context(const proto::OpDesc& op, scope& vars, place where, i
   }
 }
 
+/// Throws pe::error naming the first of `outputs` that is FP32 and holds NaN or an infinity.
+void check_finite(const std::vector<std::pair<std::string, const tensor*>>& outputs) {
+  for (const auto& [name, t] : outputs) {
+    if (!t->initialized() || t->type() != dtype::fp32) continue;
+    const auto values = t->values<float>();
+    const auto bad = std::find_if(values.begin(), values.end(),
+                                  [](float v) { return !std::isfinite(v); });
+    if (bad != values.end())
+      throw error("output variable '" + name + "' " + to_string(t->shape()) + " holds " +
+                  std::to_string(*bad) + " at element " +
+                  std::to_string(bad - values.begin()) + " (--check-nan-inf)");
+  }
+}
+
 } // namespace
 
-bound_op::bound_op(const proto::OpDesc& op, scope& vars, place where, int op_index)
+bound_op::bound_op(const proto::OpDesc& op, scope& vars, place where, int op_index,
+                   bool check_nan_inf)
     : context_(make_context(op, vars, where, op_index)),
       kernel_(kernel_registry::global().find(op.type(), where.type)),
       index_(op_index) {
@@ -48,6 +66,10 @@ bound_op::bound_op(const proto::OpDesc& op, scope& vars, place where, int op_ind
                 to_string(where));
   for (const auto& slot : op.inputs())
     for (const auto& name : slot.arguments()) inputs_.emplace_back(name, vars.find(name));
+  if (check_nan_inf)
+    for (const auto& slot : op.outputs())
+      for (const auto& name : slot.arguments())
+        checked_outputs_.emplace_back(name, vars.find(name));
 }
 
 void bound_op::run() {
@@ -59,6 +81,7 @@ void bound_op::run() {
                   "and not written by an earlier op)");
   try {
     (*kernel_)(context_);
+    check_finite(checked_outputs_);
   } catch (const std::exception& e) {
     throw error("op #" + std::to_string(index_) + " (" + type() + ") on " +
                 to_string(context_.where()) + ": " + e.what());

@@ -16,10 +16,15 @@ class scope;
 class bound_op {
  public:
   /// Throws pe::error naming the op when its type is unknown, it is a host op (feed,
-  /// fetch) or no kernel exists for the place.
-  bound_op(const proto::OpDesc& op, scope& vars, place where, int op_index);
+  /// fetch) or no kernel exists for the place. With `check_nan_inf` (Paddle's
+  /// FLAGS_check_nan_inf) run() also checks the FP32 outputs after the kernel; without it
+  /// nothing is checked and nothing costs.
+  bound_op(const proto::OpDesc& op, scope& vars, place where, int op_index,
+           bool check_nan_inf = false);
 
-  /// Runs the kernel. An input no op has written yet, or a kernel failure, is thrown as pe::error "op #i (type) on place: message".
+  /// Runs the kernel. An input no op has written yet, a kernel failure, or (when checked)
+  /// an FP32 output holding NaN or an infinity is thrown as pe::error
+  /// "op #i (type) on place: message".
   void run();
 
   /// The device and stream the kernel runs on (see kernel_context).
@@ -32,6 +37,7 @@ class bound_op {
   kernel_context context_;
   const kernel_fn* kernel_;
   std::vector<std::pair<std::string, const tensor*>> inputs_; // to name an unset input
+  std::vector<std::pair<std::string, const tensor*>> checked_outputs_; // with check_nan_inf
   int index_;
 };
 

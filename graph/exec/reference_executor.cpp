@@ -5,12 +5,13 @@
 namespace pe {
 
 reference_executor::reference_executor(const proto::ProgramDesc& program, scope& vars,
-                                       place where)
-    : vars_(vars), feeds_(program, validate_program(program)) {
+                                       place where, std::int64_t max_tensor_bytes,
+                                       bool check_nan_inf)
+    : vars_(vars), feeds_(program, validate_program(program, max_tensor_bytes)) {
   const proto::BlockDesc& block = program.blocks(0);
   for (int i = 0; i < block.ops_size(); ++i)
     if (!op_registry::global().find(block.ops(i).type())->host_op)
-      ops_.emplace_back(block.ops(i), vars_, where, i);
+      ops_.emplace_back(block.ops(i), vars_, where, i, check_nan_inf);
 }
 
 std::vector<tensor> reference_executor::run(const feed_map& feeds,

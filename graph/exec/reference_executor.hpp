@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -7,6 +8,7 @@
 #include "graph/exec/feed_check.hpp"
 #include "graph/exec/scope.hpp"
 #include "graph/proto.hpp"
+#include "graph/validate.hpp"
 
 namespace pe {
 
@@ -21,9 +23,13 @@ namespace pe {
 /// nothing themselves: feeds and fetch targets are given by name.
 class reference_executor {
  public:
-  /// Validates and binds every op of `program` to `vars`. Throws pe::error on a program
-  /// that fails validation or has an op without a CPU kernel.
-  reference_executor(const proto::ProgramDesc& program, scope& vars, place where = place::cpu());
+  /// Validates (with the tensor size limit `max_tensor_bytes`) and binds every op of
+  /// `program` to `vars`, checking their FP32 outputs after each kernel with
+  /// `check_nan_inf` (see bound_op). Throws pe::error on a program that fails validation
+  /// or has an op without a CPU kernel.
+  reference_executor(const proto::ProgramDesc& program, scope& vars, place where = place::cpu(),
+                     std::int64_t max_tensor_bytes = default_max_tensor_bytes(),
+                     bool check_nan_inf = false);
 
   /// Runs one step. Throws pe::error when a feed is missing or malformed or a kernel fails.
   std::vector<tensor> run(const feed_map& feeds, const std::vector<std::string>& fetch_list);

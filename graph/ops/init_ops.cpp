@@ -2,6 +2,8 @@
 // gaussian_random. None has a gradient.
 #include "graph/op_registry.hpp"
 
+#include "devices/fill_value.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -23,6 +25,23 @@ void infer_filled(shape_context& ctx, const std::vector<dtype>& allowed) {
   ctx.set_outputs("Out", dims, type);
 }
 
+/// Fails unless fill_constant's value (`str_value` when set, else `value`) fits a T.
+template <class T>
+void expect_fill_value(const shape_context& ctx) {
+  const auto v = fill_value<T>(ctx.attrs().get<float>("value"),
+                               ctx.attrs().get<std::string>("str_value"));
+  ctx.expect(v.problem.empty(), "Out: " + v.problem);
+}
+
+void infer_fill_constant(shape_context& ctx) {
+  infer_filled(ctx, {dtype::fp32, dtype::int64, dtype::int32});
+  switch (static_cast<dtype>(ctx.attrs().get<std::int32_t>("dtype"))) {
+    case dtype::int64: return expect_fill_value<std::int64_t>(ctx);
+    case dtype::int32: return expect_fill_value<std::int32_t>(ctx);
+    default: return expect_fill_value<float>(ctx);
+  }
+}
+
 } // namespace
 
 void register_init_ops(op_registry& r) {
@@ -34,9 +53,7 @@ void register_init_ops(op_registry& r) {
                    {"value", 0.f},
                    {"dtype", fp32},
                    {"str_value", std::string()}},
-         .infer_shape = [](shape_context& ctx) {
-           infer_filled(ctx, {dtype::fp32, dtype::int64, dtype::int32});
-         },
+         .infer_shape = infer_fill_constant,
          .make_grad = {}});
   // seed 0 asks for a nondeterministic seed, as in Paddle.
   r.add({.type = "uniform_random",
