@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
+
+#include "devices/steady_clock.hpp"
 
 namespace pe {
 
@@ -14,12 +15,6 @@ struct trace_recorder::thread_buffer {
 namespace {
 
 std::atomic<std::uint64_t> next_recorder_id{1};
-
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 /// The calling thread's buffer for the recorder it last recorded into.
 struct thread_cache {

@@ -14,19 +14,14 @@
 #include "graph/models/mlp.hpp"
 #include "tests/support/batches.hpp"
 #include "tests/support/expect_error.hpp"
+#include "tests/support/tiny_mlp.hpp"
 
 namespace pe {
 namespace {
 
 using testing::expect_error;
 
-model_programs tiny_mlp() {
-  mlp_config c;
-  c.input_width = 6;
-  c.hidden = {5};
-  c.classes = 3;
-  return build_mlp(c);
-}
+using testing::tiny_mlp;
 
 /// A batch of 4 rows whose last row holds an infinity: on 2 places that row is place 1's.
 feed_map poisoned_batch(const model_programs& m) {

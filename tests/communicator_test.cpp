@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "collectives/cpu/inproc_communicator.hpp"
+#include "tests/support/collective_calls.hpp"
 #include "devices/device.hpp"
 #include "devices/error.hpp"
 #include "devices/tensor.hpp"
@@ -28,6 +29,7 @@ namespace {
 
 using namespace pe;
 using namespace std::chrono_literals;
+using pe::testing::test_call;
 
 /// How long anything that should finish gets before the test calls it a hang.
 constexpr auto limit = 3000ms;
@@ -78,15 +80,6 @@ struct world {
 
 std::vector<std::optional<bool>> all(int n, bool value) {
   return std::vector<std::optional<bool>>(static_cast<std::size_t>(n), value);
-}
-
-collective_call call(collective_call::kind what, std::uint64_t sequence, int root = 0) {
-  collective_call c;
-  c.what = what;
-  c.root = root;
-  c.sequence = sequence;
-  c.label = "test#" + std::to_string(sequence);
-  return c;
 }
 
 std::vector<float> random_values(std::size_t n, std::mt19937& rng) {
@@ -148,7 +141,7 @@ TEST(communicator, all_reduce_gives_every_rank_the_rank_order_sum) {
     auto in = random_inputs(n, 10U + static_cast<unsigned>(n));
     auto buffers = tensors_of(in);
     for (int r = n - 1; r >= 0; --r)
-      w.comm.launch(call(collective_call::kind::all_reduce, 0), r,
+      w.comm.launch(test_call(collective_call::kind::all_reduce, 0), r,
                     pointers(buffers[static_cast<std::size_t>(r)]), w.on(r));
     ASSERT_EQ(w.sync_all(), all(n, true)) << n << " ranks: " << w.error(0);
     for (std::size_t v = 0; v < sizes.size(); ++v) {
@@ -167,7 +160,7 @@ TEST(communicator, reduce_writes_the_sum_on_the_root_only) {
     auto in = random_inputs(n, 20U + static_cast<unsigned>(root));
     auto buffers = tensors_of(in);
     for (int r = 0; r < n; ++r)
-      w.comm.launch(call(collective_call::kind::reduce, 0, root), r,
+      w.comm.launch(test_call(collective_call::kind::reduce, 0, root), r,
                     pointers(buffers[static_cast<std::size_t>(r)]), w.on(r));
     ASSERT_EQ(w.sync_all(), all(n, true)) << w.error(0);
     for (std::size_t v = 0; v < sizes.size(); ++v)
@@ -192,7 +185,7 @@ TEST(communicator, broadcast_gives_every_rank_the_roots_values_and_shape) {
   buffers[2] = {tensor::from_vector(big, {100003}), tensor::from_vector(small, {2, 3})};
   buffers[3] = {tensor::zeros(dtype::fp32, {200000}), tensor::zeros(dtype::fp32, {6})}; // larger
   for (int r : {3, 0, 2, 1})
-    w.comm.launch(call(collective_call::kind::broadcast, 0, root), r,
+    w.comm.launch(test_call(collective_call::kind::broadcast, 0, root), r,
                   pointers(buffers[static_cast<std::size_t>(r)]), w.on(r));
   ASSERT_EQ(w.sync_all(), all(4, true)) << w.error(0);
   for (std::size_t r = 0; r < 4; ++r) {
@@ -219,7 +212,7 @@ TEST(communicator, completion_runs_once_per_collective) {
   for (std::uint64_t s = 0; s < k; ++s)
     for (int r = 0; r < n; ++r)
       // Every rank hands a callback: still one call per collective in all.
-      w.comm.launch(call(collective_call::kind::all_reduce, s), r,
+      w.comm.launch(test_call(collective_call::kind::all_reduce, s), r,
                     {&buffers[static_cast<std::size_t>(r)][s]}, w.on(r),
                     [&, s](const collective_span& span, bool ok) {
                       std::lock_guard<std::mutex> guard(mutex);
@@ -256,7 +249,7 @@ TEST(communicator, ranks_launched_from_many_threads_run_in_sequence_order) {
       for (std::uint64_t s = 0; s < k; ++s) {
         if (jitter() % 3 == 0) std::this_thread::yield();
         if (jitter() % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(jitter() % 200));
-        w.comm.launch(call(collective_call::kind::all_reduce, s), r,
+        w.comm.launch(test_call(collective_call::kind::all_reduce, s), r,
                       {&buffers[static_cast<std::size_t>(r)][s]}, w.on(r));
       }
     });
@@ -279,9 +272,9 @@ TEST(communicator, an_out_of_sequence_launch_fails_every_rank) {
   world w(3);
   std::vector<tensor> buffers = {tensor::zeros(dtype::fp32, {8}), tensor::zeros(dtype::fp32, {8}),
                                  tensor::zeros(dtype::fp32, {8})};
-  w.comm.launch(call(collective_call::kind::all_reduce, 0), 0, {&buffers[0]}, w.on(0));
-  w.comm.launch(call(collective_call::kind::all_reduce, 1), 1, {&buffers[1]}, w.on(1));
-  w.comm.launch(call(collective_call::kind::all_reduce, 0), 2, {&buffers[2]}, w.on(2));
+  w.comm.launch(test_call(collective_call::kind::all_reduce, 0), 0, {&buffers[0]}, w.on(0));
+  w.comm.launch(test_call(collective_call::kind::all_reduce, 1), 1, {&buffers[1]}, w.on(1));
+  w.comm.launch(test_call(collective_call::kind::all_reduce, 0), 2, {&buffers[2]}, w.on(2));
   ASSERT_EQ(w.sync_all(), all(3, false));
   for (int r = 0; r < 3; ++r)
     EXPECT_NE(w.error(r).find("expected #0"), std::string::npos) << r << ": " << w.error(r);
@@ -297,7 +290,7 @@ TEST(communicator, a_failed_stream_fails_the_collective_on_every_rank) {
   std::atomic<int> calls{0};
   std::atomic<bool> reported_ok{true};
   for (int r = 0; r < n; ++r)
-    w.comm.launch(call(collective_call::kind::all_reduce, 0), r,
+    w.comm.launch(test_call(collective_call::kind::all_reduce, 0), r,
                   pointers(buffers[static_cast<std::size_t>(r)]), w.on(r),
                   [&](const collective_span&, bool ok) {
                     ++calls;
@@ -315,7 +308,7 @@ TEST(communicator, a_failed_stream_fails_the_collective_on_every_rank) {
   for (int r = 0; r < n; ++r) w.on(r).clear_error();
   buffers = tensors_of(in);
   for (int r = 0; r < n; ++r)
-    w.comm.launch(call(collective_call::kind::all_reduce, 1), r,
+    w.comm.launch(test_call(collective_call::kind::all_reduce, 1), r,
                   pointers(buffers[static_cast<std::size_t>(r)]), w.on(r));
   ASSERT_EQ(w.sync_all(), all(n, true)) << w.error(0);
   EXPECT_TRUE(bit_identical(values_of(buffers[2][4]), rank_order_sum(in, 4)));
@@ -325,7 +318,7 @@ TEST(communicator, mismatched_sizes_fail_naming_both) {
   world w(2);
   std::vector<tensor> buffers = {tensor::zeros(dtype::fp32, {4}), tensor::zeros(dtype::fp32, {5})};
   for (int r = 0; r < 2; ++r)
-    w.comm.launch(call(collective_call::kind::all_reduce, 0), r, {&buffers[static_cast<std::size_t>(r)]},
+    w.comm.launch(test_call(collective_call::kind::all_reduce, 0), r, {&buffers[static_cast<std::size_t>(r)]},
                   w.on(r));
   ASSERT_EQ(w.sync_all(), all(2, false));
   for (int r = 0; r < 2; ++r) {
@@ -338,8 +331,8 @@ TEST(communicator, mismatched_buffer_counts_fail_every_rank) {
   world w(2);
   std::vector<tensor> rank0 = {tensor::zeros(dtype::fp32, {4}), tensor::zeros(dtype::fp32, {4})};
   std::vector<tensor> rank1 = {tensor::zeros(dtype::fp32, {4})};
-  w.comm.launch(call(collective_call::kind::all_reduce, 0), 0, pointers(rank0), w.on(0));
-  w.comm.launch(call(collective_call::kind::all_reduce, 0), 1, pointers(rank1), w.on(1));
+  w.comm.launch(test_call(collective_call::kind::all_reduce, 0), 0, pointers(rank0), w.on(0));
+  w.comm.launch(test_call(collective_call::kind::all_reduce, 0), 1, pointers(rank1), w.on(1));
   ASSERT_EQ(w.sync_all(), all(2, false));
   EXPECT_NE(w.error(0).find("buffers"), std::string::npos) << w.error(0);
 }
@@ -347,8 +340,8 @@ TEST(communicator, mismatched_buffer_counts_fail_every_rank) {
 TEST(communicator, ranks_disagreeing_on_the_collective_fail_every_rank) {
   world w(2);
   std::vector<tensor> buffers = {tensor::zeros(dtype::fp32, {4}), tensor::zeros(dtype::fp32, {4})};
-  w.comm.launch(call(collective_call::kind::all_reduce, 0), 0, {&buffers[0]}, w.on(0));
-  w.comm.launch(call(collective_call::kind::broadcast, 0), 1, {&buffers[1]}, w.on(1));
+  w.comm.launch(test_call(collective_call::kind::all_reduce, 0), 0, {&buffers[0]}, w.on(0));
+  w.comm.launch(test_call(collective_call::kind::broadcast, 0), 1, {&buffers[1]}, w.on(1));
   ASSERT_EQ(w.sync_all(), all(2, false));
   for (int r = 0; r < 2; ++r)
     EXPECT_NE(w.error(r).find("collective #0 is"), std::string::npos) << r << ": " << w.error(r);
@@ -357,7 +350,7 @@ TEST(communicator, ranks_disagreeing_on_the_collective_fail_every_rank) {
 TEST(communicator, abort_releases_a_rank_waiting_for_the_others) {
   world w(2);
   tensor t = tensor::zeros(dtype::fp32, {8});
-  w.comm.launch(call(collective_call::kind::all_reduce, 0), 0, {&t}, w.on(0));
+  w.comm.launch(test_call(collective_call::kind::all_reduce, 0), 0, {&t}, w.on(0));
   std::this_thread::sleep_for(20ms); // let rank 0 reach the meeting and wait there
   w.comm.abort();
   const auto t0 = std::chrono::steady_clock::now();
@@ -374,15 +367,15 @@ TEST(communicator, abort_releases_a_rank_waiting_for_the_others) {
 
   // A later launch fails at once too.
   tensor u = tensor::zeros(dtype::fp32, {8});
-  w.comm.launch(call(collective_call::kind::all_reduce, 0), 1, {&u}, w.on(1));
+  w.comm.launch(test_call(collective_call::kind::all_reduce, 0), 1, {&u}, w.on(1));
   EXPECT_EQ(w.sync_all()[1], std::optional<bool>(false));
 }
 
 TEST(communicator, a_rank_outside_the_communicator_is_rejected) {
   world w(2);
   tensor t = tensor::zeros(dtype::fp32, {8});
-  EXPECT_THROW(w.comm.launch(call(collective_call::kind::all_reduce, 0), 2, {&t}, w.on(1)), error);
-  EXPECT_THROW(w.comm.launch(call(collective_call::kind::all_reduce, 0), -1, {&t}, w.on(1)), error);
+  EXPECT_THROW(w.comm.launch(test_call(collective_call::kind::all_reduce, 0), 2, {&t}, w.on(1)), error);
+  EXPECT_THROW(w.comm.launch(test_call(collective_call::kind::all_reduce, 0), -1, {&t}, w.on(1)), error);
   EXPECT_THROW(inproc_communicator(0), error);
 }
 

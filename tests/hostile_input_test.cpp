@@ -17,11 +17,13 @@
 #include "graph/ssa_graph.hpp"
 #include "graph/validate.hpp"
 #include "tests/support/expect_error.hpp"
+#include "tests/support/tiny_mlp.hpp"
 
 namespace pe {
 namespace {
 
 using testing::expect_error;
+using testing::tiny_mlp;
 
 constexpr std::int64_t two_to(int n) { return std::int64_t{1} << n; }
 
@@ -63,14 +65,6 @@ struct fill_program {
                          {"value", 1.f}});
   }
 };
-
-model_programs tiny_mlp() {
-  mlp_config c;
-  c.input_width = 6;
-  c.hidden = {5};
-  c.classes = 3;
-  return build_mlp(c);
-}
 
 /// The (Param, Grad) pairs of a program's sgd ops, in program order.
 std::vector<std::pair<std::string, std::string>> sgd_params(const proto::ProgramDesc& p) {

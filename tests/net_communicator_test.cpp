@@ -16,6 +16,7 @@
 #include "collectives/cpu/inproc_communicator.hpp"
 #include "collectives/net/net_communicator.hpp"
 #include "devices/device.hpp"
+#include "support/collective_calls.hpp"
 #include "support/loopback_transport.hpp"
 
 namespace {
@@ -23,6 +24,7 @@ namespace {
 using namespace pe;
 using namespace std::chrono_literals;
 using kind = collective_call::kind;
+using pe::testing::test_call;
 
 constexpr auto limit = 5000ms;
 
@@ -74,15 +76,6 @@ struct job {
   std::vector<std::unique_ptr<net_communicator>> comms;
   std::vector<std::unique_ptr<device>> devices;
 };
-
-collective_call call(kind what, std::uint64_t sequence, int root = 0) {
-  collective_call c;
-  c.what = what;
-  c.root = root;
-  c.sequence = sequence;
-  c.label = "test#" + std::to_string(sequence);
-  return c;
-}
 
 /// values[rank][variable]: random, with sizes that cut packets and blocks unevenly.
 std::vector<std::vector<tensor>> random_buffers(int ranks, unsigned seed) {
@@ -159,9 +152,9 @@ TEST_P(NetCollective, AllReduceEqualsOneProcessAndIsIdenticalOnEveryRank) {
   const auto [processes, local, ring_bytes] = GetParam();
   job j(processes, local, ring_bytes);
   auto values = random_buffers(j.world(), 7);
-  const auto expected = single_process(call(kind::all_reduce, 0), clone_all(values));
-  for (int r = 0; r < j.world(); ++r) j.launch(call(kind::all_reduce, 0), r, pointers(values[r]));
-  for (int r = 0; r < j.world(); ++r) j.launch(call(kind::all_reduce, 1), r, {&values[r][0]});
+  const auto expected = single_process(test_call(kind::all_reduce, 0), clone_all(values));
+  for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_reduce, 0), r, pointers(values[r]));
+  for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_reduce, 1), r, {&values[r][0]});
   for (auto ok : j.sync_all()) ASSERT_EQ(ok, true);
   for (int r = 0; r < j.world(); ++r) {
     for (std::size_t v = 1; v < values[r].size(); ++v) {
@@ -180,10 +173,10 @@ TEST_P(NetCollective, ReduceAndBroadcastWithRootsOnEveryProcess) {
   for (int root = 0; root < processes * local; ++root) {
     job j(processes, local, ring_bytes);
     auto values = random_buffers(j.world(), 11 + root);
-    const auto reduced = single_process(call(kind::reduce, 0, root), clone_all(values));
-    for (int r = 0; r < j.world(); ++r) j.launch(call(kind::reduce, 0, root), r, pointers(values[r]));
+    const auto reduced = single_process(test_call(kind::reduce, 0, root), clone_all(values));
+    for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::reduce, 0, root), r, pointers(values[r]));
     // Then the root's result goes to everyone, as reduce mode does with parameters.
-    for (int r = 0; r < j.world(); ++r) j.launch(call(kind::broadcast, 1, root), r, pointers(values[r]));
+    for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::broadcast, 1, root), r, pointers(values[r]));
     for (auto ok : j.sync_all()) ASSERT_EQ(ok, true);
     for (int r = 0; r < j.world(); ++r)
       for (std::size_t v = 0; v < values[r].size(); ++v) {
@@ -205,7 +198,7 @@ TEST(NetCollectiveFaults, AFailureOnTheRingReachesEveryProcess) {
   job j(3, 1, 0);
   auto values = random_buffers(3, 5);
   j.on(1).enqueue([] { throw error("kernel on rank 1 failed"); });
-  for (int r = 0; r < 3; ++r) j.launch(call(kind::all_reduce, 0), r, pointers(values[r]));
+  for (int r = 0; r < 3; ++r) j.launch(test_call(kind::all_reduce, 0), r, pointers(values[r]));
   for (auto ok : j.sync_all()) EXPECT_EQ(ok, false);
   for (int r : {0, 2})
     EXPECT_NE(j.error(r).find("process rank 1 failed: skipped after an earlier failure"), std::string::npos)
@@ -215,8 +208,8 @@ TEST(NetCollectiveFaults, AFailureOnTheRingReachesEveryProcess) {
 TEST(NetCollectiveFaults, ProcessesThatRunDifferentCollectivesFailNamingTheProcess) {
   job j(2, 1);
   auto values = random_buffers(2, 3);
-  j.launch(call(kind::all_reduce, 0), 0, pointers(values[0]));
-  j.launch(call(kind::reduce, 0, 1), 1, pointers(values[1]));
+  j.launch(test_call(kind::all_reduce, 0), 0, pointers(values[0]));
+  j.launch(test_call(kind::reduce, 0, 1), 1, pointers(values[1]));
   auto ok = j.sync_all();
   EXPECT_EQ(ok[1], false);
   EXPECT_NE(j.error(1).find("process rank 0 ran collective #0 as all_reduce"), std::string::npos) << j.error(1);
@@ -226,8 +219,8 @@ TEST(NetCollectiveFaults, DifferentSizesFailNamingTheProcess) {
   job j(2, 1);
   auto a = tensor::from_vector(std::vector<float>(10, 1.f), {10});
   auto b = tensor::from_vector(std::vector<float>(12, 1.f), {12});
-  j.launch(call(kind::all_reduce, 0), 0, {&a});
-  j.launch(call(kind::all_reduce, 0), 1, {&b});
+  j.launch(test_call(kind::all_reduce, 0), 0, {&a});
+  j.launch(test_call(kind::all_reduce, 0), 1, {&b});
   for (auto ok : j.sync_all()) EXPECT_EQ(ok, false);
   // Whichever process checks first names the other; the other learns it from that one.
   const std::string e = j.error(0);
@@ -241,7 +234,7 @@ TEST(NetCollectiveFaults, AFailedStreamOnOneProcessFailsTheOthersInsteadOfHangin
   job j(2, 2);
   auto values = random_buffers(4, 5);
   j.on(2).enqueue([] { throw error("kernel on rank 2 failed"); });
-  for (int r = 0; r < 4; ++r) j.launch(call(kind::all_reduce, 0), r, pointers(values[r]));
+  for (int r = 0; r < 4; ++r) j.launch(test_call(kind::all_reduce, 0), r, pointers(values[r]));
   for (auto ok : j.sync_all()) EXPECT_EQ(ok, false);
   EXPECT_NE(j.error(0).find("process rank 1 failed: skipped after an earlier failure"), std::string::npos)
       << j.error(0);
@@ -250,7 +243,7 @@ TEST(NetCollectiveFaults, AFailedStreamOnOneProcessFailsTheOthersInsteadOfHangin
 TEST(NetCollectiveFaults, ALostPeerFailsTheWaitingRanks) {
   job j(2, 1);
   auto values = random_buffers(2, 9);
-  j.launch(call(kind::all_reduce, 0), 0, pointers(values[0])); // rank 1 never comes
+  j.launch(test_call(kind::all_reduce, 0), 0, pointers(values[0])); // rank 1 never comes
   j.network.inbox(0).fail("lost process rank 1: test");
   auto ok = j.sync_all();
   EXPECT_EQ(ok[0], false);
@@ -260,7 +253,7 @@ TEST(NetCollectiveFaults, ALostPeerFailsTheWaitingRanks) {
 TEST(NetCollectiveFaults, AbortReleasesAWaitingRank) {
   job j(2, 1);
   auto values = random_buffers(2, 9);
-  j.launch(call(kind::all_reduce, 0), 0, pointers(values[0]));
+  j.launch(test_call(kind::all_reduce, 0), 0, pointers(values[0]));
   j.comms[0]->abort();
   EXPECT_EQ(j.sync_all()[0], false);
   EXPECT_NE(j.error(0).find("aborted"), std::string::npos) << j.error(0);

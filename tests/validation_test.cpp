@@ -5,18 +5,12 @@
 #include "graph/attributes.hpp"
 #include "graph/models/mlp.hpp"
 #include "graph/validate.hpp"
+#include "tests/support/tiny_mlp.hpp"
 
 namespace {
 
 using namespace pe;
-
-model_programs tiny() {
-  mlp_config c;
-  c.input_width = 6;
-  c.hidden = {5};
-  c.classes = 3;
-  return build_mlp(c);
-}
+using pe::testing::tiny_mlp;
 
 /// The first op of `type` in block 0.
 proto::OpDesc& op_of(proto::ProgramDesc& p, const std::string& type) {
@@ -43,38 +37,38 @@ void expect_invalid(const proto::ProgramDesc& p, std::initializer_list<std::stri
 }
 
 TEST(validation, built_programs_are_valid) {
-  auto m = tiny();
+  auto m = tiny_mlp();
   EXPECT_NO_THROW(validate_program(m.main));
   EXPECT_NO_THROW(validate_program(m.startup));
 }
 
 TEST(validation, unknown_op_type) {
-  auto m = tiny();
+  auto m = tiny_mlp();
   op_of(m.main, "relu").set_type("gelu_fancy");
   expect_invalid(m.main, {"op #2", "unknown op type 'gelu_fancy'"});
 }
 
 TEST(validation, missing_required_slot) {
-  auto m = tiny();
+  auto m = tiny_mlp();
   auto& mul = op_of(m.main, "mul");
   mul.mutable_inputs()->RemoveLast(); // Y
   expect_invalid(m.main, {"op #0 (mul)", "missing required input slot 'Y'"});
 }
 
 TEST(validation, unknown_slot) {
-  auto m = tiny();
+  auto m = tiny_mlp();
   set_input(op_of(m.main, "relu"), "Bias", {"image"});
   expect_invalid(m.main, {"op #2 (relu)", "unknown input slot 'Bias'"});
 }
 
 TEST(validation, too_many_variables_in_a_slot) {
-  auto m = tiny();
+  auto m = tiny_mlp();
   set_input(op_of(m.main, "relu"), "X", {"fc_0.tmp_1", "image"});
   expect_invalid(m.main, {"op #2 (relu)", "input slot 'X' takes one variable but has 2"});
 }
 
 TEST(validation, undeclared_variable) {
-  auto m = tiny();
+  auto m = tiny_mlp();
   set_input(op_of(m.main, "mul"), "X", {"pixels"});
   expect_invalid(m.main, {"op #0 (mul)", "input X uses variable 'pixels', which is not declared"});
 }
@@ -95,13 +89,13 @@ TEST(validation, missing_required_attribute) {
 }
 
 TEST(validation, attribute_of_the_wrong_type) {
-  auto m = tiny();
+  auto m = tiny_mlp();
   set_attr(op_of(m.main, "mul"), "x_num_col_dims", std::string("one"));
   expect_invalid(m.main, {"op #0 (mul)", "attribute 'x_num_col_dims' has type STRING, expected INT"});
 }
 
 TEST(validation, shape_mismatch_found_by_shape_inference) {
-  auto m = tiny();
+  auto m = tiny_mlp();
   // The first weight is declared [6, 5]; pretend the image is 7 wide.
   auto* dims = var_of(m.main, "image").mutable_type()->mutable_lod_tensor()->mutable_tensor()->mutable_dims();
   dims->Set(1, 7);
@@ -109,30 +103,30 @@ TEST(validation, shape_mismatch_found_by_shape_inference) {
 }
 
 TEST(validation, declared_output_shape_disagrees) {
-  auto m = tiny();
+  auto m = tiny_mlp();
   auto* dims = var_of(m.main, "fc_0.tmp_2").mutable_type()->mutable_lod_tensor()->mutable_tensor()->mutable_dims();
   dims->Set(1, 9);
   expect_invalid(m.main, {"op #2 (relu)", "shape mismatch", "'fc_0.tmp_2'", "[-1, 5]", "[-1, 9]"});
 }
 
 TEST(validation, unsupported_dtype) {
-  auto m = tiny();
+  auto m = tiny_mlp();
   var_of(m.main, "image").mutable_type()->mutable_lod_tensor()->mutable_tensor()->set_data_type(
       proto::VarType::FP16);
   expect_invalid(m.main, {"variable 'image'", "dtype FP16", "not supported"});
 }
 
 TEST(validation, unsupported_variable_kind) {
-  auto m = tiny();
+  auto m = tiny_mlp();
   var_of(m.main, "image").mutable_type()->set_type(proto::VarType::SELECTED_ROWS);
   expect_invalid(m.main, {"variable 'image'", "SELECTED_ROWS"});
 }
 
 TEST(validation, duplicate_declaration_and_sub_blocks) {
-  auto m = tiny();
+  auto m = tiny_mlp();
   *m.main.mutable_blocks(0)->add_vars() = var_of(m.main, "image");
   expect_invalid(m.main, {"variable 'image' is declared twice"});
-  auto n = tiny();
+  auto n = tiny_mlp();
   n.main.add_blocks()->set_idx(1);
   expect_invalid(n.main, {"2 blocks", "not supported"});
 }

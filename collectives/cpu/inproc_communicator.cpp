@@ -5,16 +5,11 @@
 #include "collectives/cpu/cpu_collective.hpp"
 #include "devices/cpu/cpu_device.hpp"
 #include "devices/error.hpp"
+#include "devices/steady_clock.hpp"
 
 namespace pe {
 
 namespace {
-
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 cpu_collective::kind kind_of(collective_call::kind k) {
   switch (k) {

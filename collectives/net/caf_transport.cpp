@@ -13,6 +13,7 @@
 #include "collectives/net/process_group.hpp"
 #include "devices/cpu/cpu_device.hpp"
 #include "devices/error.hpp"
+#include "devices/steady_clock.hpp"
 
 namespace pe {
 
@@ -28,12 +29,6 @@ namespace {
 using hello_atom = caf::atom_constant<caf::atom("pe_hello")>;
 using peers_atom = caf::atom_constant<caf::atom("pe_peers")>;
 using clock_atom = caf::atom_constant<caf::atom("pe_clock")>;
-
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 /// "2.5 s".
 std::string seconds(std::chrono::milliseconds t) {
