@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include <zlib.h>
 
+#include "devices/checked_math.hpp"
 #include "devices/error.hpp"
 
 namespace pe {
@@ -32,18 +34,23 @@ class idx_reader {
   /// Fills `out` completely; `what` names the part for the truncation message.
   void read(std::uint8_t* out, std::size_t size, const char* what) {
     std::size_t done = 0;
-    while (done < size) {
-      auto chunk = static_cast<unsigned>(std::min<std::size_t>(size - done, 1u << 30));
-      int got = gzread(file_.get(), out + done, chunk);
-      if (got < 0) {
-        int code = 0;
-        throw error(path_ + ": read error: " + gzerror(file_.get(), &code));
-      }
-      if (got == 0)
-        throw error(path_ + ": truncated: " + what + " needs " + std::to_string(size) +
-                    " bytes, file has " + std::to_string(done));
-      done += static_cast<std::size_t>(got);
+    while (done < size) done += read_some(out + done, size - done, what, done, size);
+  }
+
+  /// `size` bytes, read in chunks that grow the buffer only as data arrives: the header's
+  /// sizes never size an allocation by themselves (a compressed file cannot be checked
+  /// against its length beforehand, and a lying header must not exhaust memory).
+  std::vector<std::uint8_t> read_bytes(std::size_t size, const char* what) {
+    constexpr std::size_t chunk = std::size_t{16} << 20;
+    std::vector<std::uint8_t> bytes;
+    while (bytes.size() < size) {
+      const std::size_t done = bytes.size();
+      bytes.resize(done + std::min(chunk, size - done));
+      std::size_t filled = done;
+      while (filled < bytes.size())
+        filled += read_some(bytes.data() + filled, bytes.size() - filled, what, filled, size);
     }
+    return bytes;
   }
 
   std::uint32_t read_u32(const char* what) {
@@ -68,6 +75,22 @@ class idx_reader {
   }
 
  private:
+  /// Up to `size` bytes into `out` (at least one); throws on a read error and, naming the
+  /// `needed` bytes of `what` and the `done` ones found, at the end of the file.
+  std::size_t read_some(std::uint8_t* out, std::size_t size, const char* what, std::size_t done,
+                        std::size_t needed) {
+    const auto chunk = static_cast<unsigned>(std::min<std::size_t>(size, 1u << 30));
+    const int got = gzread(file_.get(), out, chunk);
+    if (got < 0) {
+      int code = 0;
+      throw error(path_ + ": read error: " + gzerror(file_.get(), &code));
+    }
+    if (got == 0)
+      throw error(path_ + ": truncated: " + what + " needs " + std::to_string(needed) +
+                  " bytes, file has " + std::to_string(done));
+    return static_cast<std::size_t>(got);
+  }
+
   static std::string hex(std::uint32_t v) {
     char buf[16];
     std::snprintf(buf, sizeof buf, "0x%08x", v);
@@ -103,10 +126,16 @@ dataset load_pair(const std::string& images_path, const std::string& labels_path
 tensor read_idx_images(const std::string& path, bool normalize) {
   idx_reader in(path);
   auto dims = in.read_header(images_magic, 3);
-  std::int64_t count = dims[0], width = dims[1] * dims[2];
-  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(count * width));
-  in.read(pixels.data(), pixels.size(), "the pixel data");
-  tensor images(dtype::fp32, {count, width});
+  const std::int64_t count = dims[0];
+  // Each dim is below 2^32, so even rows * cols may overflow.
+  const auto width = checked_mul(dims[1], dims[2]);
+  const auto pixel_count = width ? checked_mul(count, *width) : std::nullopt;
+  if (!pixel_count || *pixel_count > std::numeric_limits<std::int64_t>::max() / 4)
+    throw error(path + ": " + std::to_string(count) + " images of " + std::to_string(dims[1]) +
+                "x" + std::to_string(dims[2]) + " pixels are too many to address");
+  const std::vector<std::uint8_t> pixels =
+      in.read_bytes(static_cast<std::size_t>(*pixel_count), "the pixel data");
+  tensor images(dtype::fp32, {count, *width});
   float scale = normalize ? 1.f / 255.f : 1.f;
   auto out = images.values<float>();
   for (std::size_t i = 0; i < pixels.size(); ++i)
@@ -117,8 +146,7 @@ tensor read_idx_images(const std::string& path, bool normalize) {
 tensor read_idx_labels(const std::string& path) {
   idx_reader in(path);
   auto count = in.read_header(labels_magic, 1)[0];
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(count));
-  in.read(bytes.data(), bytes.size(), "the label data");
+  const std::vector<std::uint8_t> bytes = in.read_bytes(static_cast<std::size_t>(count), "the label data");
   return tensor::from_vector(std::vector<std::int64_t>(bytes.begin(), bytes.end()), {count, 1});
 }
 

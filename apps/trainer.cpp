@@ -182,8 +182,10 @@ struct run_outcome {
   std::int64_t resumed_from = 0; ///< the checkpoint's step; 0 for a run from the start
   int signal = 0;                ///< the signal that interrupted it; 0 if none
   std::int64_t nonfinite_step = 0; ///< the step whose loss was NaN or infinite; 0 if none
+  std::int64_t failed_step = 0;    ///< the step that failed (e.g. --check-nan-inf); 0 if none
+  std::string failure;             ///< why it failed
 
-  bool stopped_early() const { return signal != 0 || nonfinite_step != 0; }
+  bool stopped_early() const { return signal != 0 || nonfinite_step != 0 || failed_step != 0; }
 };
 
 /// The metrics file: the run's timeline (steps numbered as the step lines are), eval and
@@ -206,6 +208,10 @@ nlohmann::json report(const run_options& o, const run_metrics& metrics,
     json["resumed_from_step"] = outcome.resumed_from;
   if (outcome.nonfinite_step != 0)
     json["nonfinite_loss_step"] = outcome.nonfinite_step;
+  if (outcome.failed_step != 0) {
+    json["failed_step"] = outcome.failed_step;
+    json["error"] = outcome.failure;
+  }
   json.update(traced.metrics);
   return json;
 }
@@ -253,8 +259,16 @@ int run_training(const run_options& o, std::ostream& out) {
     const std::int64_t rows = batches.next_rows();
     const auto [first, count] = executor->share_of(rows);
     auto share = batches.next(first, count);
-    auto loss = scalar(executor->train_share(feeds_of(model, share), rows, {model.loss})[0],
-                       model.loss);
+    double loss = 0;
+    try {
+      loss = scalar(executor->train_share(feeds_of(model, share), rows, {model.loss})[0], model.loss);
+    } catch (const error& e) {
+      // A failed step (--check-nan-inf, a kernel's refusal, a lost peer) still leaves the
+      // metrics of the steps before it.
+      outcome.failed_step = step;
+      outcome.failure = e.what();
+      break;
+    }
     if (lead && step == outcome.resumed_from + 1 && !o.dot.empty())
       write_dot(*executor, o.dot); // timed with the first step, the warm-up
     const auto& record = metrics.record(loss, rows);
@@ -276,8 +290,9 @@ int run_training(const run_options& o, std::ostream& out) {
   if (traced)
     trace_result = traced->finish(out);
 
-  // Parameters a non-finite loss came from are not worth resuming from.
-  if (lead && !o.save_params.empty() && saved != step && outcome.nonfinite_step == 0)
+  // Parameters a non-finite loss or a failed step came from are not worth resuming from.
+  if (lead && !o.save_params.empty() && saved != step && outcome.nonfinite_step == 0 &&
+      outcome.failed_step == 0)
     save_checkpoint(*executor, model.main, o.save_params, batches, identity, out);
 
   std::optional<eval_result> eval;
@@ -286,6 +301,8 @@ int run_training(const run_options& o, std::ostream& out) {
   print_summary(out, o, metrics, eval);
   if (lead && !o.metrics.empty())
     write_json(report(o, metrics, eval, trace_result, outcome), o.metrics);
+  // A failed step has failed the job's collectives on every process: nobody waits for this one.
+  if (outcome.failed_step != 0) throw error(outcome.failure);
   executor->finish(); // no process leaves while another still needs it
   if (outcome.nonfinite_step != 0)
     throw error("step " + std::to_string(outcome.nonfinite_step) + ": the loss is " +

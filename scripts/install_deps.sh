@@ -16,6 +16,7 @@ packages=(
   zlib1g-dev                       # .gz idx data sets
   pybind11-dev python3-dev         # the Python module pe_actor (python/)
   python3-numpy python3-pytest     # its feeds and fetches, its tests (tests/python/)
+  clang libclang-rt-14-dev         # the fuzz targets: libFuzzer, ASan, UBSan (scripts/fuzz.sh)
 )
 if [[ "${1:-}" == "--with-data" ]]; then
   packages+=(dataset-fashion-mnist)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds everything and runs the whole test suite (ctest), the Python
 # package's pytest tests included (PE_PYTHON=ON: a missing pybind11 fails the build, it does
-# not skip them).
+# not skip them); then builds the fuzz targets with clang, ASan and UBSan, replays their
+# regression corpora and fuzzes each for PE_FUZZ_SECONDS (default 20; 0: replay only).
 # Usage: scripts/test.sh [build-dir]      (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,3 +11,4 @@ scripts/install_deps.sh
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPE_PYTHON=ON
 cmake --build "$build" -j2
 ctest --test-dir "$build" --output-on-failure -j2
+FUZZ_JOBS=2 scripts/fuzz.sh "${PE_FUZZ_SECONDS:-20}"

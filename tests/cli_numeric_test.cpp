@@ -54,14 +54,23 @@ INSTANTIATE_TEST_SUITE_P(Executors, NonFiniteLoss,
 
 TEST(CliCheckNanInf, NamesTheOpPlaceAndVariable) {
   temp_dir dir("cli_numeric_check");
+  const std::string metrics = dir.file("m.json");
   for (const char* executor : {"--places cpu:2", "--executor reference"}) {
-    auto r = run(std::string(executor) + " --lr 1e6 --steps 50 --check-nan-inf", dir);
+    std::filesystem::remove(metrics);
+    auto r = run(std::string(executor) + " --lr 1e6 --steps 50 --check-nan-inf --metrics " + metrics, dir);
     EXPECT_EQ(r.status, 2) << r.out << r.err;
     EXPECT_TRUE(std::regex_search(
         r.err, std::regex("pe-actor-run: error: op #[0-9]+ \\([a-z_0-9]+\\) on cpu:[01]: output "
                           "variable '[^']+' \\[[0-9, ]+\\] holds (-?nan|-?inf) at element "
                           "[0-9]+ \\(--check-nan-inf\\)")))
         << executor << ": " << r.err;
+    // The steps before the failed one are in the metrics, with the failure.
+    ASSERT_TRUE(std::filesystem::exists(metrics)) << executor;
+    const auto json = nlohmann::json::parse(slurp(metrics));
+    const int failed = json.at("failed_step").get<int>();
+    EXPECT_GE(failed, 2) << "--lr 1e6 overflows after a step or two";
+    EXPECT_EQ(json.at("steps").size(), static_cast<std::size_t>(failed - 1));
+    EXPECT_NE(json.at("error").get<std::string>().find("(--check-nan-inf)"), std::string::npos);
   }
 }
 

@@ -10,19 +10,13 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include "collectives/net/net_packet_wire.hpp"
 #include "collectives/net/process_group.hpp"
 #include "devices/cpu/cpu_device.hpp"
 #include "devices/error.hpp"
 #include "devices/steady_clock.hpp"
 
 namespace pe {
-
-/// The wire format of net_packet: a small header and the payload as bytes.
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, net_packet& x) {
-  return f(caf::meta::type_name("pe_net_packet"), x.channel, x.sequence, x.from, x.kind, x.root,
-           x.offset, x.total, x.failure, x.bytes);
-}
 
 namespace {
 

@@ -217,7 +217,7 @@ bool net_communicator::poll(exchange& x, bool stream_failed) {
     if (!x.failure_told) {
       x.failure_told = true;
       net_packet failure = header_of(x, failure_slot);
-      failure.failure = e.what();
+      failure.failure = std::string(e.what()).substr(0, net_failure_bytes);
       for (int p = 0; p < processes; ++p)
         if (p != me) send_payload(transport_, p, failure, {});
     }

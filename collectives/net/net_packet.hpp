@@ -36,6 +36,10 @@ struct net_payload {
 /// enough that sending and summing of one large bucket overlap.
 inline constexpr std::size_t net_packet_bytes = 4u << 20;
 
+/// A packet's failure message is at most this many bytes (longer ones are cut by the sender
+/// and refused by the receiver).
+inline constexpr std::size_t net_failure_bytes = std::size_t{64} << 10;
+
 /// Cuts `payload` into packets of at most net_packet_bytes (one packet when empty), each
 /// carrying `header`'s fields and its offset.
 std::vector<net_packet> split_payload(const net_packet& header, const std::vector<char>& payload);

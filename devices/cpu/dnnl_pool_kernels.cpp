@@ -122,7 +122,10 @@ std::pair<std::int64_t, std::int64_t> window_of(const window_axis& a, std::int64
 /// OpenMP iteration, on as many threads as the oneDNN kernels use.
 void max_pool_backward(const pool_geometry& g, const float* x, const float* out,
                        const float* dout, float* dx) {
-  const auto& [h, w] = g.axes;
+  // Plain references, not structured bindings: OpenMP regions and lambdas cannot capture
+  // those before clang 16 (the fuzz build compiles this file with clang).
+  const window_axis& h = g.axes[0];
+  const window_axis& w = g.axes[1];
   const std::int64_t planes = g.out[0] * g.out[1], in_plane = h.in * w.in;
   const std::int64_t out_plane = h.out * w.out;
   std::fill(dx, dx + planes * in_plane, 0.f);
@@ -131,9 +134,11 @@ void max_pool_backward(const pool_geometry& g, const float* x, const float* out,
     const float* xp = x + p * in_plane;
     float* dxp = dx + p * in_plane;
     for (std::int64_t oh = 0; oh < h.out; ++oh) {
-      const auto [h_begin, h_end] = window_of(h, oh);
+      const std::pair<std::int64_t, std::int64_t> h_window = window_of(h, oh);
+      const std::int64_t h_begin = h_window.first, h_end = h_window.second;
       for (std::int64_t ow = 0; ow < w.out; ++ow) {
-        const auto [w_begin, w_end] = window_of(w, ow);
+        const std::pair<std::int64_t, std::int64_t> w_window = window_of(w, ow);
+        const std::int64_t w_begin = w_window.first, w_end = w_window.second;
         const std::int64_t o = p * out_plane + oh * w.out + ow;
         const auto first_max = [&, max = out[o]]() -> std::int64_t {
           for (std::int64_t ih = h_begin; ih < h_end; ++ih)

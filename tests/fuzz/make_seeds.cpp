@@ -1,0 +1,359 @@
+// Writes the fuzz targets' seed corpora into OUT/<target>/ (scripts/fuzz.sh runs it):
+// - programs (binary and text): the builder's MLP and CNN (main, startup, test) with each
+//   optimizer, plus a one-op program for every registered op type the models do not use,
+//   found by trying shape families until validation accepts it; the grad ops through a
+//   mean loss and append_backward. Exits 1 naming any op type no seed covers.
+// - parameter files matching param_specs.hpp, .npy files of every dtype, idx files plain
+//   and gzipped, tensor messages, inbox scripts and packets as CAF encodes them.
+// Usage: make_seeds OUT
+#include <zlib.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <caf/binary_serializer.hpp>
+
+#include "apps/npy.hpp"
+#include "collectives/net/net_packet_wire.hpp"
+#include "collectives/net/tensor_bytes.hpp"
+#include "devices/error.hpp"
+#include "graph/backward.hpp"
+#include "graph/builder.hpp"
+#include "graph/exec/param_files.hpp"
+#include "graph/models/cnn.hpp"
+#include "graph/models/mlp.hpp"
+#include "graph/op_registry.hpp"
+#include "graph/program_io.hpp"
+#include "graph/validate.hpp"
+#include "tests/fuzz/param_specs.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using namespace pe;
+
+fs::path out_root;
+
+void write_file(const std::string& target, const std::string& name, const std::string& bytes) {
+  const fs::path dir = out_root / target;
+  fs::create_directories(dir);
+  std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw error("cannot write " + (dir / name).string());
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::set<std::string> covered;
+
+void add_program(const std::string& name, const proto::ProgramDesc& program) {
+  for (const auto& op : program.blocks(0).ops()) covered.insert(op.type());
+  write_file("program_binary", name + ".pb", serialize_program(program, program_format::binary));
+  write_file("program_text", name + ".txt", serialize_program(program, program_format::text));
+}
+
+void add_models() {
+  for (const std::string optimizer : {"sgd", "momentum", "adam"}) {
+    mlp_config mlp;
+    mlp.input_width = 8;
+    mlp.hidden = {6, 5};
+    mlp.classes = 3;
+    mlp.optimizer = optimizer;
+    const model_programs m = build_mlp(mlp);
+    add_program("mlp_" + optimizer + "_main", m.main);
+    add_program("mlp_" + optimizer + "_startup", m.startup);
+    add_program("mlp_" + optimizer + "_test", m.test);
+    cnn_config cnn;
+    cnn.image_side = 8;
+    cnn.channels = {2, 3};
+    cnn.fc = {4};
+    cnn.classes = 3;
+    cnn.optimizer = optimizer;
+    const model_programs c = build_cnn(cnn);
+    add_program("cnn_" + optimizer + "_main", c.main);
+    add_program("cnn_" + optimizer + "_startup", c.startup);
+  }
+}
+
+/// One shape family for single-op programs: the dtype and dims of an input by slot name.
+struct family {
+  shape_t dense;
+  std::int64_t rows;
+  std::int64_t channels;
+};
+
+std::pair<dtype, shape_t> input_for(const std::string& slot, const family& f) {
+  if (slot == "Label" || slot == "Indices" || slot == "Ids") return {dtype::int64, {f.rows, 1}};
+  if (slot == "LearningRate" || slot.ends_with("Pow")) return {dtype::fp32, {1}};
+  if (slot == "Seed") return {dtype::int32, {1}};
+  if (slot == "Scale" || slot == "Bias" || slot == "Mean" || slot == "Variance") return {dtype::fp32, {f.channels}};
+  if (slot == "Filter") return {dtype::fp32, {f.channels, f.channels, 3, 3}};
+  return {dtype::fp32, f.dense};
+}
+
+/// Required attributes need a value: the schema's typed placeholder, with list ones given
+/// two elements (pool2d's ksize, ...), dtypes FP32, a permutation for transpose2's axis;
+/// split gets num 2.
+std::vector<std::pair<std::string, attribute>> attrs_for(const op_schema& schema) {
+  std::vector<std::pair<std::string, attribute>> attrs;
+  for (const auto& a : schema.attrs) {
+    attribute value = a.value;
+    if (a.name == "num") value = std::int32_t{2};
+    else if (!a.required) continue;
+    if (auto* ints = std::get_if<std::vector<std::int32_t>>(&value); ints && ints->empty())
+      *ints = a.name == "axis" ? std::vector<std::int32_t>{1, 0} : std::vector<std::int32_t>{2, 2};
+    if (a.name.ends_with("dtype")) value = static_cast<std::int32_t>(dtype::fp32);
+    attrs.emplace_back(a.name, value);
+  }
+  return attrs;
+}
+
+struct op_seed {
+  proto::ProgramDesc program;
+  bool with_grad = false;
+};
+
+/// A program of one `type` op (with optional slots or without) over family `f`, validated;
+/// with a mean loss and its backward when the op has a gradient. nullopt when refused.
+std::optional<op_seed> single_op_program(const op_schema& schema, const family& f, bool optional_slots) {
+  proto::ProgramDesc main, startup;
+  program_builder b(main, startup, 1);
+  slot_args inputs, outputs;
+  for (const auto& slot : schema.inputs) {
+    if (slot.dispensable && !optional_slots) continue;
+    const auto [type, dims] = input_for(slot.name, f);
+    const std::string name = b.unique_name("in_" + slot.name);
+    // FP32 inputs are trainable parameters, so that append_backward emits the op's grad.
+    const bool trainable = type == dtype::fp32 && slot.name != "LearningRate";
+    proto::VarDesc& var = b.declare(b.main_block(), name, type, dims, trainable || slot.name == "LearningRate");
+    var.set_is_parameter(trainable);
+    var.set_stop_gradient(!trainable);
+    inputs.push_back({slot.name, {name}});
+  }
+  for (const auto& slot : schema.outputs) {
+    if (slot.dispensable && !optional_slots) continue;
+    std::vector<std::string> names{b.unique_name("out_" + slot.name)};
+    if (slot.duplicable) names.push_back(b.unique_name("out_" + slot.name)); // split's two parts
+    outputs.push_back({slot.name, names});
+  }
+  try {
+    proto::OpDesc& op = b.append_op(schema.type, inputs, outputs, attrs_for(schema));
+    const std::string first_out = op.outputs_size() > 0 ? op.outputs(0).arguments(0) : "";
+    validate_program(main);
+    if (schema.make_grad && !first_out.empty()) {
+      proto::ProgramDesc with_grad = main;
+      try {
+        proto::ProgramDesc grad_startup;
+        program_builder g(with_grad, grad_startup, 1);
+        append_backward(with_grad, g.mean(first_out));
+        validate_program(with_grad);
+        return op_seed{with_grad, true};
+      } catch (const error&) {
+        // The forward op alone still makes a seed.
+      }
+    }
+    return op_seed{main, false};
+  } catch (const error&) {
+    return std::nullopt;
+  }
+}
+
+void add_single_ops() {
+  const std::vector<family> families = {
+      {{4, 4}, 4, 4}, {{2, 4, 4, 4}, 2, 4}, {{4, 1}, 4, 1}, {{4}, 4, 4}, {{1}, 1, 1}, {{2, 4, 6, 6}, 2, 4}};
+  const op_registry& registry = op_registry::global();
+  for (const std::string& type : registry.types()) {
+    if (covered.contains(type)) continue;
+    const op_schema& schema = *registry.find(type);
+    // The first program that validates, preferring one whose backward validates too.
+    std::optional<std::pair<op_seed, std::string>> best;
+    for (bool optional_slots : {false, true})
+      for (const family& f : families) {
+        if (best && best->first.with_grad) break;
+        auto seed = single_op_program(schema, f, optional_slots);
+        if (seed && (!best || seed->with_grad))
+          best.emplace(std::move(*seed), "op_" + type + (optional_slots ? "_all_slots" : ""));
+      }
+    if (best) add_program(best->second, best->first.program);
+  }
+}
+
+/// feed -> relu -> fetch, as a saved inference program holds them.
+void add_feed_fetch() {
+  proto::ProgramDesc main, startup;
+  program_builder b(main, startup, 1);
+  auto holder = [&](const char* name, proto::VarType::Type type) {
+    auto& v = *b.main_block().add_vars();
+    v.set_name(name);
+    v.mutable_type()->set_type(type);
+    v.set_persistable(true);
+  };
+  holder("feed", proto::VarType::FEED_MINIBATCH);
+  holder("fetch", proto::VarType::FETCH_LIST);
+  b.declare(b.main_block(), "x", dtype::fp32, {-1, 4}, false);
+  b.append_op("feed", {{"X", {"feed"}}}, {{"Out", {"x"}}}, {{"col", std::int32_t{0}}});
+  b.append_op("relu", {{"X", {"x"}}}, {{"Out", {"y"}}}, {});
+  b.append_op("fetch", {{"X", {"y"}}}, {{"Out", {"fetch"}}}, {{"col", std::int32_t{0}}});
+  validate_program(main);
+  add_program("feed_relu_fetch", main);
+}
+
+void add_params() {
+  const auto& specs = fuzz::declared_params();
+  auto matching = [&](std::size_t i) {
+    shape_t dims = specs[i].dims;
+    for (auto& d : dims)
+      if (d == -1) d = 2;
+    tensor t = tensor::zeros(specs[i].type, dims);
+    auto* bytes = static_cast<std::uint8_t*>(t.raw());
+    for (std::size_t k = 0; k < t.bytes(); ++k) bytes[k] = specs[i].type == dtype::boolean ? k % 2 : std::uint8_t(k * 37);
+    return t;
+  };
+  const fs::path scratch = fs::temp_directory_path() / ("pe_seeds_" + std::to_string(::getpid()));
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    write_file("param_file", "single_" + std::to_string(i), std::string(1, char(i << 1)) + serialize_param(matching(i)));
+    const std::size_t j = (i + 3) % specs.size();
+    param_map both{{"a", matching(i)}, {"b", matching(j)}};
+    write_combined_params(scratch.string(), both);
+    write_file("param_file", "combined_" + std::to_string(i), std::string(1, char(1 | i << 1 | j << 4)) + read_file(scratch));
+  }
+  fs::remove(scratch);
+}
+
+void add_npy() {
+  const fs::path scratch = fs::temp_directory_path() / ("pe_seeds_" + std::to_string(::getpid()) + ".npy");
+  const std::vector<std::pair<dtype, shape_t>> kinds = {{dtype::fp32, {2, 3}}, {dtype::int64, {4}}, {dtype::int32, {}},
+                                                         {dtype::uint8, {2, 2, 2}}, {dtype::boolean, {3}},
+                                                         {dtype::fp64, {1, 2}}, {dtype::fp32, {0, 3}}};
+  int k = 0;
+  for (const auto& [type, dims] : kinds) {
+    write_npy(scratch.string(), tensor::zeros(type, dims));
+    write_file("npy", "seed_" + std::to_string(k++) + ".npy", read_file(scratch));
+  }
+  fs::remove(scratch);
+}
+
+std::string big_endian(std::uint32_t v) {
+  return {char(v >> 24), char(v >> 16 & 255), char(v >> 8 & 255), char(v & 255)};
+}
+
+std::string gzipped(const std::string& bytes) {
+  const fs::path scratch = fs::temp_directory_path() / ("pe_seeds_" + std::to_string(::getpid()) + ".gz");
+  gzFile f = gzopen(scratch.c_str(), "wb");
+  if (!f) throw error("cannot write " + scratch.string());
+  gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(f);
+  std::string out = read_file(scratch);
+  fs::remove(scratch);
+  return out;
+}
+
+void add_idx() {
+  const std::string images = big_endian(0x803) + big_endian(2) + big_endian(3) + big_endian(3) + std::string(18, '\x40');
+  const std::string labels = big_endian(0x801) + big_endian(3) + std::string("\x01\x02\x09", 3);
+  write_file("idx", "images", std::string(1, '\0') + images);
+  write_file("idx", "images_normalized", std::string(1, '\2') + images);
+  write_file("idx", "labels", std::string(1, '\1') + labels);
+  write_file("idx", "images_gz", std::string(1, '\0') + gzipped(images));
+  write_file("idx", "labels_gz", std::string(1, '\1') + gzipped(labels));
+}
+
+void add_tensor_messages() {
+  const tensor a = tensor::zeros(dtype::fp32, {2, 3});
+  const tensor b = tensor::zeros(dtype::int64, {4});
+  const tensor c = tensor::zeros(dtype::fp32, {});
+  const std::vector<std::vector<const tensor*>> messages = {{&a}, {&a, &b}, {&c, &b, &a}, {}};
+  int k = 0;
+  for (const auto& m : messages) {
+    const std::vector<char> bytes = encode_tensors(m);
+    // The first byte chooses the mode: odd = a tensor message.
+    write_file("net_message", "tensors_" + std::to_string(k++), '\1' + std::string(bytes.begin(), bytes.end()));
+  }
+}
+
+/// Inbox scripts in net_message_fuzz's byte layout: a step is channel, sequence, from (1 or
+/// 2) and an action (0-2 deliver, 3 take, 4 header + piece, 5 notice, 6 wait), a delivered
+/// packet its channel, sequence, from (+1), kind, root, offset and total (a 1 byte, then the
+/// value), a failure choice (1: none) and its bytes (count, then the bytes).
+void add_inbox_scripts() {
+  auto deliver = [](char seq, char from, char offset, char total, std::string bytes) {
+    return std::string{0, seq, from, 0, 0, seq, char(from + 1), 0, 0, 1, offset, 1, total, 1,
+                       char(bytes.size())} + bytes;
+  };
+  auto act = [](char seq, char from, char action) { return std::string{0, seq, from, action}; };
+  write_file("net_message", "inbox_whole",
+             std::string(1, '\0') + deliver(0, 1, 0, 4, "abcd") + act(0, 1, 3) + deliver(1, 2, 0, 0, "") + act(1, 2, 6));
+  write_file("net_message", "inbox_pieces",
+             std::string(1, '\0') + deliver(0, 1, 2, 4, "cd") + deliver(0, 1, 0, 4, "ab") + act(0, 1, 4) + "\1\0" +
+                 act(0, 1, 4) + "\1\2");
+}
+
+/// Packets as CAF encodes them for the wire: a payload's piece, an empty one, a failure.
+void add_wire_packets() {
+  std::vector<net_packet> packets(3);
+  packets[0].channel = 1;
+  packets[0].sequence = 7;
+  packets[0].from = 1;
+  packets[0].kind = 2;
+  packets[0].offset = 4;
+  packets[0].total = 12;
+  packets[0].bytes = {'a', 'b', 'c', 'd'};
+  packets[1].from = 2;
+  packets[2].channel = 2;
+  packets[2].sequence = 3;
+  packets[2].from = 1;
+  packets[2].failure = "rank 1 failed: out of memory";
+  int k = 0;
+  for (net_packet& p : packets) {
+    std::vector<char> bytes;
+    caf::binary_serializer sink(nullptr, bytes);
+    if (sink(p)) throw error("cannot encode a seed packet");
+    write_file("net_wire", "packet_" + std::to_string(k++), std::string(bytes.begin(), bytes.end()));
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_seeds OUT\n");
+    return 2;
+  }
+  out_root = argv[1];
+  try {
+    add_models();
+    add_feed_fetch();
+    add_single_ops();
+    add_params();
+    add_npy();
+    add_idx();
+    add_tensor_messages();
+    add_inbox_scripts();
+    add_wire_packets();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "make_seeds: %s\n", e.what());
+    return 1;
+  }
+  std::vector<std::string> missing;
+  for (const std::string& type : op_registry::global().types())
+    if (!covered.contains(type)) missing.push_back(type);
+  std::printf("make_seeds: %zu op types covered by program seeds in %s\n", covered.size(), argv[1]);
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) list += " " + m;
+    std::fprintf(stderr, "make_seeds: no seed covers these registered op types:%s\n", list.c_str());
+    return 1;
+  }
+  return 0;
+}
