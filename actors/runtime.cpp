@@ -2,7 +2,7 @@
 
 #include <caf/all.hpp>
 
-#include "collectives/cpu/inproc_communicator.hpp"
+#include "collectives/communicators.hpp"
 #include "collectives/net/process_group.hpp"
 
 namespace pe {
@@ -39,8 +39,7 @@ executor_runtime::~executor_runtime() {
 }
 
 std::unique_ptr<communicator> executor_runtime::make_communicator() const {
-  if (group != nullptr) return group->make_communicator(ranks.local_size());
-  return std::make_unique<inproc_communicator>(ranks.local_size());
+  return pe::make_communicator(device_list(), group);
 }
 
 std::vector<scope*> executor_runtime::scope_list() const {

@@ -24,6 +24,8 @@ std::unique_ptr<communicator> process_group::make_communicator(int local_ranks) 
   return std::make_unique<net_communicator>(*transport_, ++channels_, local_ranks);
 }
 
+std::optional<std::string> process_group::broken() const { return transport_->inbox().broken(); }
+
 std::vector<std::vector<char>> process_group::all_gather(const std::vector<char>& mine) {
   const std::uint64_t sequence = exchanges_++;
   net_packet header;

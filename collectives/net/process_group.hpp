@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +63,9 @@ class process_group {
 
   /// Returns once every process called it.
   void barrier() { all_gather({}); }
+  /// Why the job broke (a process was lost, failed or lied), or nullopt while it is whole:
+  /// what GPU collectives poll to abort NCCL instead of waiting for a lost peer forever.
+  std::optional<std::string> broken() const;
 
  private:
   std::unique_ptr<net_transport> transport_;

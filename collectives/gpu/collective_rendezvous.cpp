@@ -1,0 +1,93 @@
+#include "collectives/gpu/collective_rendezvous.hpp"
+
+#include "devices/error.hpp"
+
+namespace pe {
+
+collective_rendezvous::collective_rendezvous(int ranks)
+    : ranks_(ranks), next_(static_cast<std::size_t>(ranks > 0 ? ranks : 0), 0) {
+  if (ranks < 1) throw error("collective_rendezvous: at least one rank is needed");
+}
+
+std::optional<std::string> collective_rendezvous::check(const collective_call& call,
+                                                        const std::vector<arrival>& by_rank) {
+  const bool broadcast = call.what == collective_call::kind::broadcast;
+  const auto& first = by_rank[static_cast<std::size_t>(broadcast ? call.root : 0)].buffers;
+  for (std::size_t r = 0; r < by_rank.size(); ++r) {
+    const arrival& a = by_rank[r];
+    if (a.call.what != call.what || a.call.root != call.root)
+      return call.label + ": rank " + std::to_string(r) + " runs " + a.call.label + " (root " +
+             std::to_string(a.call.root) + "), rank 0 " + call.label + " (root " + std::to_string(call.root) + ")";
+    if (a.buffers.size() != first.size())
+      return call.label + ": rank " + std::to_string(r) + " brought " + std::to_string(a.buffers.size()) +
+             " buffers, rank " + std::to_string(broadcast ? call.root : 0) + " " + std::to_string(first.size());
+    if (broadcast && static_cast<int>(r) != call.root) continue; // resized to the root's by issue
+    for (std::size_t v = 0; v < a.buffers.size(); ++v) {
+      const tensor* t = a.buffers[v];
+      if (t == nullptr || !t->initialized() || t->type() != dtype::fp32)
+        return call.label + ": the input on rank " + std::to_string(r) + " is missing or not FP32";
+      if (t->numel() != first[v]->numel())
+        return call.label + ": ranks disagree on the size (" + to_string(t->shape()) + " vs " +
+               to_string(first[v]->shape()) + ")";
+    }
+  }
+  return std::nullopt;
+}
+
+void collective_rendezvous::meet(int rank, arrival a, bool failed, const issue_fn& issue) {
+  const collective_call call = a.call;
+  if (rank < 0 || rank >= ranks_)
+    throw error(call.label + ": rank " + std::to_string(rank) + " outside a communicator of " +
+                std::to_string(ranks_));
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (broken_) throw error(*broken_);
+  std::uint64_t& expected = next_[static_cast<std::size_t>(rank)];
+  if (call.sequence != expected) {
+    broken_ = call.label + ": rank " + std::to_string(rank) + " launched collective #" +
+              std::to_string(call.sequence) + " where #" + std::to_string(expected) +
+              " was due (the places issue collectives in different orders)";
+    changed_.notify_all();
+    throw error(*broken_);
+  }
+  ++expected;
+  meeting& m = meetings_[call.sequence];
+  if (m.by_rank.empty()) {
+    m.by_rank.resize(static_cast<std::size_t>(ranks_));
+    m.arrived.assign(static_cast<std::size_t>(ranks_), false);
+  }
+  m.by_rank[static_cast<std::size_t>(rank)] = std::move(a);
+  m.arrived[static_cast<std::size_t>(rank)] = true;
+  if (failed && !m.failure)
+    m.failure = call.label + ": rank " + std::to_string(rank) + "'s stream had failed before it";
+  if (++m.count == ranks_) {
+    // The last arrival: every rank's part is here, so the checks see all of them.
+    if (!m.failure) m.failure = check(m.by_rank.front().call, m.by_rank);
+    if (!m.failure) {
+      lock.unlock(); // issuing may take a while (NCCL's group end); nobody else touches m
+      std::optional<std::string> issue_failure;
+      try {
+        issue(m.by_rank);
+      } catch (const std::exception& e) {
+        issue_failure = call.label + ": " + e.what();
+      }
+      lock.lock();
+      m.failure = issue_failure;
+    }
+    m.done = true;
+    changed_.notify_all();
+  } else {
+    changed_.wait(lock, [&] { return m.done || broken_.has_value(); });
+  }
+  // Every rank leaves once; the last to leave forgets the meeting.
+  const std::optional<std::string> failure = m.done ? m.failure : broken_;
+  if (m.done && ++m.left == ranks_) meetings_.erase(call.sequence);
+  if (failure) throw error(*failure);
+}
+
+void collective_rendezvous::abort(const std::string& why) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (!broken_) broken_ = why;
+  changed_.notify_all();
+}
+
+} // namespace pe

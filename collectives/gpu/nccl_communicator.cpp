@@ -1,0 +1,191 @@
+#include "collectives/gpu/nccl_communicator.hpp"
+
+#include <chrono>
+#include <cstring>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "devices/cuda/cuda_stream.hpp"
+#include "devices/error.hpp"
+#include "devices/steady_clock.hpp"
+
+namespace pe {
+
+namespace {
+
+void check_nccl(ncclResult_t r, const std::string& what) {
+  if (r != ncclSuccess && r != ncclInProgress)
+    throw error(what + " failed: " + ncclGetErrorString(r));
+}
+
+/// A non-blocking communicator's pending operation, finished (or failed) before returning.
+void wait_nccl(ncclComm_t comm, const std::string& what) {
+  ncclResult_t state = ncclInProgress;
+  do {
+    check_nccl(ncclCommGetAsyncError(comm, &state), what);
+  } while (state == ncclInProgress);
+  check_nccl(state, what);
+}
+
+cuda_stream& cuda_stream_of(stream& on, const std::string& label) {
+  auto* s = dynamic_cast<cuda_stream*>(&on);
+  if (s == nullptr) throw error(label + ": GPU collectives run on GPU streams, not on " + to_string(on.where()));
+  return *s;
+}
+
+/// The buffers of every rank sized for a broadcast from `root` (allocation happens here,
+/// before any NCCL group starts).
+void size_for_broadcast(const collective_call& call, std::vector<collective_rendezvous::arrival>& by_rank,
+                        const std::vector<device*>& devices, int root_local) {
+  if (call.what != collective_call::kind::broadcast || root_local < 0) return;
+  const auto& root = by_rank[static_cast<std::size_t>(root_local)].buffers;
+  for (std::size_t r = 0; r < by_rank.size(); ++r) {
+    if (static_cast<int>(r) == root_local) continue;
+    for (std::size_t v = 0; v < root.size(); ++v)
+      by_rank[r].buffers[v]->resize(dtype::fp32, root[v]->shape(), devices[r]->where(), devices[r]->memory());
+  }
+}
+
+} // namespace
+
+struct nccl_communicator::comms {
+  std::vector<ncclComm_t> handles;
+  bool non_blocking = false;
+};
+
+nccl_communicator::nccl_communicator(const std::vector<device*>& devices)
+    : devices_(devices), world_(static_cast<int>(devices.size())), first_rank_(0),
+      comms_(std::make_unique<comms>()), meeting_(static_cast<int>(devices.size())) {
+  std::vector<int> ordinals;
+  for (device* d : devices_) ordinals.push_back(d->where().device);
+  comms_->handles.resize(devices_.size());
+  check_nccl(ncclCommInitAll(comms_->handles.data(), static_cast<int>(ordinals.size()), ordinals.data()),
+             "ncclCommInitAll over " + std::to_string(ordinals.size()) + " GPUs");
+}
+
+nccl_communicator::nccl_communicator(const std::vector<device*>& devices, const std::vector<char>& nccl_id,
+                                     int world, int first_rank, health_fn health)
+    : devices_(devices), world_(world), first_rank_(first_rank), comms_(std::make_unique<comms>()),
+      meeting_(static_cast<int>(devices.size())) {
+  ncclUniqueId id;
+  if (nccl_id.size() != sizeof id.internal)
+    throw error("an NCCL id of " + std::to_string(nccl_id.size()) + " bytes, not " + std::to_string(sizeof id.internal));
+  std::memcpy(id.internal, nccl_id.data(), sizeof id.internal);
+  comms_->non_blocking = true;
+  comms_->handles.resize(devices_.size());
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0; // a lost peer must not block a thread beyond ncclCommAbort's reach
+  check_nccl(ncclGroupStart(), "ncclGroupStart");
+  for (std::size_t r = 0; r < devices_.size(); ++r) {
+    if (const cudaError_t e = cudaSetDevice(devices_[r]->where().device); e != cudaSuccess)
+      throw error(to_string(devices_[r]->where()) + ": cudaSetDevice failed: " + cudaGetErrorString(e));
+    check_nccl(ncclCommInitRankConfig(&comms_->handles[r], world, id, first_rank + static_cast<int>(r), &config),
+               "ncclCommInitRankConfig");
+  }
+  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  for (ncclComm_t c : comms_->handles) wait_nccl(c, "joining the job's NCCL communicator");
+  watchdog_ = std::thread([this, health = std::move(health)] {
+    while (!stopping_) {
+      if (auto why = health ? health() : std::nullopt) {
+        abort_nccl(*why);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+}
+
+nccl_communicator::~nccl_communicator() {
+  stopping_ = true;
+  if (watchdog_.joinable()) watchdog_.join();
+  if (aborted_) return; // ncclCommAbort freed them
+  for (ncclComm_t c : comms_->handles) {
+    if (comms_->non_blocking) {
+      // A non-blocking communicator finalizes in the background; destroy it once done.
+      if (ncclCommFinalize(c) == ncclInProgress) {
+        ncclResult_t state = ncclInProgress;
+        while (ncclCommGetAsyncError(c, &state) == ncclSuccess && state == ncclInProgress)
+          std::this_thread::yield();
+      }
+    }
+    ncclCommDestroy(c);
+  }
+}
+
+void nccl_communicator::launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers,
+                               stream& on, completion done) {
+  cuda_stream& s = cuda_stream_of(on, call.label);
+  on.enqueue_always([this, call, local_rank, buffers = std::move(buffers), handle = s.handle(),
+                     done = std::move(done)](bool failed) {
+    const std::int64_t start = steady_ns();
+    try {
+      meeting_.meet(local_rank, {call, buffers, handle}, failed,
+                    [this](std::vector<collective_rendezvous::arrival>& by_rank) { issue(by_rank); });
+    } catch (...) {
+      if (done) done({start, steady_ns()}, false);
+      throw;
+    }
+    // On GPU places the span ends when the collective is issued: the kernels run after it.
+    if (done) done({start, steady_ns()}, true);
+  });
+}
+
+void nccl_communicator::issue(std::vector<collective_rendezvous::arrival>& by_rank) {
+  const collective_call& call = by_rank.front().call;
+  const int root_local = call.root - first_rank_;
+  size_for_broadcast(call, by_rank, devices_, root_local >= 0 && root_local < meeting_.ranks() ? root_local : -1);
+  // Every buffer exists before the group starts: an error inside a group hangs every rank.
+  for (std::size_t r = 0; r < by_rank.size(); ++r)
+    for (const tensor* t : by_rank[r].buffers)
+      if (!t->initialized() || t->type() != dtype::fp32)
+        throw error("the buffer on " + to_string(devices_[r]->where()) + " is missing or not FP32 (a broadcast "
+                    "from another process needs it allocated with the root's size)");
+  check_nccl(ncclGroupStart(), call.label + ": ncclGroupStart");
+  for (std::size_t r = 0; r < by_rank.size(); ++r) {
+    ncclComm_t comm = comms_->handles[r];
+    auto stream = static_cast<cudaStream_t>(by_rank[r].stream);
+    for (tensor* t : by_rank[r].buffers) {
+      void* data = t->raw();
+      const auto count = static_cast<std::size_t>(t->numel());
+      switch (call.what) {
+      case collective_call::kind::all_reduce:
+        check_nccl(ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm, stream), call.label + ": ncclAllReduce");
+        break;
+      case collective_call::kind::reduce:
+        check_nccl(ncclReduce(data, data, count, ncclFloat32, ncclSum, call.root, comm, stream), call.label + ": ncclReduce");
+        break;
+      case collective_call::kind::broadcast:
+        check_nccl(ncclBroadcast(data, data, count, ncclFloat32, call.root, comm, stream), call.label + ": ncclBroadcast");
+        break;
+      }
+    }
+  }
+  check_nccl(ncclGroupEnd(), call.label + ": ncclGroupEnd");
+  if (comms_->non_blocking)
+    for (ncclComm_t c : comms_->handles) wait_nccl(c, call.label + ": issuing the NCCL group");
+}
+
+void nccl_communicator::abort() {
+  abort_nccl("the communicator was aborted (the executor is being destroyed)");
+}
+
+void nccl_communicator::abort_nccl(const std::string& why) {
+  meeting_.abort(why);
+  if (aborted_.exchange(true)) return;
+  for (ncclComm_t c : comms_->handles) ncclCommAbort(c);
+}
+
+std::unique_ptr<communicator> make_gpu_communicator(const std::vector<device*>& devices) {
+  std::vector<int> ordinals;
+  for (device* d : devices) {
+    if (d->where().type != place::kind::gpu)
+      throw error("GPU collectives: " + to_string(d->where()) + " is not a GPU place (places of one kind only)");
+    for (int o : ordinals)
+      if (o == d->where().device) return std::make_unique<shared_gpu_communicator>(devices);
+    ordinals.push_back(d->where().device);
+  }
+  return std::make_unique<nccl_communicator>(devices);
+}
+
+} // namespace pe

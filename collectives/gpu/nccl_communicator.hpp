@@ -1,0 +1,86 @@
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+#include "collectives/gpu/collective_rendezvous.hpp"
+#include "devices/device.hpp"
+
+namespace pe {
+
+/// The communicator of GPU places on distinct GPUs: NCCL. The local ranks' parts meet
+/// (collective_rendezvous); the last one checks every rank's buffers and issues the
+/// per-device calls of the collective inside one ncclGroupStart/End onto the ranks'
+/// communication streams, in the sequence order all places share. An error inside a group
+/// would hang every rank, so nothing is checked or allocated after the group starts.
+///
+/// In one process the NCCL communicators come from ncclCommInitAll. Across processes
+/// (make_nccl_job_communicator) they come from ncclCommInitRankConfig with rank 0's unique
+/// id and are non-blocking; a watchdog aborts them (ncclCommAbort) when the process group
+/// reports a lost peer, so no process blocks forever in a collective.
+class nccl_communicator final : public communicator {
+ public:
+  /// Why the processes' job broke (a lost peer), polled by the watchdog; nullopt while fine.
+  using health_fn = std::function<std::optional<std::string>()>;
+
+  /// One process: a communicator over `devices` (GPU places on distinct CUDA devices).
+  explicit nccl_communicator(const std::vector<device*>& devices);
+  /// Several processes: this process's `devices` are global ranks first_rank, first_rank+1,
+  /// ... of `world` ranks, joined through `nccl_id` (share_nccl_id).
+  nccl_communicator(const std::vector<device*>& devices, const std::vector<char>& nccl_id, int world,
+                    int first_rank, health_fn health);
+  ~nccl_communicator() override;
+
+  int world_size() const override { return world_; }
+  void launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers, stream& on,
+              completion done = {}) override;
+  void abort() override;
+
+ private:
+  struct comms; // the ncclComm_t of each local rank (keeps nccl.h out of this header)
+
+  void issue(std::vector<collective_rendezvous::arrival>& by_rank);
+  /// Aborts the NCCL communicators once (unblocks kernels waiting for a lost peer).
+  void abort_nccl(const std::string& why);
+
+  std::vector<device*> devices_;
+  int world_;
+  int first_rank_;
+  std::unique_ptr<comms> comms_;
+  collective_rendezvous meeting_;
+  std::atomic<bool> aborted_{false};
+  std::atomic<bool> stopping_{false};
+  std::thread watchdog_;
+};
+
+/// The communicator of GPU places when some share one GPU (gpu:0x4): NCCL refuses duplicate
+/// devices, so the last rank to arrive sums the ranks' buffers with the engine's own kernel
+/// (fixed order rank 0, 1, ...: bit-identical results) on its stream after events on every
+/// rank's stream, and every rank's stream waits for it. Places on several GPUs may mix:
+/// buffers are read and written through peer access (unified addressing).
+class shared_gpu_communicator final : public communicator {
+ public:
+  explicit shared_gpu_communicator(const std::vector<device*>& devices);
+  int world_size() const override { return static_cast<int>(devices_.size()); }
+  void launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers, stream& on,
+              completion done = {}) override;
+  void abort() override { meeting_.abort("the communicator was aborted (the executor is being destroyed)"); }
+
+ private:
+  void issue(std::vector<collective_rendezvous::arrival>& by_rank);
+
+  std::vector<device*> devices_;
+  collective_rendezvous meeting_;
+};
+
+/// The communicator for this process's GPU places: NCCL when every place has a GPU of its
+/// own, else the shared-GPU communicator.
+std::unique_ptr<communicator> make_gpu_communicator(const std::vector<device*>& devices);
+
+} // namespace pe

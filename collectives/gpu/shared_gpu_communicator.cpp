@@ -1,0 +1,107 @@
+#include <cuda_runtime_api.h>
+
+#include "collectives/gpu/nccl_communicator.hpp"
+#include "collectives/gpu/rank_sum.hpp"
+#include "devices/cuda/cuda_stream.hpp"
+#include "devices/error.hpp"
+#include "devices/steady_clock.hpp"
+
+namespace pe {
+
+namespace {
+
+void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) throw error(what + " failed: " + cudaGetErrorString(e));
+}
+
+/// An event that captures no timing (cheap to record), destroyed with its owner.
+struct sync_event {
+  cudaEvent_t handle = nullptr;
+  sync_event() { check(cudaEventCreateWithFlags(&handle, cudaEventDisableTiming), "cudaEventCreate"); }
+  ~sync_event() { cudaEventDestroy(handle); }
+  sync_event(const sync_event&) = delete;
+  sync_event& operator=(const sync_event&) = delete;
+};
+
+} // namespace
+
+shared_gpu_communicator::shared_gpu_communicator(const std::vector<device*>& devices)
+    : devices_(devices), meeting_(static_cast<int>(devices.size())) {
+  if (devices_.size() > static_cast<std::size_t>(max_rank_buffers))
+    throw error("GPU collectives: " + std::to_string(devices_.size()) + " places share GPUs; at most " +
+                std::to_string(max_rank_buffers) + " can");
+  for (device* d : devices_)
+    if (d->where().device != devices_.front()->where().device)
+      throw error("GPU collectives: " + to_string(d->where()) + " and " + to_string(devices_.front()->where()) +
+                  " are on different GPUs while other places share one; give every place a GPU of its own "
+                  "(NCCL) or put all of them on one GPU");
+}
+
+void shared_gpu_communicator::launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers,
+                                     stream& on, completion done) {
+  auto* s = dynamic_cast<cuda_stream*>(&on);
+  if (s == nullptr) throw error(call.label + ": GPU collectives run on GPU streams, not on " + to_string(on.where()));
+  on.enqueue_always([this, call, local_rank, buffers = std::move(buffers), handle = s->handle(),
+                     done = std::move(done)](bool failed) {
+    const std::int64_t start = steady_ns();
+    try {
+      meeting_.meet(local_rank, {call, buffers, handle}, failed,
+                    [this](std::vector<collective_rendezvous::arrival>& by_rank) { issue(by_rank); });
+    } catch (...) {
+      if (done) done({start, steady_ns()}, false);
+      throw;
+    }
+    // On GPU places the span ends when the collective is issued: the kernel runs after it.
+    if (done) done({start, steady_ns()}, true);
+  });
+}
+
+void shared_gpu_communicator::issue(std::vector<collective_rendezvous::arrival>& by_rank) {
+  const collective_call& call = by_rank.front().call;
+  const std::size_t ranks = by_rank.size();
+  const auto root = static_cast<std::size_t>(call.root);
+  check(cudaSetDevice(devices_.front()->where().device), call.label + ": cudaSetDevice");
+  // Allocation before anything is enqueued: a broadcast's other buffers take the root's size.
+  if (call.what == collective_call::kind::broadcast)
+    for (std::size_t r = 0; r < ranks; ++r)
+      if (r != root)
+        for (std::size_t v = 0; v < by_rank[r].buffers.size(); ++v)
+          by_rank[r].buffers[v]->resize(dtype::fp32, by_rank[root].buffers[v]->shape(), devices_[r]->where(),
+                                        devices_[r]->memory());
+  // Rank 0's stream runs the sums once every rank's earlier work is done, and every
+  // rank's later work waits for the sums. The streams' host threads are all parked in the
+  // meeting, so nothing else is enqueued on them meanwhile.
+  auto stream_of = [&](std::size_t r) { return static_cast<cudaStream_t>(by_rank[r].stream); };
+  std::vector<sync_event> ready(ranks);
+  for (std::size_t r = 1; r < ranks; ++r) {
+    check(cudaEventRecord(ready[r].handle, stream_of(r)), call.label + ": cudaEventRecord");
+    check(cudaStreamWaitEvent(stream_of(0), ready[r].handle, 0), call.label + ": cudaStreamWaitEvent");
+  }
+  for (std::size_t v = 0; v < by_rank.front().buffers.size(); ++v) {
+    std::vector<const float*> sources;
+    std::vector<float*> destinations;
+    for (std::size_t r = 0; r < ranks; ++r) {
+      float* data = by_rank[r].buffers[v]->data<float>();
+      const bool is_root = r == root;
+      switch (call.what) {
+      case collective_call::kind::all_reduce: sources.push_back(data); destinations.push_back(data); break;
+      case collective_call::kind::reduce:
+        sources.push_back(data);
+        if (is_root) destinations.push_back(data);
+        break;
+      case collective_call::kind::broadcast:
+        if (is_root) sources.push_back(data);
+        else destinations.push_back(data);
+        break;
+      }
+    }
+    launch_rank_sum(sources.data(), static_cast<int>(sources.size()), destinations.data(),
+                    static_cast<int>(destinations.size()), by_rank[root].buffers[v]->numel(), stream_of(0));
+  }
+  sync_event finished;
+  check(cudaEventRecord(finished.handle, stream_of(0)), call.label + ": cudaEventRecord");
+  for (std::size_t r = 1; r < ranks; ++r)
+    check(cudaStreamWaitEvent(stream_of(r), finished.handle, 0), call.label + ": cudaStreamWaitEvent");
+}
+
+} // namespace pe

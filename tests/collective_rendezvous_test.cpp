@@ -1,0 +1,158 @@
+// The meeting of GPU collectives' local ranks (collectives/gpu/collective_rendezvous): the
+// last rank to arrive checks every rank's call and buffers and issues the collective once;
+// a wrong sequence, a failed stream, disagreeing buffers, a failing issue or an abort fail
+// it on every rank, and nobody waits forever. Host threads stand in for the streams'.
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "collectives/gpu/collective_rendezvous.hpp"
+#include "devices/tensor.hpp"
+
+namespace pe {
+namespace {
+
+using arrival = collective_rendezvous::arrival;
+
+collective_call call_of(std::uint64_t sequence, collective_call::kind what = collective_call::kind::all_reduce,
+                        int root = 0) {
+  return {what, root, sequence, "all_reduce(w@GRAD)"};
+}
+
+/// Runs `part(rank)` on one thread per rank; the error message each rank got ("" if none).
+std::vector<std::string> on_every_rank(int ranks, const std::function<void(int)>& part) {
+  std::vector<std::future<std::string>> results;
+  for (int r = 0; r < ranks; ++r)
+    results.push_back(std::async(std::launch::async, [&, r] {
+      try {
+        part(r);
+        return std::string();
+      } catch (const std::exception& e) {
+        return std::string(e.what());
+      }
+    }));
+  std::vector<std::string> out;
+  for (auto& f : results) {
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "a rank is stuck";
+    out.push_back(f.get());
+  }
+  return out;
+}
+
+TEST(CollectiveRendezvous, IssuesEachCollectiveOnceWithEveryRankInRankOrder) {
+  constexpr int ranks = 3, collectives = 50;
+  collective_rendezvous meeting(ranks);
+  std::vector<tensor> buffers;
+  for (int r = 0; r < ranks; ++r) buffers.push_back(tensor::zeros(dtype::fp32, {4}));
+  std::atomic<int> issued{0};
+  std::vector<std::uint64_t> sequences;
+  const auto errors = on_every_rank(ranks, [&](int r) {
+    for (std::uint64_t s = 0; s < collectives; ++s)
+      meeting.meet(r, {call_of(s), {&buffers[static_cast<std::size_t>(r)]}, reinterpret_cast<void*>(std::intptr_t{r + 1})},
+                   false, [&](std::vector<arrival>& by_rank) {
+                     ASSERT_EQ(by_rank.size(), static_cast<std::size_t>(ranks));
+                     for (int k = 0; k < ranks; ++k) {
+                       EXPECT_EQ(by_rank[static_cast<std::size_t>(k)].stream, reinterpret_cast<void*>(std::intptr_t{k + 1}));
+                       EXPECT_EQ(by_rank[static_cast<std::size_t>(k)].call.sequence, s);
+                     }
+                     sequences.push_back(s);
+                     ++issued;
+                   });
+  });
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  EXPECT_EQ(issued.load(), collectives);
+  for (std::uint64_t s = 0; s < collectives; ++s) EXPECT_EQ(sequences[s], s);
+}
+
+TEST(CollectiveRendezvous, AnOutOfOrderLaunchFailsEveryRankNamingBoth) {
+  collective_rendezvous meeting(2);
+  tensor a = tensor::zeros(dtype::fp32, {2}), b = tensor::zeros(dtype::fp32, {2});
+  bool issued = false;
+  const auto errors = on_every_rank(2, [&](int r) {
+    // Rank 1 skips #0: it must not wait for a meeting that can never be complete.
+    meeting.meet(r, {call_of(r == 0 ? 0 : 1), {r == 0 ? &a : &b}}, false, [&](auto&) { issued = true; });
+  });
+  EXPECT_FALSE(issued);
+  EXPECT_NE(errors[1].find("rank 1 launched collective #1 where #0 was due"), std::string::npos) << errors[1];
+  EXPECT_NE(errors[0].find("rank 1 launched collective #1 where #0 was due"), std::string::npos) << errors[0];
+  EXPECT_THROW(meeting.meet(0, {call_of(1), {&a}}, false, [](auto&) {}), std::exception) << "broken for good";
+}
+
+TEST(CollectiveRendezvous, AFailedStreamDisagreeingBuffersOrAFailingIssueFailEveryRank) {
+  tensor small = tensor::zeros(dtype::fp32, {2}), large = tensor::zeros(dtype::fp32, {3});
+  tensor ints = tensor::zeros(dtype::int64, {2}), missing;
+  struct variant {
+    std::function<tensor*(int)> buffer;
+    bool failed_rank_1;
+    bool issue_throws;
+    std::string message;
+  };
+  const std::vector<variant> cases = {
+      {[&](int) { return &small; }, true, false, "rank 1's stream had failed before it"},
+      {[&](int r) { return r == 0 ? &small : &large; }, false, false, "ranks disagree on the size ([3] vs [2])"},
+      {[&](int r) { return r == 0 ? &small : &ints; }, false, false, "the input on rank 1 is missing or not FP32"},
+      {[&](int r) { return r == 0 ? &small : &missing; }, false, false, "the input on rank 1 is missing or not FP32"},
+      {[&](int) { return &small; }, false, true, "all_reduce(w@GRAD): ncclGroupEnd: unhandled cuda error"},
+  };
+  for (const auto& c : cases) {
+    collective_rendezvous meeting(2);
+    bool issued = false;
+    const auto errors = on_every_rank(2, [&](int r) {
+      meeting.meet(r, {call_of(0), {c.buffer(r)}}, r == 1 && c.failed_rank_1, [&](auto&) {
+        issued = true;
+        if (c.issue_throws) throw std::runtime_error("ncclGroupEnd: unhandled cuda error");
+      });
+    });
+    EXPECT_EQ(issued, c.issue_throws) << c.message;
+    for (const auto& e : errors) EXPECT_NE(e.find(c.message), std::string::npos) << e;
+  }
+}
+
+TEST(CollectiveRendezvous, ABroadcastChecksOnlyTheRootsBuffers) {
+  collective_rendezvous meeting(2);
+  tensor root = tensor::zeros(dtype::fp32, {5}), other; // the other is resized by the issue
+  bool issued = false;
+  const auto errors = on_every_rank(2, [&](int r) {
+    meeting.meet(r, {call_of(0, collective_call::kind::broadcast, 1), {r == 1 ? &root : &other}}, false,
+                 [&](auto&) { issued = true; });
+  });
+  EXPECT_TRUE(issued);
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+}
+
+TEST(CollectiveRendezvous, RanksOfDifferentCallsFailTheCollective) {
+  collective_rendezvous meeting(2);
+  tensor a = tensor::zeros(dtype::fp32, {2}), b = tensor::zeros(dtype::fp32, {2});
+  const auto errors = on_every_rank(2, [&](int r) {
+    meeting.meet(r, {r == 0 ? call_of(0) : call_of(0, collective_call::kind::reduce, 1), {r == 0 ? &a : &b}}, false,
+                 [](auto&) {});
+  });
+  for (const auto& e : errors) EXPECT_NE(e.find("rank 1 runs"), std::string::npos) << e;
+}
+
+TEST(CollectiveRendezvous, AbortWakesAWaitingRankAndFailsLaterMeetings) {
+  collective_rendezvous meeting(2);
+  tensor a = tensor::zeros(dtype::fp32, {2});
+  auto waiting = std::async(std::launch::async, [&] {
+    try {
+      meeting.meet(0, {call_of(0), {&a}}, false, [](auto&) {});
+      return std::string();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  });
+  EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout) << "rank 0 waits for rank 1";
+  meeting.abort("the executor is being destroyed");
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(waiting.get(), "the executor is being destroyed");
+  EXPECT_THROW(meeting.meet(1, {call_of(0), {&a}}, false, [](auto&) {}), std::exception);
+}
+
+} // namespace
+} // namespace pe
