@@ -40,10 +40,14 @@ class error_collector : public google::protobuf::io::ErrorCollector {
 proto::ProgramDesc parse_program(const std::string& bytes, const std::string& origin) {
   proto::ProgramDesc program;
   if (bytes.empty()) throw error(origin + ": empty file, not a ProgramDesc");
-  if (program.ParseFromString(bytes)) return program;
+  // ParsePartial and our own check: ParseFromString logs missing required fields to stderr.
+  const bool parsed = program.ParsePartialFromString(bytes);
+  if (parsed && program.IsInitialized()) return program;
   if (!looks_like_text(bytes))
-    throw error(origin + ": not a valid binary ProgramDesc (truncated or corrupt: " +
-                program.InitializationErrorString() + ")");
+    throw error(origin + ": not a valid binary ProgramDesc (" +
+                (parsed ? "missing required fields: " + program.InitializationErrorString()
+                        : std::string("truncated or corrupt")) +
+                ")");
   program.Clear();
   google::protobuf::TextFormat::Parser parser;
   error_collector errors;

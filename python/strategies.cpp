@@ -19,6 +19,9 @@ build_strategy python_build_strategy::engine() const {
                             std::to_string(fuse_all_reduce_mb));
     b.fuse_all_reduce_bytes = static_cast<std::int64_t>(fuse_all_reduce_mb * 1024 * 1024);
   }
+  if (max_tensor_bytes <= 0)
+    throw py::value_error("BuildStrategy.max_tensor_bytes must be positive, got " + std::to_string(max_tensor_bytes));
+  b.max_tensor_bytes = max_tensor_bytes;
   return b;
 }
 
@@ -51,6 +54,9 @@ void bind_strategies(py::module_& m) {
                      "all-reduce gradients in buckets of fuse_all_reduce_mb")
       .def_readwrite("fuse_all_reduce_mb", &python_build_strategy::fuse_all_reduce_mb,
                      "bucket size in MiB when fuse_all_reduce_ops (default 32)")
+      .def_readwrite("max_tensor_bytes", &python_build_strategy::max_tensor_bytes,
+                     "the largest tensor a program may declare or infer, in bytes (default half "
+                     "the physical memory); larger ones are refused when the executor is built")
       .def("__repr__", [](const python_build_strategy& s) {
         return "BuildStrategy(reduce_strategy=" + std::string(py::str(py::cast(s.reduce_strategy))) +
                ", gradient_scale_strategy=" + std::string(py::str(py::cast(s.gradient_scale_strategy))) +
@@ -67,9 +73,13 @@ void bind_strategies(py::module_& m) {
       .def_readwrite("num_threads", &execution_strategy::num_threads,
                      "worker threads running the op actors (default 1)")
       .def_readwrite("sync", &execution_strategy::sync)
+      .def_readwrite("check_nan_inf", &execution_strategy::check_nan_inf,
+                     "check every op's FP32 outputs after its kernel; a NaN or infinity fails the "
+                     "step naming the op, place and variable (Paddle's FLAGS_check_nan_inf)")
       .def("__repr__", [](const execution_strategy& s) {
         return "ExecutionStrategy(num_threads=" + std::to_string(s.num_threads) +
-               ", sync=" + std::string(py::str(py::cast(s.sync))) + ")";
+               ", sync=" + std::string(py::str(py::cast(s.sync))) +
+               ", check_nan_inf=" + (s.check_nan_inf ? "True" : "False") + ")";
       });
 }
 

@@ -14,8 +14,11 @@ struct python_build_strategy {
   build_strategy::gradient_scale gradient_scale_strategy = build_strategy{}.scale;
   bool fuse_all_reduce_ops = false;
   double fuse_all_reduce_mb = 32; ///< bucket size when fuse_all_reduce_ops
+  /// The largest tensor a program may declare or infer (pe-actor-run's --max-tensor-bytes).
+  std::int64_t max_tensor_bytes = build_strategy{}.max_tensor_bytes;
 
-  /// The engine's strategy; throws pybind11::value_error for a non-positive bucket size.
+  /// The engine's strategy; throws pybind11::value_error for a non-positive bucket size or
+  /// tensor limit.
   build_strategy engine() const;
 };
 

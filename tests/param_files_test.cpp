@@ -221,6 +221,19 @@ TEST_F(ParamFileErrors, BadTensorDesc) {
   std::string bytes = original;
   bytes.replace(20, 6, std::string(6, '\xff'));
   EXPECT_EQ(read_error(bytes), "F: variable 'fc_0.w_0': the TensorDesc does not parse");
+  {
+    // A TensorDesc without its required data_type is named, and protobuf prints nothing.
+    proto::VarType::TensorDesc no_type;
+    no_type.add_dims(2);
+    const std::string desc = no_type.SerializePartialAsString();
+    bytes = original.substr(0, 16);
+    bytes.append(4, '\0');
+    put<std::int32_t>(bytes, 16, static_cast<std::int32_t>(desc.size()));
+    bytes += desc;
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(read_error(bytes), "F: variable 'fc_0.w_0': the TensorDesc lacks data_type");
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  }
   bytes = original;
   put<std::int32_t>(bytes, 16, -3);
   EXPECT_EQ(read_error(bytes),

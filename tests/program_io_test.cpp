@@ -91,6 +91,23 @@ TEST(program_io, truncated_binary_is_an_error) {
   }
 }
 
+TEST(program_io, missing_required_fields_are_named_and_protobuf_prints_nothing) {
+  auto m = small_mlp();
+  m.main.mutable_blocks(0)->mutable_ops(0)->clear_type(); // OpDesc.type is required
+  const std::string bytes = m.main.SerializePartialAsString();
+  ::testing::internal::CaptureStderr();
+  try {
+    pe::parse_program(bytes, "partial");
+    ADD_FAILURE() << "a program without an op type parsed";
+  } catch (const pe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("partial: not a valid binary ProgramDesc (missing required fields: "
+                                         "blocks[0].ops[0].type)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
 TEST(program_io, garbage_bytes_are_an_error_never_a_crash) {
   std::mt19937 rng(7);
   int rejected = 0;

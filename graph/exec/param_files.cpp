@@ -64,8 +64,11 @@ class record_reader {
     std::string bytes(static_cast<std::size_t>(desc_size), '\0');
     read(bytes.data(), bytes.size());
     record r;
-    if (!r.desc.ParseFromString(bytes))
+    // ParsePartial and our own check: ParseFromString logs missing fields to stderr.
+    if (!r.desc.ParsePartialFromString(bytes))
       throw error(where(path_, var) + ": the TensorDesc does not parse");
+    if (!r.desc.IsInitialized())
+      throw error(where(path_, var) + ": the TensorDesc lacks " + r.desc.InitializationErrorString());
     const auto type = static_cast<dtype>(r.desc.data_type());
     if (size_of(type) == 0)
       throw error(where(path_, var) + ": unknown data type " + std::to_string(r.desc.data_type()));

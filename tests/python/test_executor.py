@@ -135,6 +135,31 @@ def test_strategies_change_how_not_what_is_computed(small_mlp):
         losses_with(model, feed, bad)
 
 
+def test_check_nan_inf_names_the_op_and_the_tensor_limit_refuses_large_programs(small_mlp):
+    model, feed = small_mlp
+    checked = pe_actor.ExecutionStrategy()
+    checked.check_nan_inf = True
+    exe = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, exec_strategy=checked)
+    exe.run(feed=feed, fetch_list=[model.loss])
+    poisoned = {**feed, model.image: np.full_like(feed[model.image], np.inf)}
+    with pytest.raises(pe_actor.Error, match=r"op #\d+ \(mul\) on cpu:[01]: output variable '[^']+' .* holds (-?nan|-?inf)"):
+        exe.run(feed=poisoned, fetch_list=[model.loss])
+    # Unchecked, the step runs: relu maps the NaN of inf * w to 0 (as Paddle's does), so the
+    # poisoned batch goes unnoticed, which is what check_nan_inf is for.
+    unchecked = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main)
+    (loss,) = unchecked.run(feed=poisoned, fetch_list=[model.loss])
+    assert loss.shape == (1,)
+
+    small = pe_actor.BuildStrategy()
+    small.max_tensor_bytes = 16
+    with pytest.raises(pe_actor.Error, match="16 bytes"):
+        pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, build_strategy=small)
+    small.max_tensor_bytes = 0
+    with pytest.raises(ValueError, match="max_tensor_bytes must be positive"):
+        pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, build_strategy=small)
+    assert "check_nan_inf=True" in repr(checked)
+
+
 @pytest.mark.parametrize("combined", [False, True])
 def test_saved_parameters_load_into_a_new_executor(small_mlp, tmp_path, combined):
     model, feed = small_mlp
