@@ -24,12 +24,17 @@ void fail_stream(stream& s) {
   s.enqueue([] { throw error("waited on failed work: an input's writer failed"); });
 }
 
-/// A computation, loss-gradient scale or fetch: on its place's stream.
+/// A computation, loss-gradient scale or fetch: on its place's stream. On a GPU place the
+/// scale and fetch are copies through the device, enqueued now in stream order; what runs
+/// on the stream's thread after them only traces and releases.
 void launch_op(actor_env& env, step_node& n, const std::vector<event_ref>& inputs) {
-  stream& s = env.devices[static_cast<std::size_t>(n.place)]->get_stream(n.runs_on);
+  device& d = *env.devices[static_cast<std::size_t>(n.place)];
+  stream& s = d.get_stream(n.runs_on);
   if (!order_after_inputs(env, s, inputs, -1)) fail_stream(s);
+  const bool transfer = n.is_transfer(d);
+  if (transfer) n.transfer(d, s, *env.in);
   // Two pointers: small enough for std::function to hold without allocating.
-  s.enqueue([envp = &env, np = &n] {
+  s.enqueue([envp = &env, np = &n, transfer] {
     actor_env& env = *envp;
     step_node& n = *np;
     const std::uint64_t step = n.fired_step;
@@ -40,7 +45,7 @@ void launch_op(actor_env& env, step_node& n, const std::vector<event_ref>& input
       throw error("cancelled");
     }
     try {
-      n.run(*env.in);
+      if (!transfer) n.run(*env.in);
     } catch (const std::exception& e) {
       env.in->fail(e.what());
       throw;

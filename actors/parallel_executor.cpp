@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 
 #include "actors/feed_split.hpp"
@@ -123,6 +124,10 @@ struct executor_state {
   step_inputs in;
   actor_env env;
   std::vector<std::int64_t> rows; // of the last run, per place
+  /// GPU places: the feed rows being copied over this step (a deque: the copies hold
+  /// references), and the event after each place's copies that its other streams wait on.
+  std::deque<tensor> feed_rows;
+  std::vector<std::unique_ptr<event>> feeds_ready;
   std::uint64_t step = 0;
 
   std::mutex mutex;
@@ -142,18 +147,27 @@ parallel_executor::parallel_executor(std::vector<place> places, const proto::Pro
                                      execution_strategy exec)
     : runtime_(std::make_shared<executor_runtime>(std::move(places), exec.num_threads, exec.group)),
       state_(std::make_unique<executor_state>(main, build, exec.sync, exec.check_nan_inf)) {
+  if (exec.check_nan_inf)
+    for (const place& p : runtime_->ranks.local_places)
+      if (p.type != place::kind::cpu)
+        throw error("check_nan_inf reads every op's outputs on the host; it does not support " +
+                    to_string(p) + " yet");
   // Places run concurrently on their streams: one BLAS thread each keeps them from
   // over-subscribing the cores.
   set_blas_threads(1);
-  scope& first = *runtime_->scopes[0];
+  // The startup program runs on the host: in place 0's scope when that is a CPU place, else
+  // in a staging scope whose values every place then copies (a GPU place's memory is the
+  // device's). The other places get them through their devices' copy streams.
+  const bool host_first = runtime_->ranks.local_places.front().type == place::kind::cpu;
+  scope staging;
+  scope& first = host_first ? *runtime_->scopes[0] : staging;
   reference_executor(startup, first, place::cpu(), build.max_tensor_bytes).run({}, {});
-  // The other places get place 0's persistables through their devices' copy streams.
   std::vector<std::pair<std::string, const tensor*>> persistables;
   for (const auto& v : state_->main.blocks(0).vars())
     if (v.persistable())
       if (const tensor* t = first.find(v.name()); t != nullptr && t->initialized())
         persistables.emplace_back(v.name(), t);
-  copy_to_places(*runtime_, 1, persistables, "copying the startup program's variables to ");
+  copy_to_places(*runtime_, host_first ? 1 : 0, persistables, "copying the startup program's variables to ");
   if (runtime_->group != nullptr) receive_rank0_persistables(*runtime_, persistables);
 }
 
@@ -202,6 +216,21 @@ sync_mode parallel_executor::sync() const {
 
 const scope& parallel_executor::place_scope(int p) const {
   return *runtime_->scopes.at(static_cast<std::size_t>(p));
+}
+
+tensor parallel_executor::host_value(const std::string& name, int p) const {
+  const tensor& value = place_scope(p).get(name);
+  device& d = *runtime_->devices.at(static_cast<std::size_t>(p));
+  if (d.where().type == place::kind::cpu) return value;
+  tensor host; // uninitialised: the copy brings the value to the host
+  stream& copies = d.get_stream(stream_kind::copy);
+  d.copy(copies, host, value);
+  if (!copies.synchronize()) {
+    const std::string why = copies.error().value_or("the copy stream stopped");
+    copies.clear_error();
+    throw error("reading '" + name + "' from " + to_string(d.where()) + ": " + why);
+  }
+  return host;
 }
 
 void parallel_executor::trace(trace_recorder* recorder) {
@@ -337,14 +366,33 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
                 std::to_string(first) + " of a global batch of " + std::to_string(global_batch) +
                 "; this process's places take rows " + std::to_string(offset + first) + " to " +
                 std::to_string(offset + first + mine - 1));
+  st.feed_rows.clear(); // the last step's copies have run: run() waited for them
   for (std::size_t p = 0; p < st.rows.size(); ++p) {
     scope& s = *rt.scopes[p];
     const std::int64_t n = st.rows[p];
-    for (const auto& [name, value] : data) {
-      tensor rows = value.slice(offset, offset + n);
-      s.var(name) = st.feeds.written(name) ? rows.clone() : rows;
+    device& d = *rt.devices[p];
+    if (d.where().type == place::kind::cpu) {
+      // The host's memory: a place reads its rows where they are.
+      for (const auto& [name, value] : data) {
+        tensor rows = value.slice(offset, offset + n);
+        s.var(name) = st.feeds.written(name) ? rows.clone() : rows;
+      }
+      if (loss_grad.initialized()) s.var(st.loss_grad) = loss_grad.clone();
+    } else {
+      // A GPU place: its rows go over on its copy stream (`data` and `loss_grad` outlive
+      // the step), and its compute and communication streams wait for them there, not here.
+      stream& copies = d.get_stream(stream_kind::copy);
+      for (const auto& [name, value] : data) {
+        st.feed_rows.push_back(value.slice(offset, offset + n));
+        d.copy(copies, s.var(name), st.feed_rows.back());
+      }
+      if (loss_grad.initialized()) d.copy(copies, s.var(st.loss_grad), loss_grad);
+      if (st.feeds_ready.size() <= p) st.feeds_ready.resize(p + 1);
+      if (!st.feeds_ready[p]) st.feeds_ready[p] = d.make_event();
+      copies.record(*st.feeds_ready[p]);
+      d.get_stream(stream_kind::compute).wait(*st.feeds_ready[p]);
+      d.get_stream(stream_kind::communication).wait(*st.feeds_ready[p]);
     }
-    if (loss_grad.initialized()) s.var(st.loss_grad) = loss_grad.clone();
     offset += n;
   }
   // Scaled over the global batch: rank r's share is rows_r / batch on every process.

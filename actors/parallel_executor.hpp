@@ -110,7 +110,7 @@ class parallel_executor {
   /// Replaces persistable `name` (a parameter, an optimizer state) with a copy of `value` on
   /// every place: parameters are replicas. Call between steps, typically after construction to
   /// load saved parameters; executors sharing this one's variables see the new value. Read a
-  /// persistable back from place 0: place_scope(0).get(name). Throws pe::error when `name` is
+  /// persistable back from place 0: host_value(name, 0). Throws pe::error when `name` is
   /// not a persistable of the program or a step is running.
   void set_persistable(const std::string& name, const tensor& value);
 
@@ -118,6 +118,11 @@ class parallel_executor {
   int num_threads() const;
   sync_mode sync() const;
   const scope& place_scope(int p) const;
+  /// Variable `name` of place p in host memory: the scope's tensor itself on a CPU place
+  /// (sharing its buffer), a copy through the device on a GPU place (whose scope tensors
+  /// hold device memory the host must not read). Call between steps. Throws pe::error when
+  /// the place has no such variable or the copy fails.
+  tensor host_value(const std::string& name, int p) const;
 
   /// Records the firings of later steps into `recorder` (nullptr: stop recording). The
   /// recorder must outlive the steps it records; call between steps. Off, tracing costs one

@@ -52,6 +52,26 @@ void step_node::run(step_inputs& in) {
   }
 }
 
+bool step_node::is_transfer(const device& d) const {
+  return d.where().type != place::kind::cpu &&
+         (what == op_handle::kind::scale_loss_grad || what == op_handle::kind::fetch);
+}
+
+void step_node::transfer(device& d, stream& on, step_inputs& in) {
+  if (what == op_handle::kind::fetch) {
+    // An uninitialised host tensor takes the fetched value from the device.
+    tensor& out = in.fetched[static_cast<std::size_t>(fetch_index_)][static_cast<std::size_t>(place)];
+    out = tensor();
+    d.copy(on, out, *slots_[0][0]);
+    return;
+  }
+  if (in.loss_scale.empty()) return; // customized: the user fed loss@GRAD
+  auto scale = std::make_shared<tensor>(dtype::fp32, shape_);
+  std::fill_n(scale->data<float>(), scale->numel(), in.loss_scale[static_cast<std::size_t>(place)]);
+  d.copy(on, *slots_[0][0], *scale);
+  on.enqueue([scale] {}); // the host values live until the copy before this has run
+}
+
 collective_call step_node::call() const {
   collective_call c;
   c.what = what == op_handle::kind::all_reduce ? collective_call::kind::all_reduce

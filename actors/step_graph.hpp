@@ -66,6 +66,15 @@ class step_node {
   /// Computation and the executor-performed ops, on the stream's thread. Throws on error.
   void run(step_inputs& in);
 
+  /// Whether this node moves data between the host and a place whose memory the host
+  /// cannot touch (a scale or fetch on a GPU place): then it runs as transfer() instead.
+  bool is_transfer(const device& d) const;
+
+  /// A transfer node's work, enqueued on `on` now (from the firing actor, so that it keeps
+  /// its position on the stream): the loss-gradient scale copied from the host, or the
+  /// fetched variable copied to the host. What the copy needs stays alive until it ran.
+  void transfer(device& d, stream& on, step_inputs& in);
+
   /// Collectives: what every rank launches (sequence counted within the step).
   collective_call call() const;
 

@@ -47,7 +47,7 @@ class reference_engine final : public engine {
     vars_.var(name) = value.clone();
   }
 
-  const tensor& persistable(const std::string& name) const override { return vars_.get(name); }
+  tensor persistable(const std::string& name) const override { return vars_.get(name); }
 
   std::string training_graph_dot() const override {
     throw error("the reference executor runs the program as it is; it builds no SSA graph");
@@ -135,9 +135,7 @@ class actor_engine final : public engine {
     train_.set_persistable(name, value);
   }
 
-  const tensor& persistable(const std::string& name) const override {
-    return train_.place_scope(0).get(name);
-  }
+  tensor persistable(const std::string& name) const override { return train_.host_value(name, 0); }
 
   std::string training_graph_dot() const override { return to_dot(train_.graph(), main_); }
 

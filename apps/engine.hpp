@@ -32,8 +32,9 @@ class engine {
   /// (--load-params); call between steps.
   virtual void set_persistable(const std::string& name, const tensor& value) = 0;
 
-  /// The persistable `name` as place 0 holds it (--save-params); valid between steps.
-  virtual const tensor& persistable(const std::string& name) const = 0;
+  /// The persistable `name` as place 0 holds it, in host memory (--save-params); call
+  /// between steps.
+  virtual tensor persistable(const std::string& name) const = 0;
 
   /// Graphviz DOT of the SSA graph the training steps run; valid after the first step.
   /// Throws pe::error for an executor without one.

@@ -12,7 +12,9 @@
 
 #include <boost/program_options.hpp>
 
+#include "apps/gpu_places.hpp"
 #include "apps/launch_options.hpp"
+#include "devices/gpu_runtime.hpp"
 #include "devices/error.hpp"
 #include "graph/models/cnn.hpp"
 
@@ -68,11 +70,9 @@ std::vector<place> cpu_places(int count) {
   return places;
 }
 
-/// "cpu:N" -> N >= 1 CPU places.
+/// "cpu:N" -> N >= 1 CPU places; gpu:... -> GPU places (apps/gpu_places.hpp).
 std::vector<place> parse_places(const std::string& text) {
-  if (text.starts_with("gpu:"))
-    throw error("--places " + text + ": GPU places need the CUDA build; this build runs on "
-                "CPU places only (cpu:N)");
+  if (text.starts_with("gpu:")) return parse_gpu_places(text, query_gpus());
   auto count = text.starts_with("cpu:") ? positive_int(std::string_view(text).substr(4))
                                         : std::nullopt;
   if (!count)
@@ -126,9 +126,9 @@ po::options_description describe() {
   const auto cores = std::to_string(core_count());
   po::options_description d(
     "Usage: pe-actor-run [options]\n"
-    "Trains a Paddle ProgramDesc (or the built-in MLP) data-parallel on CPU places with the\n"
-    "actor executor (or on one place with the reference executor), or with --infer runs an\n"
-    "inference model on .npy inputs. An error prints one line\n"
+    "Trains a Paddle ProgramDesc (or the built-in MLP) data-parallel on CPU or GPU places\n"
+    "with the actor executor (or on one place with the reference executor), or with --infer\n"
+    "runs an inference model on .npy inputs. An error prints one line\n"
     "starting with \"pe-actor-run: error:\" and exits with status 2; hazards that\n"
     "--check-hazards finds exit with status 3. The first Ctrl-C (SIGINT) or SIGTERM ends\n"
     "training after the step in progress, writes the metrics, the summary and the\n"
@@ -190,10 +190,10 @@ po::options_description describe() {
      "actor: the parallel executor, every op an actor, the program replicated on each place "
      "and the gradients combined across places; reference: ops in program order on the "
      "calling thread, one place only")
-    ("places", po::value<std::string>()->value_name("cpu:N"),
-     ("CPU places to train on (data parallelism); default with the actor executor: "
-      "cpu:$CPU_NUM when CPU_NUM is set, else one per core (here cpu:" + cores +
-      "); with reference: cpu:1, the only choice. GPU places need the CUDA build").c_str())
+    ("places", po::value<std::string>()->value_name("cpu:N|gpu:..."),
+     ("places to train on (data parallelism): cpu:N, N CPU places; default with the actor "
+      "executor: cpu:$CPU_NUM when CPU_NUM is set, else one per core (here cpu:" + cores +
+      "); with reference: cpu:1, the only choice. " + gpu_places_help()).c_str())
     ("threads", po::value<int>()->value_name("T"),
      "worker threads of the actor executor's CAF scheduler, shared by all places (default "
      "1: op actors only enqueue kernels on the places' device threads, and one worker keeps "
@@ -510,6 +510,7 @@ std::optional<run_options> parse_options(int argc, const char* const* argv,
 }
 
 std::string run_options::places_text() const {
+  if (!places.empty() && places.front().type == place::kind::gpu) return gpu_places_text(places);
   return "cpu:" + std::to_string(places.size());
 }
 

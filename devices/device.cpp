@@ -5,6 +5,9 @@
 
 #include "devices/cpu/cpu_device.hpp"
 #include "devices/error.hpp"
+#if PE_WITH_CUDA
+#include "devices/cuda/cuda_device_factory.hpp"
+#endif
 
 namespace pe {
 
@@ -19,6 +22,9 @@ device_registry& registry() {
   static device_registry* r = [] {
     auto* made = new device_registry; // never destroyed: devices may close during exit
     made->factories[place::kind::cpu] = [](place p) { return std::make_unique<cpu_device>(p); };
+#if PE_WITH_CUDA
+    made->factories[place::kind::gpu] = open_cuda_device;
+#endif
     return made;
   }();
   return *r;

@@ -1,6 +1,9 @@
 #include "devices/kernel.hpp"
 
 #include "devices/cpu/cpu_kernels.hpp"
+#if PE_WITH_CUDA_KERNELS
+#include "devices/cuda/kernels/cuda_kernels.hpp"
+#endif
 
 namespace pe {
 
@@ -26,6 +29,9 @@ const kernel_registry& kernel_registry::global() {
   static const kernel_registry instance = [] {
     kernel_registry r;
     register_cpu_kernels(r);
+#if PE_WITH_CUDA_KERNELS
+    register_cuda_kernels(r);
+#endif
     return r;
   }();
   return instance;

@@ -5,6 +5,7 @@
 
 #include "devices/checked_math.hpp"
 #include "devices/cpu/host_allocator.hpp"
+#include "devices/device.hpp"
 
 namespace pe {
 
@@ -50,6 +51,12 @@ tensor::tensor(dtype type, shape_t shape, place where)
   storage_ = allocate(capacity_);
 }
 
+tensor::tensor(dtype type, shape_t shape, place where, allocator& memory)
+    : type_(type), shape_(std::move(shape)), numel_(numel_of(shape_)), place_(where) {
+  capacity_ = checked_bytes(type_, shape_);
+  storage_ = memory.allocate(capacity_);
+}
+
 tensor tensor::zeros(dtype type, shape_t shape, place where) {
   tensor t(type, std::move(shape), where);
   std::memset(t.raw(), 0, t.bytes());
@@ -65,6 +72,18 @@ void tensor::resize(dtype type, shape_t shape) {
     storage_ = allocate(needed);
     capacity_ = needed;
   }
+}
+
+void tensor::resize(dtype type, shape_t shape, place where, allocator& memory) {
+  std::size_t needed = checked_bytes(type, shape);
+  type_ = type;
+  shape_ = std::move(shape);
+  numel_ = numel_of(shape_);
+  if (!storage_ || needed > capacity_ || !(place_ == where)) {
+    storage_ = memory.allocate(needed);
+    capacity_ = needed;
+  }
+  place_ = where;
 }
 
 tensor tensor::slice(std::int64_t begin, std::int64_t end) const {
@@ -92,6 +111,10 @@ tensor tensor::clone() const {
 void tensor::copy_from(const tensor& other) {
   if (!other.initialized()) throw error("tensor::copy_from: source is uninitialised");
   if (other.storage_ == storage_ && other.shape_ == shape_ && other.type_ == type_) return;
+  if (other.place_.type != place::kind::cpu || (storage_ && place_.type != place::kind::cpu))
+    throw error("tensor::copy_from: a host copy cannot reach the memory of " +
+                pe::to_string(other.place_.type != place::kind::cpu ? other.place_ : place_) +
+                " (copy through its device)");
   resize(other.type_, other.shape_);
   place_ = other.place_;
   std::memcpy(raw(), other.raw(), other.bytes());

@@ -13,6 +13,8 @@
 
 namespace pe {
 
+class allocator;
+
 using shape_t = std::vector<std::int64_t>;
 
 /// "[64, 784]".
@@ -35,6 +37,11 @@ class tensor {
   /// Allocates an uninitialised buffer for `shape` elements of `type`.
   tensor(dtype type, shape_t shape, place where = place::cpu());
 
+  /// Allocates an uninitialised buffer from `memory`, the allocator of place `where` (a
+  /// device's memory(): on a GPU place raw() is then a device pointer, for kernels and
+  /// copies only; host code must not read it).
+  tensor(dtype type, shape_t shape, place where, allocator& memory);
+
   /// A tensor filled with zeros.
   static tensor zeros(dtype type, shape_t shape, place where = place::cpu());
 
@@ -52,6 +59,10 @@ class tensor {
   /// Gives this tensor `shape` and `type`, keeping its buffer when it is large enough
   /// (like Paddle's mutable_data). Contents are unspecified afterwards.
   void resize(dtype type, shape_t shape);
+
+  /// Like resize, on place `where`: a buffer too small or of another place is replaced by
+  /// one from `memory` (that place's allocator).
+  void resize(dtype type, shape_t shape, place where, allocator& memory);
 
   /// Rows [begin, end) along dim 0, sharing this tensor's storage.
   tensor slice(std::int64_t begin, std::int64_t end) const;

@@ -118,7 +118,7 @@ void python_executor::save_params(const std::string& path, bool combined) {
   locked([&] {
     param_map values;
     for (const auto& spec : persistable_specs(exe_->program()))
-      values[spec.name] = exe_->place_scope(0).get(spec.name);
+      values[spec.name] = exe_->host_value(spec.name, 0);
     if (combined) write_combined_params(path, values);
     else pe::save_params(path, values);
   });
@@ -128,7 +128,7 @@ py::array python_executor::get_var(const std::string& name, int p) {
   if (p < 0 || p >= exe_->num_places())
     throw py::index_error("place " + std::to_string(p) + " out of range: the executor has " +
                           std::to_string(exe_->num_places()));
-  return to_array(locked([&] { return exe_->place_scope(p).get(name).clone(); }));
+  return to_array(locked([&] { return exe_->host_value(name, p).clone(); }));
 }
 
 void python_executor::set_var(const std::string& name, py::handle value) {

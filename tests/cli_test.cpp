@@ -71,7 +71,7 @@ TEST(Cli, HelpListsEveryFlagAndExitsZero) {
         "--fuse-allreduce-mb", "--sync", "--dot", "--trace", "--trace-steps", "--check-hazards"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   for (const char* fact : {"default: 0.1 for sgd", "warm-up", "idx:DIR", "CPU_NUM",
-                           "OPENBLAS_NUM_THREADS", "CUDA build", "global mini-batch",
+                           "OPENBLAS_NUM_THREADS", "CUDA", "global mini-batch",
                            "chrome://tracing", "exit with status 3"})
     EXPECT_NE(r.out.find(fact), std::string::npos) << fact;
   auto here = "cpu:" + std::to_string(cores()) + ");"; // "(here cpu:N);", possibly wrapped
@@ -110,7 +110,7 @@ INSTANTIATE_TEST_SUITE_P(
     bad_invocation{"--normalize", "--normalize"},
     bad_invocation{"--steps 5 --epochs 1", "--steps and --epochs"},
     bad_invocation{"--executor gpu", "unknown executor 'gpu'"},
-    bad_invocation{"--places gpu:0", "GPU places need the CUDA build"},
+    // --places gpu:... in every build: cli_gpu_places_test.
     bad_invocation{"--places cpu:0", "--places: expected cpu:N"},
     bad_invocation{"--places cpu:x", "--places: expected cpu:N"},
     bad_invocation{"--places 2", "--places: expected cpu:N"},

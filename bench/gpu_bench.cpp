@@ -1,0 +1,222 @@
+// The GPU benchmark (issue 11, run by scripts/gpu_check.sh stage 5), all on gpu:0:
+//  - training the default MLP (graph/models/mlp.hpp: 784-256-128-10, SGD lr 0.1) with the
+//    actor executor on one place, batch 256 and 1024: samples/s and step time, against
+//    PyTorch eager training the same model on the same GPU in the same run
+//    (bench/mlp_torch.py --device cuda). Both feed one fixed random batch and fetch the loss
+//    to the host every step, so both wait for the device once per step. One difference:
+//    the engine's feeds are host tensors, copied to the device every step (on the copy
+//    stream, overlapping compute), while PyTorch keeps its batch on the GPU.
+//  - executor overhead: a chain of `scale` ops on a 1-element tensor (the idea of
+//    bench/overhead_bench.cpp), so that a step is almost all scheduling. Two figures per op:
+//    the untraced step time / ops (host scheduling and the GPU's launch and run of each tiny
+//    kernel, whichever is slower), and, from a trace, the time from an op's input being
+//    ready (its predecessor's work enqueued and its message sent) to its own kernel being
+//    enqueued. Both are compared with the same chain on cpu:0, measured in the same run.
+//
+// Usage: gpu_bench [--benchmark_* flags]
+// Without a GPU (no CUDA build, no driver, no device) it prints `gpu_bench: no GPU (...)` to
+// stderr and exits 0 without running anything. The PyTorch interpreter is $PE_TORCH_PYTHON
+// (default python3); when it cannot train on CUDA, the PyTorch rows are left out with the
+// reason on stderr.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "actors/parallel_executor.hpp"
+#include "actors/trace.hpp"
+#include "bench/report.hpp"
+#include "devices/gpu_runtime.hpp"
+#include "graph/builder.hpp"
+#include "graph/models/mlp.hpp"
+
+namespace {
+
+using namespace pe;
+
+const mlp_config config; // the defaults: 784-256-128-10, SGD lr 0.1
+
+/// Steps run before timing: the first builds the graph and spawns the actors; the others
+/// warm the caching allocator, cuBLAS and the kernels' first launches.
+constexpr int warmup_steps = 10;
+
+/// `rows` samples of uniform [-1, 1) features with uniformly random labels.
+feed_map random_batch(const model_programs& m, std::int64_t rows) {
+  std::mt19937 generator(7);
+  tensor image(dtype::fp32, {rows, config.input_width});
+  std::uniform_real_distribution<float> feature(-1.f, 1.f);
+  for (float& x : image.values<float>()) x = feature(generator);
+  tensor label(dtype::int64, {rows, 1});
+  std::uniform_int_distribution<std::int64_t> category(0, config.classes - 1);
+  for (std::int64_t& y : label.values<std::int64_t>()) y = category(generator);
+  return {{m.image, image}, {m.label, label}};
+}
+
+/// The counter step_time: real seconds per iteration (one step).
+benchmark::Counter seconds_per_step() {
+  return benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate |
+                                   benchmark::Counter::kInvert);
+}
+
+void train_actor(benchmark::State& state, std::int64_t batch) {
+  const model_programs m = build_mlp(config);
+  const feed_map feeds = random_batch(m, batch);
+  parallel_executor exe({place::gpu(0, 0)}, m.startup, m.main);
+  for (int i = 0; i < warmup_steps; ++i) exe.run(feeds, {m.loss});
+  for (auto _ : state) exe.run(feeds, {m.loss});
+  state.SetItemsProcessed(state.iterations() * batch);
+  state.counters["step_time"] = seconds_per_step();
+}
+
+/// Runs bench/mlp_torch.py on CUDA for a few seconds and reports its samples/s and step time
+/// as the counters items_per_second and step_time; skips the benchmark when the script fails.
+void train_torch(benchmark::State& state, std::int64_t batch) {
+  const char* python = std::getenv("PE_TORCH_PYTHON");
+  const std::string interpreter = python != nullptr && *python != '\0' ? python : "python3";
+  const std::string command = interpreter + " " PE_SOURCE_DIR "/bench/mlp_torch.py" +
+                              " --device cuda --batch " + std::to_string(batch) +
+                              " --seconds 3 2>&1";
+  double samples_per_s = 0, step_ms = 0;
+  for (auto _ : state) {
+    FILE* pipe = popen(command.c_str(), "r");
+    std::string output;
+    char buffer[256];
+    while (pipe != nullptr && std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+    const int status = pipe != nullptr ? pclose(pipe) : -1;
+    const auto rate = output.find("samples_per_s="), step = output.find("step_ms=");
+    if (status != 0 || rate == std::string::npos || step == std::string::npos) {
+      state.SkipWithError(("PyTorch baseline failed (" + command + "): " + output).c_str());
+      return;
+    }
+    samples_per_s = std::atof(output.c_str() + rate + 14);
+    step_ms = std::atof(output.c_str() + step + 8);
+  }
+  state.counters["items_per_second"] = samples_per_s;
+  state.counters["step_time"] = step_ms / 1e3;
+}
+
+constexpr int chain_ops = 1000;
+
+struct programs {
+  proto::ProgramDesc startup;
+  proto::ProgramDesc main;
+};
+
+/// chain_ops `scale` ops (by 1, so the value stays finite) in one chain from x, a persistable
+/// 1-element tensor set by the startup program: a step needs no feed and fetches nothing, and
+/// no two ops can run at once.
+programs scale_chain() {
+  programs p;
+  program_builder b(p.main, p.startup, 1);
+  std::string head = b.constant_state("x", {1}, 1.f);
+  for (int i = 0; i < chain_ops; ++i) {
+    std::string out = b.unique_name("scale");
+    b.append_op("scale", {{"X", {head}}}, {{"Out", {out}}}, {{"scale", 1.f}});
+    head = std::move(out);
+  }
+  return p;
+}
+
+/// Real time per op (step time / chain_ops) as the counter op_time, in seconds.
+void chain_step(benchmark::State& state, const programs& p, place where) {
+  parallel_executor exe({where}, p.startup, p.main);
+  for (int i = 0; i < warmup_steps; ++i) exe.run({}, {});
+  for (auto _ : state) exe.run({}, {});
+  state.counters["op_time"] = benchmark::Counter(
+      chain_ops, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+/// The gaps between consecutive enqueue times of the chain's ops, step by step: in a chain,
+/// op i's input is ready when op i-1 has enqueued its work and sent its message, so each gap
+/// is one op's time from input ready to kernel enqueued (message delivery included).
+void add_enqueue_gaps(const trace_recorder& recorder, std::vector<std::int64_t>& gaps) {
+  std::map<std::uint64_t, std::vector<std::int64_t>> by_step;
+  for (const trace_event& e : recorder.events()) by_step[e.step].push_back(e.enqueued_ns);
+  for (auto& [step, times] : by_step) {
+    std::sort(times.begin(), times.end());
+    for (std::size_t i = 1; i < times.size(); ++i) gaps.push_back(times[i] - times[i - 1]);
+  }
+}
+
+/// The median gap from input ready to kernel enqueued, from traced steps, as the counter
+/// enqueue_gap (seconds). The recorder is read and replaced every 20 steps, untimed.
+void chain_enqueue(benchmark::State& state, const programs& p, place where) {
+  parallel_executor exe({where}, p.startup, p.main);
+  for (int i = 0; i < warmup_steps; ++i) exe.run({}, {});
+  auto recorder = std::make_unique<trace_recorder>();
+  exe.trace(recorder.get());
+  std::vector<std::int64_t> gaps;
+  int steps = 0;
+  for (auto _ : state) {
+    exe.run({}, {});
+    if (++steps % 20 == 0) {
+      state.PauseTiming();
+      add_enqueue_gaps(*recorder, gaps);
+      recorder = std::make_unique<trace_recorder>();
+      exe.trace(recorder.get());
+      state.ResumeTiming();
+    }
+  }
+  exe.trace(nullptr);
+  add_enqueue_gaps(*recorder, gaps);
+  if (gaps.empty()) {
+    state.SkipWithError("the trace recorded no consecutive firings");
+    return;
+  }
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2),
+                   gaps.end());
+  state.counters["enqueue_gap"] = static_cast<double>(gaps[gaps.size() / 2]) / 1e9;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  const gpu_inventory gpus = query_gpus();
+  if (gpus.count == 0) {
+    std::cerr << "gpu_bench: no GPU (" << gpus.problem << ")\n";
+    benchmark::Shutdown();
+    return 0;
+  }
+
+  const bench::metric throughput{"items_per_second", "samples/s", 1};
+  const bench::metric step_time{"step_time", "ms/step", 1e3};
+  const std::string model = "mlp training on gpu:0 (784-256-128-10, SGD)";
+  const std::string torch_label = "PyTorch eager, same GPU";
+  std::vector<bench::comparison> rows;
+  for (std::int64_t batch : {256, 1024}) {
+    const std::string b = std::to_string(batch);
+    const std::string ours = "train_mlp/actor/gpu:0/batch:" + b;
+    const std::string theirs = "train_mlp/torch/cuda/batch:" + b;
+    benchmark::RegisterBenchmark(ours.c_str(), train_actor, batch)->UseRealTime();
+    benchmark::RegisterBenchmark(theirs.c_str(), train_torch, batch)->Iterations(1)->Repetitions(1);
+    const std::string setup = "actor executor, 1 place vs PyTorch eager, batch " + b;
+    rows.push_back({model + ", samples/s", setup, ours, theirs, torch_label, throughput});
+    rows.push_back({model + ", step time", setup, ours, theirs, torch_label, step_time});
+  }
+
+  static const programs chain = scale_chain();
+  const bench::metric op_time{"op_time", "ns/op", 1e9};
+  const bench::metric gap{"enqueue_gap", "ns/op", 1e9};
+  const std::string gpu_step = "chain/actor/gpu:0/step", cpu_step = "chain/actor/cpu:0/step";
+  const std::string gpu_gap = "chain/actor/gpu:0/enqueue", cpu_gap = "chain/actor/cpu:0/enqueue";
+  benchmark::RegisterBenchmark(gpu_step.c_str(), chain_step, chain, place::gpu(0, 0))
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(cpu_step.c_str(), chain_step, chain, place::cpu(0))->UseRealTime();
+  benchmark::RegisterBenchmark(gpu_gap.c_str(), chain_enqueue, chain, place::gpu(0, 0))
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(cpu_gap.c_str(), chain_enqueue, chain, place::cpu(0))->UseRealTime();
+  const std::string chain_text = std::to_string(chain_ops) + "-op scale chain on a [1] tensor";
+  rows.push_back({"executor overhead, step time / ops", chain_text + ", gpu:0 vs cpu:0", gpu_step,
+                  cpu_step, "same chain on cpu:0", op_time});
+  rows.push_back({"executor overhead, input ready -> kernel enqueued (traced)",
+                  chain_text + ", gpu:0 vs cpu:0", gpu_gap, cpu_gap, "same chain on cpu:0", gap});
+  bench::run_and_report(rows);
+}

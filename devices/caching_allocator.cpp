@@ -1,0 +1,174 @@
+#include "devices/caching_allocator.hpp"
+
+#include <algorithm>
+
+#include "devices/error.hpp"
+
+namespace pe {
+
+namespace {
+
+constexpr std::size_t small_granule = 512;
+constexpr std::size_t large_threshold = std::size_t{1} << 20;
+constexpr std::size_t large_granule = std::size_t{2} << 20;
+
+std::size_t round_up(std::size_t bytes, std::size_t granule) {
+  return (bytes + granule - 1) / granule * granule;
+}
+
+} // namespace
+
+struct caching_allocator::state {
+  struct block {
+    void* ptr = nullptr;
+    std::size_t bytes = 0;
+  };
+  struct batch {
+    std::unique_ptr<memory_fence> fence;
+    std::vector<block> blocks;
+  };
+
+  std::unique_ptr<memory_backend> backend;
+  mutable std::mutex mutex;
+  std::multimap<std::size_t, void*> cached; // by size: best fit first
+  std::vector<block> pending;               // freed since the last fence
+  std::deque<batch> fenced;                 // behind fences not yet seen done
+  stats counts;
+
+  ~state() {
+    // The last buffer is gone: nothing new can be launched on this memory, but launched
+    // work may still use freed blocks, so they go back only after a final fence.
+    try {
+      if (!pending.empty()) put_fence();
+      for (batch& b : fenced) b.fence->wait();
+      for (batch& b : fenced)
+        for (block& k : b.blocks) backend->unreserve(k.ptr, k.bytes);
+      for (auto& [bytes, ptr] : cached) backend->unreserve(ptr, bytes);
+    } catch (...) {
+      // At exit the device may already be gone; its memory goes with it.
+    }
+  }
+
+  /// Moves the blocks of every batch whose fence is done to the bins. With mutex held.
+  void reclaim() {
+    for (auto it = fenced.begin(); it != fenced.end();) {
+      if (!it->fence->done()) {
+        ++it;
+        continue;
+      }
+      for (block& k : it->blocks) cached.emplace(k.bytes, k.ptr);
+      counts.fenced_blocks -= it->blocks.size();
+      counts.cached_blocks += it->blocks.size();
+      it = fenced.erase(it);
+    }
+  }
+
+  /// Puts the pending frees behind a new fence. With mutex held.
+  void put_fence() {
+    batch b;
+    b.fence = backend->fence();
+    b.blocks.swap(pending);
+    ++counts.fences;
+    counts.fenced_blocks += b.blocks.size();
+    counts.pending_blocks = 0;
+    fenced.push_back(std::move(b));
+  }
+
+  /// A cached block of at least `bytes` and at most twice that. With mutex held.
+  void* take_cached(std::size_t bytes) {
+    auto it = cached.lower_bound(bytes);
+    if (it == cached.end() || it->first > 2 * bytes) return nullptr;
+    void* p = it->second;
+    // The block keeps its own size class: record it for the free.
+    taken_size = it->first;
+    cached.erase(it);
+    --counts.cached_blocks;
+    return p;
+  }
+
+  /// Out of memory: waits for every fence and gives every cached block back. With mutex held.
+  void empty_cache() {
+    if (!pending.empty()) put_fence();
+    for (batch& b : fenced) b.fence->wait();
+    reclaim();
+    for (auto& [bytes, ptr] : cached) {
+      backend->unreserve(ptr, bytes);
+      counts.reserved_bytes -= bytes;
+      ++counts.unreserves;
+    }
+    counts.cached_blocks = 0;
+    cached.clear();
+  }
+
+  void free(void* p, std::size_t bytes) {
+    std::lock_guard<std::mutex> guard(mutex);
+    pending.push_back({p, bytes});
+    ++counts.pending_blocks;
+    counts.in_use_bytes -= bytes;
+  }
+
+  std::size_t taken_size = 0; // set by take_cached, with mutex held
+};
+
+std::size_t caching_allocator::round_size(std::size_t bytes) {
+  if (bytes == 0) return small_granule;
+  return bytes < large_threshold ? round_up(bytes, small_granule) : round_up(bytes, large_granule);
+}
+
+caching_allocator::caching_allocator(std::unique_ptr<memory_backend> backend)
+    : state_(std::make_shared<state>()) {
+  state_->backend = std::move(backend);
+}
+
+caching_allocator::~caching_allocator() = default;
+
+std::shared_ptr<std::byte> caching_allocator::allocate(std::size_t bytes) {
+  const std::size_t size = round_size(bytes);
+  state& s = *state_;
+  std::lock_guard<std::mutex> guard(s.mutex);
+  s.reclaim();
+  void* p = s.take_cached(size);
+  std::size_t got = s.taken_size;
+  if (p == nullptr && !s.pending.empty()) {
+    s.put_fence();
+    s.reclaim(); // an idle device is done at once
+    p = s.take_cached(size);
+    got = s.taken_size;
+  }
+  if (p == nullptr) {
+    got = size;
+    p = s.backend->reserve(size);
+    if (p == nullptr) {
+      s.empty_cache();
+      p = s.backend->reserve(size);
+    }
+    if (p == nullptr)
+      throw error("device memory exhausted: " + std::to_string(bytes) + " bytes requested, " +
+                  std::to_string(s.counts.reserved_bytes) + " bytes held by live tensors");
+    s.counts.reserved_bytes += size;
+    ++s.counts.reserves;
+  }
+  s.counts.in_use_bytes += got;
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
+                                    [keep = state_, got](std::byte* q) { keep->free(q, got); });
+}
+
+void caching_allocator::release_cached() {
+  state& s = *state_;
+  std::lock_guard<std::mutex> guard(s.mutex);
+  s.reclaim();
+  for (auto& [bytes, ptr] : s.cached) {
+    s.backend->unreserve(ptr, bytes);
+    s.counts.reserved_bytes -= bytes;
+    ++s.counts.unreserves;
+  }
+  s.counts.cached_blocks = 0;
+  s.cached.clear();
+}
+
+caching_allocator::stats caching_allocator::statistics() const {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  return state_->counts;
+}
+
+} // namespace pe

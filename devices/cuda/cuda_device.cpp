@@ -1,0 +1,106 @@
+#include "devices/cuda/cuda_device.hpp"
+
+#include <map>
+#include <mutex>
+
+#include "devices/cuda/cuda_check.hpp"
+#include "devices/cuda/cuda_device_factory.hpp"
+#include "devices/cuda/cuda_memory.hpp"
+#include "devices/cuda/cuda_stream.hpp"
+#include "devices/gpu_runtime.hpp"
+#include "devices/tensor.hpp"
+
+namespace pe {
+
+namespace {
+
+/// The event pool of a CUDA device, shared by its places' streams.
+std::shared_ptr<cuda_event_pool> event_pool(int device) {
+  static std::mutex* mutex = new std::mutex;
+  static auto* made = new std::map<int, std::weak_ptr<cuda_event_pool>>;
+  std::lock_guard<std::mutex> guard(*mutex);
+  auto& slot = (*made)[device];
+  if (auto existing = slot.lock()) return existing;
+  auto fresh = std::make_shared<cuda_event_pool>(device);
+  slot = fresh;
+  return fresh;
+}
+
+/// Throws unless the place's CUDA device is there.
+void check_present(place where) {
+  if (where.type != place::kind::gpu)
+    throw error("cuda device: " + to_string(where) + " is not a GPU place");
+  const gpu_inventory gpus = query_gpus();
+  if (gpus.count == 0) throw error("place " + to_string(where) + ": " + gpus.problem);
+  if (where.device < 0 || where.device >= gpus.count)
+    throw error("place " + to_string(where) + ": no CUDA device " +
+                std::to_string(where.device) + " (this process sees " +
+                std::to_string(gpus.count) + ", after CUDA_VISIBLE_DEVICES)");
+}
+
+bool on_gpu(const tensor& t) { return t.where().type == place::kind::gpu; }
+
+} // namespace
+
+std::unique_ptr<device> open_cuda_device(place where) {
+  return std::make_unique<cuda_device>(where);
+}
+
+cuda_device::cuda_device(place where) : place_(where) {
+  check_present(where);
+  memory_ = cuda_memory(where.device);
+  events_ = event_pool(where.device);
+  for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy})
+    streams_[static_cast<std::size_t>(kind)] = std::make_unique<cuda_stream>(where, kind, events_);
+}
+
+cuda_device::~cuda_device() {
+  stop();
+}
+
+stream& cuda_device::get_stream(stream_kind kind) {
+  return *streams_[static_cast<std::size_t>(kind)];
+}
+
+std::unique_ptr<event> cuda_device::make_event() {
+  return std::make_unique<queued_event>();
+}
+
+void cuda_device::stop() {
+  for (auto& s : streams_)
+    if (s) s->stop();
+}
+
+void cuda_device::copy(stream& on, tensor& dst, const tensor& src) {
+  cudaStream_t handle = cuda_handle(on);
+  const place here = place_;
+  allocator* memory = memory_.get();
+  on.enqueue([&dst, &src, handle, here, memory] {
+    if (!src.initialized()) throw error("copy: the source tensor has no value");
+    const bool from_gpu = on_gpu(src);
+    const bool to_gpu = dst.initialized() ? on_gpu(dst) : !from_gpu;
+    if (to_gpu && dst.initialized() && !(dst.where() == here))
+      throw error("copy on " + to_string(here) + ": the destination lives on " +
+                  to_string(dst.where()) + ", not on this place");
+    if (to_gpu) dst.resize(src.type(), src.shape(), here, *memory);
+    else dst.resize(src.type(), src.shape());
+    const std::size_t bytes = src.bytes();
+    if (bytes == 0) return;
+    void* to = dst.raw();
+    const void* from = src.raw();
+    const std::string what = "copy " + to_string(src.where()) + " -> " + to_string(dst.where()) +
+                             " on " + to_string(here);
+    if (from_gpu && to_gpu && src.where().device != here.device) {
+      check_cuda(cudaMemcpyPeerAsync(to, here.device, from, src.where().device, bytes, handle),
+                 what);
+      return;
+    }
+    const cudaMemcpyKind kind = from_gpu ? (to_gpu ? cudaMemcpyDeviceToDevice
+                                                   : cudaMemcpyDeviceToHost)
+                                         : (to_gpu ? cudaMemcpyHostToDevice
+                                                   : cudaMemcpyHostToHost);
+    check_cuda(cudaMemcpyAsync(to, from, bytes, kind, handle), what);
+  });
+}
+
+} // namespace pe

@@ -1,0 +1,142 @@
+#include "devices/cuda/cuda_memory.hpp"
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "devices/cuda/cuda_check.hpp"
+#include "devices/cuda/cuda_stream.hpp"
+
+namespace pe {
+
+namespace {
+
+struct stream_registry {
+  std::mutex mutex;
+  std::set<cuda_stream_backend*> streams;
+};
+
+stream_registry& streams() {
+  static stream_registry* r = new stream_registry; // never destroyed: streams may close at exit
+  return *r;
+}
+
+/// Runs `f` with `device` as the calling thread's current device, then restores it.
+template <class F>
+auto on_device(int device, F&& f) {
+  int previous = -1;
+  (void)cudaGetDevice(&previous);
+  use_cuda_device(device);
+  struct restore {
+    int previous, device;
+    ~restore() {
+      if (previous >= 0 && previous != device) (void)cudaSetDevice(previous);
+    }
+  } guard{previous, device};
+  return f();
+}
+
+/// Events recorded on every live stream: done when all are.
+class cuda_fence final : public memory_fence {
+ public:
+  ~cuda_fence() override {
+    for (auto& [pool, e] : events_) pool->give_back(e);
+  }
+
+  void add(std::shared_ptr<cuda_event_pool> pool, cudaEvent_t e) {
+    events_.emplace_back(std::move(pool), e);
+  }
+
+  bool done() override {
+    while (next_ < events_.size()) {
+      const cudaError_t status = cudaEventQuery(events_[next_].second);
+      // An error other than "not ready" means the context is broken: its work will never
+      // run, and waiting for it would hang.
+      if (status == cudaErrorNotReady) return false;
+      ++next_;
+    }
+    return true;
+  }
+
+  void wait() override {
+    for (; next_ < events_.size(); ++next_) (void)cudaEventSynchronize(events_[next_].second);
+  }
+
+ private:
+  std::vector<std::pair<std::shared_ptr<cuda_event_pool>, cudaEvent_t>> events_;
+  std::size_t next_ = 0; // events before it are done
+};
+
+class cuda_backend final : public memory_backend {
+ public:
+  explicit cuda_backend(int device) : device_(device) {}
+
+  void* reserve(std::size_t bytes) override {
+    return on_device(device_, [&]() -> void* {
+      void* p = nullptr;
+      const cudaError_t status = cudaMalloc(&p, bytes);
+      if (status == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        return nullptr; // the allocator empties its cache and tries again
+      }
+      check_cuda(status, "cudaMalloc of " + std::to_string(bytes) + " bytes on CUDA device " +
+                             std::to_string(device_));
+      return p;
+    });
+  }
+
+  void unreserve(void* block, std::size_t) override {
+    on_device(device_, [&] { return cudaFree(block); }); // errors at exit: the context is gone
+  }
+
+  std::unique_ptr<memory_fence> fence() override;
+
+ private:
+  int device_;
+};
+
+std::unique_ptr<memory_fence> cuda_backend::fence() {
+  auto f = std::make_unique<cuda_fence>();
+  stream_registry& r = streams();
+  std::lock_guard<std::mutex> guard(r.mutex); // streams unregister before they are destroyed
+  for (cuda_stream_backend* s : r.streams) {
+    auto pool = s->event_pool();
+    cudaEvent_t e = pool->take();
+    const cudaError_t status = cudaEventRecord(e, s->handle());
+    if (status != cudaSuccess) {
+      pool->give_back(e);
+      check_cuda(status, "cudaEventRecord (memory fence) on " + s->describe());
+    }
+    f->add(std::move(pool), e);
+  }
+  return f;
+}
+
+} // namespace
+
+void track_stream(cuda_stream_backend* s) {
+  std::lock_guard<std::mutex> guard(streams().mutex);
+  streams().streams.insert(s);
+}
+
+void untrack_stream(cuda_stream_backend* s) {
+  std::lock_guard<std::mutex> guard(streams().mutex);
+  streams().streams.erase(s);
+}
+
+std::shared_ptr<caching_allocator> cuda_memory(int device) {
+  static std::mutex* mutex = new std::mutex;
+  static auto* made = new std::map<int, std::weak_ptr<caching_allocator>>;
+  std::lock_guard<std::mutex> guard(*mutex);
+  auto& slot = (*made)[device];
+  if (auto existing = slot.lock()) return existing;
+  auto fresh = std::make_shared<caching_allocator>(std::make_unique<cuda_backend>(device));
+  slot = fresh;
+  return fresh;
+}
+
+} // namespace pe

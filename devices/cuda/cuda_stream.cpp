@@ -1,0 +1,65 @@
+#include "devices/cuda/cuda_stream.hpp"
+
+#include "devices/cuda/cuda_check.hpp"
+#include "devices/cuda/cuda_memory.hpp"
+#include "devices/error.hpp"
+
+namespace pe {
+
+cuda_stream_backend::cuda_stream_backend(place where, stream_kind kind,
+                                         std::shared_ptr<cuda_event_pool> events)
+    : place_(where), kind_(kind), events_(std::move(events)) {}
+
+cuda_stream_backend::~cuda_stream_backend() {
+  if (handle_ == nullptr) return;
+  untrack_stream(this);
+  (void)cudaStreamDestroy(handle_); // at exit the context may be gone
+}
+
+std::string cuda_stream_backend::describe() const {
+  return "the " + to_string(kind_) + " stream of " + to_string(place_);
+}
+
+void cuda_stream_backend::start() {
+  use_cuda_device(place_.device);
+  check_cuda(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking),
+             "cudaStreamCreateWithFlags for " + describe());
+  track_stream(this);
+}
+
+stream_backend::marker cuda_stream_backend::record() {
+  cudaEvent_t e = events_->take();
+  const cudaError_t status = cudaEventRecord(e, handle_);
+  if (status != cudaSuccess) {
+    events_->give_back(e);
+    check_cuda(status, "cudaEventRecord on " + describe());
+  }
+  return e;
+}
+
+void cuda_stream_backend::wait(marker m) {
+  check_cuda(cudaStreamWaitEvent(handle_, static_cast<cudaEvent_t>(m), 0),
+             "cudaStreamWaitEvent on " + describe());
+}
+
+stream_backend::state cuda_stream_backend::query(marker m, std::string& message) {
+  const cudaError_t status = cudaEventQuery(static_cast<cudaEvent_t>(m));
+  if (status == cudaSuccess) return state::done;
+  if (status == cudaErrorNotReady) return state::pending;
+  message = "cudaEventQuery: " + cuda_error_text(status);
+  return state::failed;
+}
+
+void cuda_stream_backend::release(marker m) {
+  events_->give_back(static_cast<cudaEvent_t>(m));
+}
+
+cudaStream_t cuda_handle(stream& s) {
+  auto* c = dynamic_cast<cuda_stream*>(&s);
+  if (c == nullptr)
+    throw error("a CUDA kernel was given the " + to_string(s.kind()) + " stream of " +
+                to_string(s.where()) + ", which is not a CUDA stream");
+  return c->handle();
+}
+
+} // namespace pe

@@ -1,0 +1,57 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "devices/cuda/cuda_event.hpp"
+#include "devices/queued_stream.hpp"
+
+namespace pe {
+
+/// The device side of a GPU place's stream (devices/queued_stream.hpp does the host side):
+/// a cudaStream_t made with cudaStreamNonBlocking (it never syncs with the legacy default
+/// stream) on the place's CUDA device; markers are pooled CUDA events (timing disabled),
+/// recorded with cudaEventRecord, waited for with cudaStreamWaitEvent, queried with
+/// cudaEventQuery. Live backends are tracked so that memory fences cover every stream.
+class cuda_stream_backend final : public stream_backend {
+ public:
+  cuda_stream_backend(place where, stream_kind kind, std::shared_ptr<cuda_event_pool> events);
+  ~cuda_stream_backend() override;
+
+  void start() override;
+  marker record() override;
+  void wait(marker m) override;
+  state query(marker m, std::string& message) override;
+  void release(marker m) override;
+  std::string describe() const override;
+
+  /// The CUDA stream (null until start()).
+  cudaStream_t handle() const { return handle_; }
+  const std::shared_ptr<cuda_event_pool>& event_pool() const { return events_; }
+
+ private:
+  place place_;
+  stream_kind kind_;
+  std::shared_ptr<cuda_event_pool> events_;
+  cudaStream_t handle_ = nullptr;
+};
+
+/// A stream of a GPU place: the host side of queued_stream over a cuda_stream_backend.
+/// Kernels and collectives launch onto handle() from their launch code.
+class cuda_stream final : public queued_stream {
+ public:
+  /// Creates the CUDA stream on `where.device` (on the stream's thread). Throws pe::error
+  /// naming the stream when that fails.
+  cuda_stream(place where, stream_kind kind, std::shared_ptr<cuda_event_pool> events)
+      : queued_stream(where, kind, std::make_shared<cuda_stream_backend>(where, kind, std::move(events))) {}
+
+  cudaStream_t handle() const { return static_cast<const cuda_stream_backend&>(backend()).handle(); }
+};
+
+/// The CUDA stream behind a pe::stream of a GPU place, for kernels' launch code
+/// (ctx.on()). Throws pe::error when `s` is not a CUDA stream.
+cudaStream_t cuda_handle(stream& s);
+
+} // namespace pe

@@ -1,0 +1,38 @@
+#pragma once
+
+// The CUDA kernels by file; register_cuda_kernels (cuda_kernels.cpp) calls them all.
+
+namespace pe {
+class kernel_registry;
+}
+
+namespace pe::cuda {
+
+/// relu, tanh, sigmoid, leaky_relu, gelu and their grads, scale, sum (activation_kernels.cu).
+void register_activation_kernels(kernel_registry& r);
+/// elementwise_add, _sub, _mul, _div and their grads (elementwise_kernels.cu).
+void register_elementwise_kernels(kernel_registry& r);
+/// mean, reduce_mean and their grads (reduce_kernels.cu).
+void register_reduce_kernels(kernel_registry& r);
+/// softmax, log_softmax and their grads (softmax_kernels.cu).
+void register_softmax_kernels(kernel_registry& r);
+/// softmax_with_cross_entropy, cross_entropy, cross_entropy2, top_k, top_k_v2, accuracy and
+/// the grads (loss_kernels.cu).
+void register_loss_kernels(kernel_registry& r);
+/// sgd, momentum, adam, adamw (optimizer_kernels.cu).
+void register_optimizer_kernels(kernel_registry& r);
+/// assign, reshape2, flatten_contiguous_range, squeeze2, unsqueeze2, transpose2, concat,
+/// split, cast and the grads (shape_kernels.cu).
+void register_shape_kernels(kernel_registry& r);
+/// fill_constant, uniform_random, gaussian_random, dropout, dropout_grad
+/// (init_dropout_kernels.cu).
+void register_init_dropout_kernels(kernel_registry& r);
+/// mul, matmul_v2, matmul and their grads through cuBLAS (gemm_kernels.cu).
+void register_gemm_kernels(kernel_registry& r);
+
+/// pool2d, conv2d, depthwise_conv2d and their grads (window_kernels.cu).
+void register_window_kernels(kernel_registry& r);
+/// batch_norm and batch_norm_grad (batch_norm_kernels.cu).
+void register_batch_norm_kernels(kernel_registry& r);
+
+} // namespace pe::cuda

@@ -1,0 +1,21 @@
+#include "devices/cuda/kernels/cuda_kernels.hpp"
+
+#include "devices/cuda/kernels/cuda_kernel_groups.hpp"
+
+namespace pe {
+
+void register_cuda_kernels(kernel_registry& r) {
+  cuda::register_activation_kernels(r);
+  cuda::register_elementwise_kernels(r);
+  cuda::register_reduce_kernels(r);
+  cuda::register_softmax_kernels(r);
+  cuda::register_loss_kernels(r);
+  cuda::register_optimizer_kernels(r);
+  cuda::register_shape_kernels(r);
+  cuda::register_init_dropout_kernels(r);
+  cuda::register_gemm_kernels(r);
+  cuda::register_window_kernels(r);
+  cuda::register_batch_norm_kernels(r);
+}
+
+} // namespace pe

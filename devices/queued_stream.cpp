@@ -1,0 +1,312 @@
+#include "devices/queued_stream.hpp"
+
+#include <chrono>
+
+#include "devices/error.hpp"
+
+namespace pe {
+
+namespace {
+
+/// How long an idle stream thread keeps looking for work before it sleeps.
+constexpr auto idle_spin = std::chrono::microseconds(50);
+
+const queued_event& as_queued(const event& e) {
+  auto* q = dynamic_cast<const queued_event*>(&e);
+  if (q == nullptr) throw error("stream: the event belongs to another kind of device");
+  return *q;
+}
+
+} // namespace
+
+// --- stream_record ---------------------------------------------------------------------
+
+stream_record::~stream_record() {
+  if (marker_ != nullptr) backend_->release(marker_);
+}
+
+void stream_record::reach(stream_backend::marker m, bool failed) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    marker_ = m;
+    failed_.store(failed || m == nullptr, std::memory_order_release);
+    reached_.store(true, std::memory_order_release);
+  }
+  reached_cv_.notify_all();
+}
+
+bool stream_record::wait_reached() const {
+  if (reached()) return true;
+  std::unique_lock<std::mutex> lock(mutex_);
+  // Bounded waits: a stop of the recording stream sets stopped_ without this mutex.
+  while (!reached() && !stopped_->load())
+    reached_cv_.wait_for(lock, std::chrono::milliseconds(1));
+  return reached();
+}
+
+bool stream_record::query() const {
+  if (stopped_->load()) return true;
+  if (!reached()) return false;
+  if (failed()) return true;
+  std::string message;
+  switch (backend_->query(marker_, message)) {
+    case stream_backend::state::pending: return false;
+    case stream_backend::state::done: return true;
+    case stream_backend::state::failed: {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (device_error_.empty())
+        device_error_ = "the device failed work of " + backend_->describe() + ": " + message;
+      return true;
+    }
+  }
+  return true;
+}
+
+bool stream_record::synchronize() const {
+  if (!wait_reached() || failed()) return false;
+  // Poll rather than block in the device runtime: a stop (a dead peer, a destroyed
+  // executor) must end the wait even when the device never finishes.
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  while (!query()) {
+    if (std::chrono::steady_clock::now() < spin_until) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return !failed() && device_error().empty();
+}
+
+std::string stream_record::device_error() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return device_error_;
+}
+
+// --- queued_event ----------------------------------------------------------------------
+
+std::shared_ptr<stream_record> queued_event::current() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return current_;
+}
+
+void queued_event::set(std::shared_ptr<stream_record> r) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  current_ = std::move(r);
+}
+
+bool queued_event::query() const {
+  auto r = current();
+  return r == nullptr || r->query();
+}
+
+bool queued_event::synchronize() const {
+  auto r = current();
+  return r == nullptr || r->synchronize();
+}
+
+// --- queued_stream ---------------------------------------------------------------------
+
+queued_stream::queued_stream(place where, stream_kind kind, std::shared_ptr<stream_backend> backend)
+    : place_(where), kind_(kind), backend_(std::move(backend)) {
+  std::promise<void> started;
+  auto ready = started.get_future();
+  thread_ = std::thread([this, &started] { run(&started); });
+  try {
+    ready.get(); // the backend started, or its start failed
+  } catch (...) {
+    stopped_->store(true);
+    thread_.join();
+    throw;
+  }
+}
+
+queued_stream::~queued_stream() {
+  stop();
+}
+
+void queued_stream::stop() {
+  if (!stopped_->exchange(true)) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    wakeup_.notify_all();
+  }
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  std::deque<item> dropped;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    dropped.swap(queue_);
+  }
+  // Records never reached count as failed, so that their waiters return.
+  for (item& it : dropped)
+    if (it.type == item::what::record) it.rec->reach(nullptr, true);
+}
+
+void queued_stream::push(item it) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (stopped_->load()) {
+      if (it.type == item::what::record) it.rec->reach(nullptr, true);
+      return; // a stopped stream drops work, as it dropped what was queued
+    }
+    queue_.push_back(std::move(it));
+  }
+  // seq_cst with run(), which sets sleeping_ and then looks at the queue under the mutex.
+  if (sleeping_.load()) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    wakeup_.notify_one();
+  }
+}
+
+void queued_stream::enqueue(task work) {
+  item it;
+  it.work = std::move(work);
+  push(std::move(it));
+}
+
+void queued_stream::enqueue_always(std::function<void(bool failed)> work) {
+  item it;
+  it.type = item::what::always;
+  it.always = std::move(work);
+  push(std::move(it));
+}
+
+std::shared_ptr<stream_record> queued_stream::new_record() {
+  return std::make_shared<stream_record>(backend_, stopped_);
+}
+
+void queued_stream::record(event& e) {
+  auto& q = const_cast<queued_event&>(as_queued(e));
+  item it;
+  it.type = item::what::record;
+  it.rec = new_record();
+  q.set(it.rec); // before the push: a wait enqueued after this call sees this record
+  push(std::move(it));
+}
+
+void queued_stream::wait(const event& e) {
+  auto r = as_queued(e).current();
+  if (r == nullptr) return; // never recorded: complete
+  item it;
+  it.type = item::what::wait;
+  it.rec = std::move(r); // the record as it is now: a later record() does not move this wait
+  push(std::move(it));
+}
+
+bool queued_stream::synchronize() {
+  item it;
+  it.type = item::what::record;
+  it.rec = new_record();
+  auto r = it.rec;
+  push(std::move(it));
+  const bool ok = r->synchronize();
+  if (!ok && !r->device_error().empty()) fail(r->device_error());
+  return ok && !stopped_->load();
+}
+
+std::optional<std::string> queued_stream::error() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return error_;
+}
+
+void queued_stream::clear_error() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  error_.reset();
+  failed_.store(false);
+}
+
+void queued_stream::fail(std::string message) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (failed_.load()) return;
+  error_ = std::move(message);
+  failed_.store(true);
+}
+
+void queued_stream::execute(item& it) {
+  switch (it.type) {
+    case item::what::record: {
+      if (failed_.load()) {
+        it.rec->reach(nullptr, true);
+        return;
+      }
+      stream_backend::marker m = nullptr;
+      try {
+        m = backend_->record();
+      } catch (const std::exception& x) {
+        fail(x.what());
+        it.rec->reach(nullptr, true);
+        return;
+      }
+      it.rec->reach(m, false);
+      return;
+    }
+    case item::what::wait: {
+      if (failed_.load()) return; // poisoned already: nothing after this runs anyway
+      if (!it.rec->wait_reached() || it.rec->failed()) {
+        fail("waited on failed work of " + it.rec->origin());
+        return;
+      }
+      try {
+        backend_->wait(it.rec->handle());
+      } catch (const std::exception& x) {
+        fail(x.what());
+      }
+      return;
+    }
+    case item::what::work:
+    case item::what::always: {
+      const bool failed = failed_.load();
+      if (failed && it.type == item::what::work) return; // poisoned: skip
+      try {
+        if (it.type == item::what::work) it.work();
+        else it.always(failed);
+      } catch (const std::exception& x) {
+        fail(x.what());
+      } catch (...) {
+        fail("unknown exception");
+      }
+      return;
+    }
+  }
+}
+
+void queued_stream::run(std::promise<void>* started) {
+  try {
+    backend_->start();
+  } catch (...) {
+    started->set_exception(std::current_exception());
+    return;
+  }
+  started->set_value();
+
+  while (!stopped_->load()) {
+    item it;
+    bool have = false;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (!queue_.empty()) {
+        it = std::move(queue_.front());
+        queue_.pop_front();
+        have = true;
+      }
+    }
+    if (have) {
+      execute(it);
+      continue; // what `it` captured is dropped here, after its launch code ran
+    }
+    const auto until = std::chrono::steady_clock::now() + idle_spin;
+    bool found = false;
+    while (!stopped_->load() && std::chrono::steady_clock::now() < until) {
+      {
+        std::lock_guard<std::mutex> guard(mutex_);
+        found = !queue_.empty();
+      }
+      if (found) break;
+      std::this_thread::yield();
+    }
+    if (found || stopped_->load()) continue;
+    sleeping_.store(true);
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wakeup_.wait(lock, [this] { return !queue_.empty() || stopped_->load(); });
+    }
+    sleeping_.store(false);
+  }
+}
+
+} // namespace pe

@@ -1,0 +1,179 @@
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "devices/stream.hpp"
+
+namespace pe {
+
+/// The device side of a queued_stream: what a CUDA stream does (cudaEventRecord,
+/// cudaStreamWaitEvent, cudaEventQuery), behind plain C++ so that the stream's host logic
+/// is tested with a fake device on machines without a GPU. Markers are opaque handles
+/// (a cudaEvent_t); every call but query and release comes from the stream's own thread.
+class stream_backend {
+ public:
+  using marker = void*;
+  enum class state { done, pending, failed };
+
+  virtual ~stream_backend() = default;
+
+  /// Runs first, on the stream's thread (a CUDA backend makes its device current there and
+  /// creates its stream). Throws pe::error when the device cannot be used.
+  virtual void start() {}
+
+  /// A marker after all device work submitted on this stream so far. Throws pe::error.
+  virtual marker record() = 0;
+
+  /// Makes device work submitted later on this stream wait for `m`, a marker of any
+  /// backend of the same kind. Throws pe::error.
+  virtual void wait(marker m) = 0;
+
+  /// Whether the device finished the work before `m` (any thread; never blocks). On
+  /// failed, `message` says what the device reported.
+  virtual state query(marker m, std::string& message) = 0;
+
+  /// `m` is no longer needed (any thread).
+  virtual void release(marker m) = 0;
+
+  /// "the compute stream of gpu:0", for messages.
+  virtual std::string describe() const = 0;
+};
+
+/// One record() on a queued_stream: reached once the stream's thread got to it (the
+/// backend's marker is then after all work launched before it, or the stream had failed
+/// or stopped and nothing was recorded). Waits and synchronizations hold the record they
+/// captured, so a later record() of the same event never moves them: each record has a
+/// marker of its own, which is what Paddle's one-event-per-(op, step slot) is for.
+class stream_record {
+ public:
+  stream_record(std::shared_ptr<stream_backend> backend, std::shared_ptr<std::atomic<bool>> stopped)
+      : backend_(std::move(backend)), stopped_(std::move(stopped)) {}
+  ~stream_record();
+  stream_record(const stream_record&) = delete;
+  stream_record& operator=(const stream_record&) = delete;
+
+  /// For the stream's thread: the marker was recorded (`m` non-null), or the captured work
+  /// failed or was dropped (`m` null).
+  void reach(stream_backend::marker m, bool failed);
+
+  bool reached() const { return reached_.load(std::memory_order_acquire); }
+
+  /// Blocks until reach() or until the recording stream stops; true when reached.
+  bool wait_reached() const;
+
+  /// The captured work failed (or its stream stopped before reaching the record).
+  bool failed() const { return failed_.load(std::memory_order_acquire) || stopped_->load(); }
+
+  /// The marker; null when failed. Valid once reached().
+  stream_backend::marker handle() const { return marker_; }
+
+  /// "the compute stream of gpu:0".
+  std::string origin() const { return backend_->describe(); }
+
+  /// Non-blocking: reached and (failed, stopped, or the device finished the work).
+  bool query() const;
+
+  /// Blocks (polling, so that a stop ends it) until the work finished; false when it
+  /// failed, its stream stopped, or the device reported an error (kept in device_error()).
+  bool synchronize() const;
+
+  /// What the device reported to query() or synchronize(), else empty.
+  std::string device_error() const;
+
+ private:
+  std::shared_ptr<stream_backend> backend_;
+  std::shared_ptr<std::atomic<bool>> stopped_;
+  mutable std::mutex mutex_;
+  mutable std::condition_variable reached_cv_;
+  std::atomic<bool> reached_{false};
+  std::atomic<bool> failed_{false};
+  stream_backend::marker marker_ = nullptr;
+  mutable std::string device_error_; // guarded by mutex_
+};
+
+/// A pe::event of queued streams: the latest record made of it (none: complete).
+class queued_event final : public event {
+ public:
+  bool query() const override;
+  bool synchronize() const override;
+
+  /// The latest record, or null when never recorded.
+  std::shared_ptr<stream_record> current() const;
+  void set(std::shared_ptr<stream_record> r);
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<stream_record> current_;
+};
+
+/// A stream whose host thread runs, in enqueue order, the launch code of its tasks, its
+/// records and its waits, while a backend (a CUDA stream) orders the device work.
+///
+/// Why a host thread per stream: enqueue() must never block its caller, a CAF worker, and
+/// launch code may block for a while (a copy from pageable memory, a cuBLAS call that
+/// allocates its workspace, a collective waiting for the other ranks to join). The thread
+/// keeps the CPU stream's semantics exact: a throwing task fails the stream and later
+/// tasks are skipped; a wait on failed work fails the waiting stream; enqueue_always runs
+/// anyway. Device-side ordering is the backend's (cudaEventRecord, cudaStreamWaitEvent),
+/// so the host waits for the device only in synchronize(). An idle thread spins briefly
+/// (yielding) before it sleeps, so back-to-back launches do not pay a wake-up.
+class queued_stream : public stream {
+ public:
+  /// Starts the thread and the backend on it; throws what backend->start() threw.
+  queued_stream(place where, stream_kind kind, std::shared_ptr<stream_backend> backend);
+  ~queued_stream() override;
+  queued_stream(const queued_stream&) = delete;
+  queued_stream& operator=(const queued_stream&) = delete;
+
+  place where() const override { return place_; }
+  stream_kind kind() const override { return kind_; }
+  void enqueue(task work) override;
+  void enqueue_always(std::function<void(bool failed)> work) override;
+  void record(event& e) override;
+  void wait(const event& e) override;
+  bool synchronize() override;
+  std::optional<std::string> error() const override;
+  void clear_error() override;
+
+  /// Drops queued work, ends waits on this stream and joins the thread. Idempotent.
+  void stop();
+
+  stream_backend& backend() const { return *backend_; }
+
+ private:
+  struct item {
+    enum class what { work, always, record, wait } type = what::work;
+    task work;
+    std::function<void(bool failed)> always;
+    std::shared_ptr<stream_record> rec; // record: the one to reach; wait: the one waited for
+  };
+
+  void push(item it);
+  void run(std::promise<void>* started);
+  void execute(item& it);
+  void fail(std::string message);
+  std::shared_ptr<stream_record> new_record();
+
+  place place_;
+  stream_kind kind_;
+  std::shared_ptr<stream_backend> backend_;
+  std::shared_ptr<std::atomic<bool>> stopped_ = std::make_shared<std::atomic<bool>>(false);
+
+  mutable std::mutex mutex_;
+  std::condition_variable wakeup_;
+  std::deque<item> queue_; // guarded by mutex_
+  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> failed_{false};
+  std::optional<std::string> error_; // guarded by mutex_
+  std::thread thread_;
+};
+
+} // namespace pe

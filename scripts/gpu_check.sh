@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Runs on a GPU machine what CI cannot: builds with CUDA, runs the GPU tests, races a training
+# step under compute-sanitizer, and the GPU benchmark.
+#
+#   scripts/gpu_check.sh [--deps DIR] [--build DIR] [--all-tests]
+#
+#   --deps DIR   .deb files from scripts/pack_gpu_deps.sh (default .gpu-deps), unpacked with
+#                scripts/unpack_gpu_deps.sh into /tmp/pe-gpu-deps when the machine lacks
+#                the Debian libraries (the lent GPU machine has CUDA, CMake and ninja only).
+#                With the device tool: pack here, then run with carry [".gpu-deps"] and the
+#                command `scripts/gpu_check.sh`.
+#   --build DIR  build folder (default build-gpu), configured with -DPE_WITH_CUDA=ON
+#   --all-tests  builds everything and also runs the whole test suite (by default only
+#                pe-actor-run, the GPU tests and the GPU benchmark are built)
+#
+# Stages (each says PASS or FAIL; the exit status is non-zero when any failed):
+#   1. a GPU must be there (nvidia-smi -L lists one);
+#      without one this prints why and exits 1 at once
+#   2. unpack the dependencies, configure, build
+#   3. every gpu_* and cuda_* test binary (ctest -L gpu)
+#   4. compute-sanitizer --tool racecheck on one training step of the MLP on gpu:0
+#   5. the GPU benchmark (bench/gpu_bench), when the build has one
+# Logs go to BUILD/gpu_check/ (and to $OUT/ when that is set, as on the device tool).
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+deps=$root/.gpu-deps
+build=$root/build-gpu
+all_tests=0
+while (( $# > 0 )); do
+  case $1 in
+    --deps) deps=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --all-tests) all_tests=1; shift ;;
+    -h|--help) sed -n '2,/^set -uo/{/^#/p}' "$0"; exit 0 ;;
+    *) echo "gpu_check: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+# 1. A GPU, before anything slow.
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  echo "gpu_check: no GPU on this machine: nvidia-smi is not installed (no NVIDIA driver)" >&2
+  exit 1
+fi
+if ! gpus=$(nvidia-smi -L 2>&1) || [[ -z $gpus ]]; then
+  echo "gpu_check: no GPU on this machine: nvidia-smi -L says: ${gpus:-nothing}" >&2
+  exit 1
+fi
+echo "gpu_check: $gpus"
+export PATH=$PATH:/usr/local/cuda/bin
+command -v nvcc >/dev/null || { echo "gpu_check: nvcc not found (CUDA toolkit)" >&2; exit 1; }
+
+logs=$build/gpu_check
+mkdir -p "$logs"
+declare -A result
+failed=0
+stage() { # stage NAME STATUS
+  result[$1]=$([[ $2 == 0 ]] && echo PASS || echo "FAIL ($2)")
+  [[ $2 == 0 ]] || failed=1
+  echo "gpu_check: $1: ${result[$1]}"
+}
+save() { [[ -n ${OUT:-} && -d ${OUT:-} ]] && cp "$@" "$OUT/" 2>/dev/null; return 0; }
+
+# 2. Dependencies, configure, build.
+prefix_args=()
+if [[ -d $deps ]] && compgen -G "$deps/*.deb" >/dev/null; then
+  "$root/scripts/unpack_gpu_deps.sh" "$deps" /tmp/pe-gpu-deps || exit 1
+  # shellcheck disable=SC1091
+  . /tmp/pe-gpu-deps/env.sh
+  prefix_args=(-DCMAKE_PREFIX_PATH="$CMAKE_PREFIX_PATH")
+elif ! { [[ -f /usr/include/caf/all.hpp ]] || [[ -f /usr/local/include/caf/all.hpp ]]; }; then
+  echo "gpu_check: no $deps/*.deb and no CAF on this machine: run scripts/pack_gpu_deps.sh where apt works and bring $deps" >&2
+  exit 1
+fi
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPE_WITH_CUDA=ON \
+  -DPE_PYTHON=OFF "${prefix_args[@]}" >"$logs/configure.log" 2>&1
+status=$?
+# Only what the checks run (the device tool allows 10 minutes a command), unless --all-tests.
+gpu_tests=()
+for source in "$root"/tests/gpu_*_test.cpp "$root"/tests/cuda_*_test.cpp; do
+  [[ -f $source ]] && gpu_tests+=("$(basename "$source" .cpp)")
+done
+targets=(--target pe-actor-run "${gpu_tests[@]}")
+[[ -f $root/bench/gpu_bench.cpp ]] && targets+=(gpu_bench)
+(( all_tests )) && targets=()
+if (( status == 0 )); then
+  cmake --build "$build" -j "$(nproc)" "${targets[@]}" >"$logs/build.log" 2>&1
+  status=$?
+fi
+stage build $status
+if (( status != 0 )); then
+  tail -40 "$logs/configure.log" "$logs/build.log" 2>/dev/null
+  save "$logs/configure.log" "$logs/build.log"
+  exit 1
+fi
+
+# 3. The GPU tests: every gpu_* and cuda_* test binary (ctest -L gpu runs the same ones).
+# A GPU test that skips here, where nvidia-smi shows a GPU, means the CUDA runtime does not
+# see it: that fails the stage too.
+status=0
+: >"$logs/gpu_tests.log"
+for t in "${gpu_tests[@]}"; do
+  "$build/tests/$t" >"$logs/one_test.log" 2>&1 || status=1
+  { echo "== $t"; cat "$logs/one_test.log"; } >>"$logs/gpu_tests.log"
+  count() { grep -oE "^\[  $1 *\] [0-9]+ tests?" "$logs/one_test.log" | grep -oE '[0-9]+' | head -1; }
+  p=$(count PASSED) k=$(count SKIPPED) f=$(count FAILED)
+  echo "gpu_check: $t: ${p:-0} passed, ${k:-0} skipped, ${f:-0} failed"
+done
+rm -f "$logs/one_test.log"
+if grep -qE "cudaErrorInsufficientDriver|cudaErrorNoDevice|no usable CUDA driver" "$logs/gpu_tests.log"; then
+  echo "gpu_check: GPU tests skipped: the CUDA runtime sees no usable GPU although nvidia-smi lists one"
+  status=1
+fi
+stage gpu-tests $status
+grep -E "^\[  FAILED  \] [A-Z]|no GPU" "$logs/gpu_tests.log" | sort -u | head -20
+if (( all_tests )); then
+  (cd "$build" && ctest -j "$(nproc)" --output-on-failure --timeout 600) >"$logs/all_tests.log" 2>&1
+  stage all-tests $?
+  tail -5 "$logs/all_tests.log"
+fi
+
+# 4. Races in one training step on gpu:0.
+if command -v compute-sanitizer >/dev/null || [[ -x /usr/local/cuda/bin/compute-sanitizer ]]; then
+  compute-sanitizer --tool racecheck --error-exitcode 99 \
+    "$build/apps/pe-actor-run" --places gpu:0 --steps 1 --batch-size 64 >"$logs/racecheck.log" 2>&1
+  stage racecheck $?
+  tail -15 "$logs/racecheck.log"
+else
+  echo "gpu_check: compute-sanitizer not found"
+  stage racecheck 127
+fi
+
+# 5. The GPU benchmark.
+if [[ -x $build/bench/gpu_bench ]]; then
+  "$build/bench/gpu_bench" >"$logs/gpu_bench.log" 2>&1
+  stage gpu-bench $?
+  cat "$logs/gpu_bench.log"
+else
+  echo "gpu_check: no GPU benchmark in this build"
+fi
+
+save "$logs"/*.log
+echo "gpu_check: summary:"
+for k in build gpu-tests all-tests racecheck gpu-bench; do
+  [[ -n ${result[$k]:-} ]] && echo "  $k: ${result[$k]}"
+done
+exit $failed

@@ -1,0 +1,205 @@
+// The caching allocator's logic (size classes, stream-ordered reuse behind fences, the
+// out-of-memory path) with a fake device backend: it runs on any machine.
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "devices/caching_allocator.hpp"
+#include "devices/error.hpp"
+
+namespace pe {
+namespace {
+
+/// A fence the test completes by hand (as the device would by finishing its work).
+struct fake_fence_state {
+  bool done = false;
+};
+
+struct fake_device {
+  std::map<void*, std::size_t> live; // reserved blocks
+  std::size_t capacity = std::size_t{1} << 30;
+  std::size_t used = 0;
+  std::vector<std::shared_ptr<fake_fence_state>> fences;
+  bool fences_done_at_once = false;
+  int waits = 0;
+};
+
+class fake_fence final : public memory_fence {
+ public:
+  fake_fence(fake_device& d, std::shared_ptr<fake_fence_state> s) : device_(d), state_(std::move(s)) {}
+  bool done() override { return state_->done; }
+  void wait() override {
+    ++device_.waits;
+    state_->done = true;
+  }
+
+ private:
+  fake_device& device_;
+  std::shared_ptr<fake_fence_state> state_;
+};
+
+class fake_backend final : public memory_backend {
+ public:
+  explicit fake_backend(fake_device& d) : device_(d) {}
+  void* reserve(std::size_t bytes) override {
+    if (device_.used + bytes > device_.capacity) return nullptr;
+    void* p = std::malloc(bytes);
+    device_.live[p] = bytes;
+    device_.used += bytes;
+    return p;
+  }
+  void unreserve(void* block, std::size_t bytes) override {
+    EXPECT_EQ(device_.live.at(block), bytes);
+    device_.live.erase(block);
+    device_.used -= bytes;
+    std::free(block);
+  }
+  std::unique_ptr<memory_fence> fence() override {
+    auto s = std::make_shared<fake_fence_state>();
+    s->done = device_.fences_done_at_once;
+    device_.fences.push_back(s);
+    return std::make_unique<fake_fence>(device_, s);
+  }
+
+ private:
+  fake_device& device_;
+};
+
+TEST(CachingAllocator, RoundsToSizeClasses) {
+  EXPECT_EQ(caching_allocator::round_size(0), 512u);
+  EXPECT_EQ(caching_allocator::round_size(1), 512u);
+  EXPECT_EQ(caching_allocator::round_size(512), 512u);
+  EXPECT_EQ(caching_allocator::round_size(513), 1024u);
+  EXPECT_EQ(caching_allocator::round_size((1u << 20) - 1), 1u << 20);
+  EXPECT_EQ(caching_allocator::round_size(1u << 20), 2u << 20);
+  EXPECT_EQ(caching_allocator::round_size((2u << 20) + 1), 4u << 20);
+}
+
+TEST(CachingAllocator, FreedBlockWaitsForItsFenceBeforeReuse) {
+  fake_device dev;
+  caching_allocator a(std::make_unique<fake_backend>(dev));
+  void* first = nullptr;
+  {
+    auto b = a.allocate(1000);
+    first = b.get();
+    EXPECT_EQ(a.statistics().in_use_bytes, 1024u);
+  } // freed by the host: kernels launched on it may still run
+  EXPECT_EQ(a.statistics().pending_blocks, 1u);
+  EXPECT_EQ(a.statistics().in_use_bytes, 0u);
+
+  // The fence is not done: the block must not come back; a new one is reserved.
+  auto second = a.allocate(1000);
+  EXPECT_NE(second.get(), first);
+  EXPECT_EQ(dev.fences.size(), 1u);
+  EXPECT_EQ(a.statistics().fenced_blocks, 1u);
+  EXPECT_EQ(a.statistics().reserves, 2u);
+
+  // Once the device passed the fence, the block is reused: no reservation.
+  dev.fences[0]->done = true;
+  auto third = a.allocate(900);
+  EXPECT_EQ(third.get(), first);
+  EXPECT_EQ(a.statistics().reserves, 2u);
+  EXPECT_EQ(a.statistics().fenced_blocks, 0u);
+}
+
+TEST(CachingAllocator, SteadyTrainingLoopReservesNothingAfterWarmUp) {
+  fake_device dev;
+  dev.fences_done_at_once = true; // an idle device
+  caching_allocator a(std::make_unique<fake_backend>(dev));
+  const std::vector<std::size_t> sizes = {784 * 256 * 4, 256 * 4, 64 * 784 * 4, 64 * 10 * 4, 4};
+  for (int step = 0; step < 50; ++step) {
+    std::vector<std::shared_ptr<std::byte>> held;
+    for (std::size_t s : sizes) held.push_back(a.allocate(s));
+  }
+  EXPECT_EQ(a.statistics().reserves, sizes.size());
+  // One fence per batch of frees, not per free.
+  EXPECT_LE(dev.fences.size(), 50u);
+  EXPECT_EQ(a.statistics().in_use_bytes, 0u);
+}
+
+TEST(CachingAllocator, DoesNotHandATinyRequestAHugeBlock) {
+  fake_device dev;
+  dev.fences_done_at_once = true;
+  caching_allocator a(std::make_unique<fake_backend>(dev));
+  void* big = nullptr;
+  {
+    auto b = a.allocate(8u << 20);
+    big = b.get();
+  }
+  auto small = a.allocate(100);
+  EXPECT_NE(small.get(), big);
+  auto again = a.allocate(7u << 20); // within 2x: the cached block fits
+  EXPECT_EQ(again.get(), big);
+}
+
+TEST(CachingAllocator, OutOfMemoryWaitsForFencesAndReturnsTheCache) {
+  fake_device dev;
+  dev.capacity = 4u << 20;
+  caching_allocator a(std::make_unique<fake_backend>(dev));
+  { auto b = a.allocate(3u << 20); } // 4 MiB class, pending behind a fence never done
+  EXPECT_EQ(dev.used, 4u << 20);
+  // Another size class does not fit beside it: the allocator waits for the fence, gives
+  // the cached block back, and reserves again.
+  auto c = a.allocate(1000);
+  EXPECT_EQ(dev.waits, 1);
+  EXPECT_EQ(a.statistics().unreserves, 1u);
+  EXPECT_EQ(dev.used, 512u + 512u); // only the new block (1000 -> 1024)
+  EXPECT_EQ(a.statistics().reserved_bytes, 1024u);
+}
+
+TEST(CachingAllocator, ThrowsNamingTheRequestWhenTheDeviceIsFull) {
+  fake_device dev;
+  dev.capacity = 1u << 20;
+  caching_allocator a(std::make_unique<fake_backend>(dev));
+  auto held = a.allocate(600u << 10);
+  try {
+    a.allocate(600u << 10);
+    FAIL() << "expected pe::error";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("device memory exhausted: 614400 bytes requested"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CachingAllocator, BuffersOutliveTheAllocatorAndEverythingGoesBack) {
+  fake_device dev;
+  std::shared_ptr<std::byte> survivor;
+  {
+    caching_allocator a(std::make_unique<fake_backend>(dev));
+    survivor = a.allocate(4096);
+    { auto cached = a.allocate(100); }
+    dev.fences_done_at_once = true;
+    auto other = a.allocate(200000); // fences the pending block
+  }
+  EXPECT_FALSE(dev.live.empty()); // the survivor keeps the state alive
+  survivor.reset();
+  EXPECT_TRUE(dev.live.empty()); // last buffer gone: every block unreserved after a fence
+  EXPECT_EQ(dev.used, 0u);
+}
+
+TEST(CachingAllocator, ConcurrentAllocationsAndFrees) {
+  fake_device dev;
+  dev.fences_done_at_once = true;
+  caching_allocator a(std::make_unique<fake_backend>(dev));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&a, t] {
+      for (int i = 0; i < 2000; ++i) {
+        auto b = a.allocate(static_cast<std::size_t>(64 * (1 + (i + t) % 7)));
+        std::memset(b.get(), t, 64); // distinct live blocks: no two threads share one
+      }
+    });
+  for (auto& t : threads) t.join();
+  const auto s = a.statistics();
+  EXPECT_EQ(s.in_use_bytes, 0u);
+  EXPECT_LE(s.reserves, 4u); // one size class, at most four blocks live at once
+}
+
+} // namespace
+} // namespace pe

@@ -1,0 +1,541 @@
+// Every op's GPU kernel against its CPU kernel: the same host inputs are run through the CPU
+// kernel and, copied to gpu:0, through the GPU kernel on the place's compute stream; every
+// output must come back within 1e-5 relative (plus 1e-6 absolute; integers and masks
+// exactly). The gpu instances skip with a message when the build has no CUDA kernels or no
+// GPU can be opened (no driver, no device: the CUDA device reports what cudaGetDeviceCount
+// said). The cpu_harness instances run the same cases with cpu:1 as the target, on every
+// machine: they check this file's plumbing and that every kernel accepts each case's
+// attributes. The registry coverage test needs no GPU: it runs in every CUDA build.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "devices/device.hpp"
+#include "devices/kernel.hpp"
+
+namespace pe {
+namespace {
+
+using attrs = std::vector<std::pair<std::string, attribute>>;
+using named = std::vector<std::pair<std::string, tensor>>;
+
+/// Every op type the CPU registry has (devices/cpu/*.cpp).
+const std::vector<std::string> cpu_ops = {
+    "sum", "mul", "mul_grad", "matmul_v2", "matmul_v2_grad", "matmul", "matmul_grad",
+    "relu", "relu_grad", "tanh", "tanh_grad", "sigmoid", "sigmoid_grad", "leaky_relu",
+    "leaky_relu_grad", "gelu", "gelu_grad", "scale", "mean", "mean_grad", "reduce_mean",
+    "reduce_mean_grad", "elementwise_add", "elementwise_add_grad", "elementwise_sub",
+    "elementwise_sub_grad", "elementwise_mul", "elementwise_mul_grad", "elementwise_div",
+    "elementwise_div_grad", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad",
+    "assign", "reshape2", "reshape2_grad", "flatten_contiguous_range",
+    "flatten_contiguous_range_grad", "squeeze2", "squeeze2_grad", "unsqueeze2",
+    "unsqueeze2_grad", "transpose2", "transpose2_grad", "concat", "concat_grad", "split", "cast",
+    "softmax_with_cross_entropy", "softmax_with_cross_entropy_grad", "cross_entropy",
+    "cross_entropy_grad", "cross_entropy2", "cross_entropy_grad2", "top_k", "top_k_grad",
+    "top_k_v2", "top_k_v2_grad", "accuracy", "dropout", "dropout_grad", "fill_constant",
+    "uniform_random", "gaussian_random", "sgd", "momentum", "adam", "adamw", "conv2d",
+    "conv2d_grad", "depthwise_conv2d", "depthwise_conv2d_grad", "pool2d", "pool2d_grad",
+    "batch_norm", "batch_norm_grad"};
+
+/// The CPU ops without a GPU kernel (none at present).
+const std::set<std::string> without_gpu_kernel = {};
+
+bool built_with_cuda_kernels() {
+  return kernel_registry::global().find("relu", place::kind::gpu) != nullptr;
+}
+
+TEST(CudaKernelRegistry, EveryCpuOpHasAGpuKernel) {
+  if (!built_with_cuda_kernels()) GTEST_SKIP() << "built without the CUDA kernels (PE_WITH_CUDA)";
+  for (const std::string& op : cpu_ops) {
+    EXPECT_NE(kernel_registry::global().find(op, place::kind::cpu), nullptr) << op;
+    const bool has_gpu = kernel_registry::global().find(op, place::kind::gpu) != nullptr;
+    EXPECT_EQ(has_gpu, !without_gpu_kernel.contains(op)) << op;
+  }
+}
+
+tensor random(const shape_t& dims, float lo, float hi, unsigned seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  tensor t(dtype::fp32, dims);
+  for (float& v : t.values<float>()) v = u(g);
+  return t;
+}
+
+tensor labels(const shape_t& dims, std::int64_t classes, unsigned seed) {
+  std::mt19937 g(seed);
+  tensor t(dtype::int64, dims);
+  for (auto& v : t.values<std::int64_t>()) v = static_cast<std::int64_t>(g() % classes);
+  return t;
+}
+
+tensor scalar(float v) { return tensor::from_vector(std::vector<float>{v}, {1}); }
+
+/// One op run: inputs by slot (a slot may repeat: X[0], X[1], ...), output slots (repeats
+/// likewise), attributes. Outputs named in `shape_only` are compared by dims (XShape).
+struct op_case {
+  std::string op;
+  named inputs;
+  std::vector<std::string> outputs;
+  attrs as;
+  std::set<std::string> shape_only = {"XShape"};
+  /// Output index -> input index: that output is bound to the input's tensor (in place, as
+  /// the engine binds ParamOut to Param).
+  std::map<std::size_t, std::size_t> in_place = {};
+};
+
+::testing::AssertionResult same(const tensor& gpu, const tensor& cpu, bool shape_only) {
+  if (gpu.shape() != cpu.shape() || gpu.type() != cpu.type())
+    return ::testing::AssertionFailure() << "GPU " << to_string(gpu.type()) << " "
+                                         << to_string(gpu.shape()) << ", CPU "
+                                         << to_string(cpu.type()) << " " << to_string(cpu.shape());
+  if (shape_only) return ::testing::AssertionSuccess();
+  if (cpu.type() != dtype::fp32)
+    return std::memcmp(gpu.raw(), cpu.raw(), cpu.bytes()) == 0
+               ? ::testing::AssertionSuccess()
+               : ::testing::AssertionFailure() << "bytes differ";
+  auto a = gpu.values<float>();
+  auto b = cpu.values<float>();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    if (!(std::abs(a[i] - b[i]) <= 1e-5f * std::max(std::abs(a[i]), std::abs(b[i])) + 1e-6f))
+      return ::testing::AssertionFailure() << "element " << i << ": GPU " << a[i] << ", CPU " << b[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// Runs each case on cpu:0 and on the target place: gpu:0, or cpu:1 (the "harness" target,
+/// which checks this test's own plumbing and every case's attributes on machines without a
+/// GPU: CPU against CPU must agree, and every kernel must accept what the case gives it).
+class CudaKernels : public ::testing::TestWithParam<place::kind> {
+ protected:
+  static void SetUpTestSuite() {
+    devices_[place::kind::cpu] = open_device(place::cpu(1));
+    if (!built_with_cuda_kernels()) {
+      skip_ = "built without the CUDA kernels (PE_WITH_CUDA)";
+      return;
+    }
+    try {
+      devices_[place::kind::gpu] = open_device(place::gpu(0));
+    } catch (const error& e) {
+      skip_ = std::string("no GPU: ") + e.what();
+    }
+  }
+  static void TearDownTestSuite() { devices_.clear(); }
+  void SetUp() override {
+    if (!devices_[GetParam()]) GTEST_SKIP() << skip_;
+  }
+
+  /// Runs `c` on cpu:0 and on the target place and compares every output.
+  void expect_match(const op_case& c) const {
+    const place::kind target = GetParam();
+    SCOPED_TRACE(c.op);
+    attribute_map a;
+    for (const auto& [name, value] : c.as) a.set(name, value);
+
+    std::vector<tensor> cpu_in, gpu_in(c.inputs.size());
+    std::vector<tensor> cpu_out(c.outputs.size()), gpu_out(c.outputs.size()), back(c.outputs.size());
+    cpu_in.reserve(c.inputs.size());
+    for (const auto& [slot, t] : c.inputs) cpu_in.push_back(t.clone());
+    auto slots = [&](std::vector<tensor>& ins, std::vector<tensor>& outs) {
+      kernel_context::slot_map in, out;
+      for (std::size_t i = 0; i < c.inputs.size(); ++i) in[c.inputs[i].first].push_back(&ins[i]);
+      for (std::size_t i = 0; i < c.outputs.size(); ++i) {
+        const auto same = c.in_place.find(i);
+        out[c.outputs[i]].push_back(same == c.in_place.end() ? &outs[i] : &ins[same->second]);
+      }
+      return std::pair{in, out};
+    };
+
+    auto [ci, co] = slots(cpu_in, cpu_out);
+    kernel_context cpu_ctx(c.op, ci, co, a, place::cpu(0));
+    const kernel_fn* cpu = kernel_registry::global().find(c.op, place::kind::cpu);
+    ASSERT_NE(cpu, nullptr);
+    (*cpu)(cpu_ctx);
+
+    device& dev = *devices_.at(target);
+    stream& s = dev.get_stream(stream_kind::compute);
+    for (std::size_t i = 0; i < c.inputs.size(); ++i) dev.copy(s, gpu_in[i], c.inputs[i].second);
+    auto [gi, go] = slots(gpu_in, gpu_out);
+    // The target's place index is 0 like cpu:0's, so that dropout draws the same mask.
+    kernel_context gpu_ctx(c.op, gi, go, a, {target, 0});
+    gpu_ctx.bind(&dev, &s);
+    const kernel_fn* gpu = kernel_registry::global().find(c.op, target);
+    ASSERT_NE(gpu, nullptr);
+    s.enqueue([&] { (*gpu)(gpu_ctx); });
+    ASSERT_TRUE(s.synchronize()) << s.error().value_or("(no message)");
+    // The outputs are bound once the kernel's host code has run: copy them back now.
+    // An in-place output is the input tensor it was bound to.
+    const auto result = [&](std::vector<tensor>& ins, std::vector<tensor>& outs, std::size_t i) -> tensor& {
+      const auto same = c.in_place.find(i);
+      return same == c.in_place.end() ? outs[i] : ins[same->second];
+    };
+    for (std::size_t i = 0; i < c.outputs.size(); ++i)
+      if (result(gpu_in, gpu_out, i).initialized() && !c.shape_only.contains(c.outputs[i]))
+        dev.copy(s, back[i], result(gpu_in, gpu_out, i));
+    ASSERT_TRUE(s.synchronize()) << s.error().value_or("(no message)");
+    for (std::size_t i = 0; i < c.outputs.size(); ++i) {
+      SCOPED_TRACE(c.outputs[i]);
+      const bool shape_only = c.shape_only.contains(c.outputs[i]);
+      if (shape_only) {
+        EXPECT_EQ(result(gpu_in, gpu_out, i).shape(), result(cpu_in, cpu_out, i).shape());
+        continue;
+      }
+      ASSERT_TRUE(back[i].initialized());
+      EXPECT_TRUE(same(back[i], result(cpu_in, cpu_out, i), false));
+    }
+  }
+
+  static inline std::map<place::kind, std::unique_ptr<device>> devices_;
+  static inline std::string skip_;
+};
+
+TEST_P(CudaKernels, Activations) {
+  const tensor x = random({33, 65}, -4.f, 4.f, 1), dout = random({33, 65}, -1.f, 1.f, 2);
+  for (const auto& [op, as] : std::vector<std::pair<std::string, attrs>>{
+           {"relu", {}},
+           {"tanh", {}},
+           {"sigmoid", {}},
+           {"leaky_relu", {{"alpha", 0.1f}}},
+           {"gelu", {{"approximate", true}}},
+           {"gelu", {{"approximate", false}}}}) {
+    expect_match({op, {{"X", x}}, {"Out"}, as});
+    const bool reads_out = op == "relu" || op == "tanh" || op == "sigmoid";
+    tensor out;
+    {
+      attribute_map a;
+      for (const auto& [n, v] : as) a.set(n, v);
+      tensor xi = x.clone();
+      kernel_context ctx(op, {{"X", {&xi}}}, {{"Out", {&out}}}, a, place::cpu(0));
+      (*kernel_registry::global().find(op, place::kind::cpu))(ctx);
+    }
+    expect_match({op + "_grad", {{reads_out ? "Out" : "X", reads_out ? out : x}, {"Out@GRAD", dout}},
+                  {"X@GRAD"}, as});
+  }
+  for (const bool after : {true, false})
+    expect_match({"scale", {{"X", x}}, {"Out"},
+                  {{"scale", 1.5f}, {"bias", 0.25f}, {"bias_after_scale", after}}});
+  expect_match({"sum", {{"X", x}, {"X", dout}, {"X", x}}, {"Out"}, {}});
+}
+
+TEST_P(CudaKernels, ElementwiseWithBroadcast) {
+  struct shapes {
+    shape_t x, y;
+    int axis;
+  };
+  for (const shapes& s : {shapes{{4, 5, 6}, {4, 5, 6}, -1}, shapes{{4, 5, 6}, {6}, -1},
+                          shapes{{4, 5, 6}, {5}, 1}, shapes{{4, 5, 6}, {5, 1}, 1},
+                          shapes{{64, 300}, {300}, -1}, shapes{{4, 5, 6}, {4}, 0}})
+    for (const std::string op : {"elementwise_add", "elementwise_sub", "elementwise_mul",
+                                 "elementwise_div"}) {
+      SCOPED_TRACE(to_string(s.x) + " " + to_string(s.y));
+      const tensor x = random(s.x, -2.f, 2.f, 3), y = random(s.y, 0.5f, 2.f, 4);
+      const tensor dout = random(s.x, -1.f, 1.f, 5);
+      const attrs as = {{"axis", std::int32_t{s.axis}}};
+      expect_match({op, {{"X", x}, {"Y", y}}, {"Out"}, as});
+      named in = {{"X", x}, {"Y", y}, {"Out@GRAD", dout}};
+      if (op == "elementwise_div") in.push_back({"Out", random(s.x, -1.f, 1.f, 6)});
+      expect_match({op + "_grad", in, {"X@GRAD", "Y@GRAD"}, as});
+    }
+}
+
+TEST_P(CudaKernels, Gemm) {
+  const tensor a = random({8, 3, 5}, -1.f, 1.f, 7), b = random({15, 7}, -1.f, 1.f, 8);
+  const attrs mul_as = {{"x_num_col_dims", std::int32_t{1}}, {"y_num_col_dims", std::int32_t{1}}};
+  expect_match({"mul", {{"X", a}, {"Y", b}}, {"Out"}, mul_as});
+  expect_match({"mul_grad", {{"X", a}, {"Y", b}, {"Out@GRAD", random({8, 7}, -1.f, 1.f, 9)}},
+                {"X@GRAD", "Y@GRAD"}, mul_as});
+  struct mm {
+    shape_t x, y;
+    bool tx, ty;
+  };
+  for (const mm& m : {mm{{6, 4}, {4, 3}, false, false}, mm{{4, 6}, {4, 3}, true, false},
+                      mm{{6, 4}, {3, 4}, false, true}, mm{{4, 6}, {3, 4}, true, true},
+                      mm{{2, 6, 4}, {2, 4, 3}, false, false}, mm{{2, 4, 6}, {4, 3}, true, false},
+                      mm{{2, 6, 4}, {4, 3}, false, false}}) {
+    SCOPED_TRACE(to_string(m.x) + " " + to_string(m.y));
+    const tensor x = random(m.x, -1.f, 1.f, 10), y = random(m.y, -1.f, 1.f, 11);
+    tensor out;
+    const attrs v2 = {{"trans_x", m.tx}, {"trans_y", m.ty}};
+    {
+      attribute_map at;
+      for (const auto& [n, v] : v2) at.set(n, v);
+      tensor xi = x.clone(), yi = y.clone();
+      kernel_context ctx("matmul_v2", {{"X", {&xi}}, {"Y", {&yi}}}, {{"Out", {&out}}}, at,
+                         place::cpu(0));
+      (*kernel_registry::global().find("matmul_v2", place::kind::cpu))(ctx);
+    }
+    const tensor dout = random(out.shape(), -1.f, 1.f, 12);
+    expect_match({"matmul_v2", {{"X", x}, {"Y", y}}, {"Out"}, v2});
+    expect_match({"matmul_v2_grad", {{"X", x}, {"Y", y}, {"Out@GRAD", dout}}, {"X@GRAD", "Y@GRAD"}, v2});
+    const attrs v1 = {{"transpose_X", m.tx}, {"transpose_Y", m.ty}, {"alpha", 0.5f}};
+    expect_match({"matmul", {{"X", x}, {"Y", y}}, {"Out"}, v1});
+    expect_match({"matmul_grad", {{"X", x}, {"Y", y}, {"Out@GRAD", dout}}, {"X@GRAD", "Y@GRAD"}, v1});
+  }
+}
+
+TEST_P(CudaKernels, Reductions) {
+  const tensor x = random({6, 7, 8}, -1.f, 3.f, 13);
+  expect_match({"mean", {{"X", x}}, {"Out"}, {}});
+  expect_match({"mean_grad", {{"X", x}, {"Out@GRAD", scalar(0.7f)}}, {"X@GRAD"}, {}});
+  using ints = std::vector<std::int32_t>;
+  for (const auto& [dim, keep, out_dims] :
+       std::vector<std::tuple<ints, bool, shape_t>>{{{1}, false, {6, 8}}, {{0, 2}, true, {1, 7, 1}},
+                                                    {{-1}, false, {6, 7}}}) {
+    const attrs as = {{"dim", dim}, {"keep_dim", keep}, {"reduce_all", false}};
+    expect_match({"reduce_mean", {{"X", x}}, {"Out"}, as});
+    expect_match({"reduce_mean_grad", {{"X", x}, {"Out@GRAD", random(out_dims, -1.f, 1.f, 14)}},
+                  {"X@GRAD"}, as});
+  }
+}
+
+TEST_P(CudaKernels, Softmax) {
+  const tensor x = random({5, 300, 3}, -5.f, 5.f, 15), dout = random({5, 300, 3}, -1.f, 1.f, 16);
+  for (const std::string op : {"softmax", "log_softmax"})
+    for (const std::int32_t axis : {-1, 1, 0}) {
+      const attrs as = {{"axis", axis}};
+      expect_match({op, {{"X", x}}, {"Out"}, as});
+      expect_match({op + "_grad", {{"Out", random(x.shape(), 0.f, 1.f, 17)}, {"Out@GRAD", dout}},
+                    {"X@GRAD"}, as});
+    }
+}
+
+TEST_P(CudaKernels, Losses) {
+  const std::int64_t rows = 64, classes = 10;
+  const tensor logits = random({rows, classes}, -5.f, 5.f, 18);
+  tensor hard = labels({rows, 1}, classes, 19);
+  hard.data<std::int64_t>()[3] = -100;
+  const tensor soft = random({rows, classes}, 0.f, 1.f, 20);
+  const tensor probs = random({rows, classes}, 0.01f, 1.f, 21);
+  const tensor dloss = random({rows, 1}, 0.5f, 1.5f, 22);
+  for (const bool use_softmax : {true, false})
+    for (const bool is_soft : {false, true}) {
+      const attrs as = {{"axis", std::int32_t{-1}}, {"soft_label", is_soft},
+                        {"use_softmax", use_softmax}, {"ignore_index", std::int32_t{-100}},
+                        {"numeric_stable_mode", true}};
+      const tensor& label = is_soft ? soft : hard;
+      expect_match({"softmax_with_cross_entropy", {{"Logits", use_softmax ? logits : probs}, {"Label", label}},
+                    {"Softmax", "Loss"}, as});
+      expect_match({"softmax_with_cross_entropy_grad",
+                    {{"Softmax", probs}, {"Label", label}, {"Loss@GRAD", dloss}}, {"Logits@GRAD"}, as});
+    }
+  tensor hard2 = labels({rows, 1}, classes, 23);
+  for (const bool is_soft : {false, true}) {
+    const attrs as = {{"soft_label", is_soft}, {"ignore_index", std::int32_t{-100}}};
+    const tensor& label = is_soft ? soft : hard2;
+    expect_match({"cross_entropy", {{"X", probs}, {"Label", label}}, {"Y"}, as});
+    expect_match({"cross_entropy_grad", {{"X", probs}, {"Label", label}, {"Y@GRAD", dloss}},
+                  {"X@GRAD"}, as});
+  }
+  const attrs as2 = {{"ignore_index", std::int32_t{-100}}};
+  expect_match({"cross_entropy2", {{"X", probs}, {"Label", hard}}, {"Y", "MatchX", "XShape"}, as2});
+  tensor xshape(dtype::fp32, {rows, classes, 0});
+  expect_match({"cross_entropy_grad2",
+                {{"XShape", xshape}, {"Label", hard}, {"MatchX", random({rows, 1}, 0.1f, 1.f, 24)},
+                 {"Y@GRAD", dloss}},
+                {"X@GRAD"}, as2});
+}
+
+TEST_P(CudaKernels, TopKAndAccuracy) {
+  tensor x = random({16, 12}, -1.f, 1.f, 25);
+  for (std::int64_t i = 0; i < x.numel(); i += 5) x.data<float>()[i] = 0.25f; // ties
+  expect_match({"top_k", {{"X", x}}, {"Out", "Indices"}, {{"k", std::int32_t{3}}}});
+  const attrs v2 = {{"k", std::int32_t{4}}, {"axis", std::int32_t{0}}, {"largest", false},
+                    {"sorted", true}};
+  expect_match({"top_k_v2", {{"X", x}}, {"Out", "Indices"}, v2});
+  tensor idx = labels({16, 3}, 12, 26);
+  expect_match({"top_k_grad", {{"X", x}, {"Indices", idx}, {"Out@GRAD", random({16, 3}, -1.f, 1.f, 27)}},
+                {"X@GRAD"}, {{"k", std::int32_t{3}}}});
+  tensor idx0 = labels({4, 12}, 16, 28);
+  expect_match({"top_k_v2_grad",
+                {{"X", x}, {"Indices", idx0}, {"Out@GRAD", random({4, 12}, -1.f, 1.f, 29)}},
+                {"X@GRAD"}, v2});
+  for (const std::int64_t rows : {1, 50, 3000}) {
+    tensor ids = labels({rows, 2}, 10, 30);
+    expect_match({"accuracy",
+                  {{"Out", random({rows, 2}, 0.f, 1.f, 31)}, {"Indices", ids}, {"Label", labels({rows, 1}, 10, 32)}},
+                  {"Accuracy", "Correct", "Total"}, {}});
+  }
+}
+
+TEST_P(CudaKernels, ShapeOps) {
+  const tensor x = random({2, 3, 4, 1}, -1.f, 1.f, 33);
+  using ints = std::vector<std::int32_t>;
+  expect_match({"assign", {{"X", x}}, {"Out"}, {}});
+  expect_match({"reshape2", {{"X", x}}, {"Out", "XShape"}, {{"shape", ints{6, -1}}}});
+  expect_match({"flatten_contiguous_range", {{"X", x}}, {"Out", "XShape"},
+                {{"start_axis", std::int32_t{1}}, {"stop_axis", std::int32_t{-1}}}});
+  expect_match({"squeeze2", {{"X", x}}, {"Out", "XShape"}, {{"axes", ints{}}}});
+  expect_match({"unsqueeze2", {{"X", x}}, {"Out", "XShape"}, {{"axes", ints{0}}}});
+  const tensor xshape(dtype::fp32, {0, 2, 3, 4, 1});
+  for (const char* op : {"reshape2_grad", "flatten_contiguous_range_grad", "squeeze2_grad",
+                         "unsqueeze2_grad"})
+    expect_match({op, {{"Out@GRAD", random({6, 4}, -1.f, 1.f, 34)}, {"XShape", xshape}}, {"X@GRAD"}, {}});
+  const attrs tr = {{"axis", ints{3, 1, 0, 2}}};
+  expect_match({"transpose2", {{"X", x}}, {"Out", "XShape"}, tr});
+  expect_match({"transpose2_grad", {{"Out@GRAD", random({1, 3, 2, 4}, -1.f, 1.f, 35)}, {"XShape", xshape}},
+                {"X@GRAD"}, tr});
+  const tensor a = random({2, 3, 4}, -1.f, 1.f, 36), b = random({2, 5, 4}, -1.f, 1.f, 37);
+  expect_match({"concat", {{"X", a}, {"X", b}}, {"Out"}, {{"axis", std::int32_t{1}}}});
+  expect_match({"concat_grad", {{"X", a}, {"X", b}, {"Out@GRAD", random({2, 8, 4}, -1.f, 1.f, 38)}},
+                {"X@GRAD", "X@GRAD"}, {{"axis", std::int32_t{1}}}});
+  expect_match({"split", {{"X", b}}, {"Out", "Out"},
+                {{"axis", std::int32_t{1}}, {"num", std::int32_t{0}}, {"sections", ints{2, -1}}}});
+  for (const std::int32_t to : {0, 2, 3, 6})
+    expect_match({"cast", {{"X", x}}, {"Out"}, {{"in_dtype", std::int32_t{5}}, {"out_dtype", to}}});
+}
+
+TEST_P(CudaKernels, InitAndDropout) {
+  const std::vector<std::int64_t> dims = {7, 9};
+  for (const std::int32_t type : {5, 3, 2})
+    expect_match({"fill_constant", {}, {"Out"},
+                  {{"dtype", type}, {"shape", dims}, {"value", 3.f}, {"str_value", std::string()}}});
+  expect_match({"uniform_random", {}, {"Out"},
+                {{"dtype", std::int32_t{5}}, {"shape", dims}, {"min", -1.f}, {"max", 2.f}, {"seed", std::int32_t{5}}}});
+  expect_match({"gaussian_random", {}, {"Out"},
+                {{"dtype", std::int32_t{5}}, {"shape", dims}, {"mean", 0.5f}, {"std", 2.f}, {"seed", std::int32_t{6}}}});
+  const tensor x = random({31, 17}, -1.f, 1.f, 39);
+  for (const bool is_test : {false, true})
+    for (const std::string mode : {"upscale_in_train", "downgrade_in_infer"}) {
+      const attrs as = {{"dropout_prob", 0.3f}, {"dropout_implementation", mode},
+                        {"is_test", is_test}, {"seed", std::int32_t{7}}, {"fix_seed", false}};
+      expect_match({"dropout", {{"X", x}}, {"Out", "Mask"}, as});
+      tensor mask(dtype::uint8, x.shape());
+      for (std::int64_t i = 0; i < mask.numel(); ++i) mask.data<std::uint8_t>()[i] = i % 3 != 0;
+      expect_match({"dropout_grad", {{"Out@GRAD", random(x.shape(), -1.f, 1.f, 40)}, {"Mask", mask}},
+                    {"X@GRAD"}, as});
+    }
+}
+
+TEST_P(CudaKernels, Optimizers) {
+  const shape_t dims = {37, 11};
+  const tensor p = random(dims, -1.f, 1.f, 41), g = random(dims, -1.f, 1.f, 42);
+  const tensor v = random(dims, -0.1f, 0.1f, 43), lr = scalar(0.05f);
+  expect_match({"sgd", {{"Param", p}, {"Grad", g}, {"LearningRate", lr}}, {"ParamOut"},
+                {{"multi_precision", false}}});
+  for (const bool nesterov : {false, true})
+    expect_match({"momentum", {{"Param", p}, {"Grad", g}, {"Velocity", v}, {"LearningRate", lr}},
+                  {"ParamOut", "VelocityOut"},
+                  {{"multi_precision", false}, {"mu", 0.9f}, {"use_nesterov", nesterov},
+                   {"rescale_grad", 1.f}, {"regularization_method", std::string("l2_decay")},
+                   {"regularization_coeff", 0.01f}}});
+  const tensor m1 = random(dims, -0.1f, 0.1f, 44), m2 = random(dims, 0.f, 0.1f, 45);
+  for (const std::string op : {"adam", "adamw"})
+    for (const bool skip : {false, true}) {
+      named in = {{"Param", p},           {"Grad", g},  {"Moment1", m1}, {"Moment2", m2},
+                  {"LearningRate", lr},   {"Beta1Pow", scalar(0.81f)},  {"Beta2Pow", scalar(0.998f)}};
+      if (skip) in.push_back({"SkipUpdate", tensor::from_vector(std::vector<bool>{true}, {1})});
+      attrs as = {{"multi_precision", false}, {"beta1", 0.9f}, {"beta2", 0.999f},
+                  {"epsilon", 1e-8f}, {"use_global_beta_pow", false}};
+      if (op == "adamw") {
+        as.push_back({"lr_ratio", 1.f});
+        as.push_back({"with_decay", true});
+        as.push_back({"coeff", 0.01f});
+      }
+      expect_match({op, in, {"ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut", "Beta2PowOut"}, as});
+    }
+}
+
+TEST_P(CudaKernels, PoolConvBatchNorm) {
+  using ints = std::vector<std::int32_t>;
+  tensor x = random({2, 3, 9, 8}, -1.f, 1.f, 46);
+  for (std::int64_t i = 0; i < x.numel(); i += 4) x.data<float>()[i] = 0.5f; // ties for max
+  for (const std::string type : {"max", "avg"})
+    for (const bool exclusive : {true, false})
+      for (const bool ceil_mode : {false, true}) {
+        const attrs as = {{"pooling_type", type},      {"ksize", ints{3, 3}},
+                          {"strides", ints{2, 2}},     {"paddings", ints{1, 1}},
+                          {"exclusive", exclusive},    {"ceil_mode", ceil_mode},
+                          {"global_pooling", false},   {"adaptive", false},
+                          {"padding_algorithm", std::string("EXPLICIT")},
+                          {"data_format", std::string("NCHW")}};
+        tensor out;
+        {
+          attribute_map a;
+          for (const auto& [n, v] : as) a.set(n, v);
+          tensor xi = x.clone();
+          kernel_context ctx("pool2d", {{"X", {&xi}}}, {{"Out", {&out}}}, a, place::cpu(0));
+          (*kernel_registry::global().find("pool2d", place::kind::cpu))(ctx);
+        }
+        expect_match({"pool2d", {{"X", x}}, {"Out"}, as});
+        expect_match({"pool2d_grad", {{"X", x}, {"Out", out}, {"Out@GRAD", random(out.shape(), -1.f, 1.f, 47)}},
+                      {"X@GRAD"}, as});
+      }
+  for (const std::int32_t groups : {1, 3}) {
+    const std::string op = groups == 3 ? "depthwise_conv2d" : "conv2d";
+    const tensor filter = random({6, 3 / groups, 3, 3}, -1.f, 1.f, 48);
+    const attrs as = {{"strides", ints{1, 2}}, {"paddings", ints{1, 1}}, {"dilations", ints{1, 1}},
+                      {"groups", groups}, {"padding_algorithm", std::string("EXPLICIT")},
+                      {"data_format", std::string("NCHW")}};
+    expect_match({op, {{"Input", x}, {"Filter", filter}}, {"Output"}, as});
+    expect_match({op + "_grad",
+                  {{"Input", x}, {"Filter", filter}, {"Output@GRAD", random({2, 6, 9, 4}, -1.f, 1.f, 49)}},
+                  {"Input@GRAD", "Filter@GRAD"}, as});
+  }
+  const tensor scale = random({3}, 0.5f, 1.5f, 50), bias = random({3}, -1.f, 1.f, 51);
+  const tensor mean = random({3}, -0.5f, 0.5f, 52), variance = random({3}, 0.5f, 2.f, 53);
+  for (const bool is_test : {false, true}) {
+    const attrs as = {{"momentum", 0.9f},         {"epsilon", 1e-5f},
+                      {"is_test", is_test},       {"trainable_statistics", false},
+                      {"use_global_stats", false}, {"data_layout", std::string("NCHW")}};
+    expect_match({"batch_norm",
+                  {{"X", x}, {"Scale", scale}, {"Bias", bias}, {"Mean", mean}, {"Variance", variance}},
+                  {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"}, as});
+    expect_match({"batch_norm_grad",
+                  {{"X", x}, {"Scale", scale}, {"Bias", bias}, {"Y@GRAD", random(x.shape(), -1.f, 1.f, 54)},
+                   {"SavedMean", mean}, {"SavedVariance", random({3}, 0.5f, 2.f, 55)},
+                   {"MeanOut", mean}, {"VarianceOut", variance}},
+                  {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}, as});
+  }
+}
+
+TEST_P(CudaKernels, InPlaceAsTheEngineBindsThem) {
+  const tensor x = random({40, 25}, -2.f, 2.f, 60), y = random({25}, 0.5f, 2.f, 61);
+  expect_match({"relu", {{"X", x}}, {"Out"}, {}, {}, {{0, 0}}});
+  expect_match({"elementwise_add", {{"X", x}, {"Y", y}}, {"Out"}, {{"axis", std::int32_t{-1}}}, {}, {{0, 0}}});
+  expect_match({"sum", {{"X", x}, {"X", x}, {"X", x}}, {"Out"}, {}, {}, {{0, 1}}});
+  expect_match({"softmax", {{"X", x}}, {"Out"}, {{"axis", std::int32_t{-1}}}, {}, {{0, 0}}});
+  const shape_t dims = {40, 25};
+  const tensor p = random(dims, -1.f, 1.f, 62), g = random(dims, -1.f, 1.f, 63), lr = scalar(0.01f);
+  expect_match({"sgd", {{"Param", p}, {"Grad", g}, {"LearningRate", lr}}, {"ParamOut"},
+                {{"multi_precision", false}}, {}, {{0, 0}}});
+  expect_match({"momentum",
+                {{"Param", p}, {"Grad", g}, {"Velocity", random(dims, -0.1f, 0.1f, 64)}, {"LearningRate", lr}},
+                {"ParamOut", "VelocityOut"},
+                {{"multi_precision", false}, {"mu", 0.9f}, {"use_nesterov", false}, {"rescale_grad", 1.f},
+                 {"regularization_method", std::string()}, {"regularization_coeff", 0.f}},
+                {}, {{0, 0}, {1, 2}}});
+  expect_match({"adam",
+                {{"Param", p}, {"Grad", g}, {"Moment1", random(dims, -0.1f, 0.1f, 65)},
+                 {"Moment2", random(dims, 0.f, 0.1f, 66)}, {"LearningRate", lr},
+                 {"Beta1Pow", scalar(0.9f)}, {"Beta2Pow", scalar(0.999f)}},
+                {"ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut", "Beta2PowOut"},
+                {{"multi_precision", false}, {"beta1", 0.9f}, {"beta2", 0.999f}, {"epsilon", 1e-8f},
+                 {"use_global_beta_pow", false}},
+                {}, {{0, 0}, {1, 2}, {2, 3}, {3, 5}, {4, 6}}});
+  const tensor bx = random({4, 3, 5, 5}, -1.f, 1.f, 67);
+  expect_match({"batch_norm",
+                {{"X", bx}, {"Scale", random({3}, 0.5f, 1.5f, 68)}, {"Bias", random({3}, -1.f, 1.f, 69)},
+                 {"Mean", random({3}, -0.5f, 0.5f, 70)}, {"Variance", random({3}, 0.5f, 2.f, 71)}},
+                {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"},
+                {{"momentum", 0.9f}, {"epsilon", 1e-5f}, {"is_test", false}, {"trainable_statistics", false},
+                 {"use_global_stats", false}, {"data_layout", std::string("NCHW")}},
+                {}, {{1, 3}, {2, 4}}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Target, CudaKernels, ::testing::Values(place::kind::gpu, place::kind::cpu),
+                         [](const ::testing::TestParamInfo<place::kind>& info) {
+                           return info.param == place::kind::gpu ? "gpu" : "cpu_harness";
+                         });
+
+} // namespace
+} // namespace pe

@@ -1,0 +1,319 @@
+// The host side of GPU streams (devices/queued_stream.hpp) over a fake device, so the
+// ordering, failure, wait and stop semantics of devices/stream.hpp are tested on machines
+// without a GPU. The CUDA backend (devices/cuda/cuda_stream.hpp) only maps the four
+// backend calls to cudaEventRecord, cudaStreamWaitEvent, cudaEventQuery and the event pool.
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "devices/error.hpp"
+#include "devices/queued_stream.hpp"
+
+namespace pe {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// A device whose markers finish when the test says (or at once).
+struct fake_device {
+  std::atomic<bool> hold{false};      // new markers stay pending until finish_all()
+  std::atomic<bool> fail_start{false};
+  std::atomic<bool> fail_record{false};
+  std::atomic<int> recorded{0};
+  std::atomic<int> released{0};
+  std::mutex mutex;
+  std::vector<struct fake_marker*> live;
+
+  void finish_all();
+};
+
+struct fake_marker {
+  std::atomic<bool> done{false};
+  std::atomic<bool> broken{false};
+};
+
+void fake_device::finish_all() {
+  std::lock_guard<std::mutex> guard(mutex);
+  for (fake_marker* m : live) m->done = true;
+}
+
+class fake_backend final : public stream_backend {
+ public:
+  fake_backend(fake_device& d, std::string name) : device_(d), name_(std::move(name)) {}
+
+  void start() override {
+    if (device_.fail_start) throw error("fake device: no device");
+    thread_ = std::this_thread::get_id();
+  }
+  marker record() override {
+    if (device_.fail_record) throw error("fake device: record refused");
+    auto* m = new fake_marker;
+    m->done = !device_.hold.load();
+    std::lock_guard<std::mutex> guard(device_.mutex);
+    device_.live.push_back(m);
+    ++device_.recorded;
+    return m;
+  }
+  void wait(marker m) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    waited_.push_back(m);
+  }
+  state query(marker m, std::string& message) override {
+    auto* f = static_cast<fake_marker*>(m);
+    if (f->broken) {
+      message = "illegal address";
+      return state::failed;
+    }
+    return f->done ? state::done : state::pending;
+  }
+  void release(marker m) override {
+    {
+      std::lock_guard<std::mutex> guard(device_.mutex);
+      std::erase(device_.live, static_cast<fake_marker*>(m));
+    }
+    delete static_cast<fake_marker*>(m);
+    ++device_.released;
+  }
+  std::string describe() const override { return name_; }
+
+  std::vector<marker> waited() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return waited_;
+  }
+  std::thread::id thread() const { return thread_; }
+
+ private:
+  fake_device& device_;
+  std::string name_;
+  std::mutex mutex_;
+  std::vector<marker> waited_;
+  std::thread::id thread_;
+};
+
+struct fake_stream {
+  std::shared_ptr<fake_backend> backend;
+  std::unique_ptr<queued_stream> stream;
+};
+
+fake_stream make(fake_device& d, const std::string& name, stream_kind kind = stream_kind::compute) {
+  fake_stream s;
+  s.backend = std::make_shared<fake_backend>(d, name);
+  s.stream = std::make_unique<queued_stream>(place::gpu(0), kind, s.backend);
+  return s;
+}
+
+TEST(QueuedStream, RunsTasksInOrderOnItsOwnThreadWithoutBlockingTheCaller) {
+  fake_device dev;
+  auto s = make(dev, "the compute stream of gpu:0");
+  std::vector<int> order; // touched by the stream's thread only
+  std::atomic<bool> other_thread{true};
+  const auto caller = std::this_thread::get_id();
+  const auto before = std::chrono::steady_clock::now();
+  s.stream->enqueue([] { std::this_thread::sleep_for(100ms); });
+  for (int i = 0; i < 1000; ++i)
+    s.stream->enqueue([&, i] {
+      order.push_back(i);
+      if (std::this_thread::get_id() == caller) other_thread = false;
+    });
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 50ms);
+  ASSERT_TRUE(s.stream->synchronize());
+  ASSERT_EQ(order.size(), 1000u);
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], i);
+  EXPECT_TRUE(other_thread);
+  EXPECT_EQ(s.stream->where(), place::gpu(0));
+}
+
+TEST(QueuedStream, AThrowingTaskFailsItsStreamSkipsLaterWorkAndFailsWaiters) {
+  fake_device dev;
+  auto a = make(dev, "the compute stream of gpu:0");
+  auto b = make(dev, "the communication stream of gpu:0", stream_kind::communication);
+  std::atomic<bool> later_ran{false}, always_failed{false}, waiter_ran{false};
+  a.stream->enqueue([] { throw error("kernel exploded"); });
+  a.stream->enqueue([&] { later_ran = true; });
+  a.stream->enqueue_always([&](bool failed) { always_failed = failed; });
+  queued_event e;
+  a.stream->record(e);
+  b.stream->wait(e);
+  b.stream->enqueue([&] { waiter_ran = true; });
+  EXPECT_FALSE(a.stream->synchronize());
+  EXPECT_FALSE(b.stream->synchronize());
+  EXPECT_FALSE(e.synchronize());
+  EXPECT_TRUE(e.query()); // failed work counts as finished
+  EXPECT_FALSE(later_ran);
+  EXPECT_TRUE(always_failed);
+  EXPECT_FALSE(waiter_ran);
+  EXPECT_EQ(a.stream->error().value_or(""), "kernel exploded");
+  EXPECT_EQ(b.stream->error().value_or(""), "waited on failed work of the compute stream of gpu:0");
+  EXPECT_TRUE(b.backend->waited().empty()); // nothing was asked of the device
+
+  a.stream->clear_error();
+  b.stream->clear_error();
+  EXPECT_FALSE(a.stream->error().has_value());
+  a.stream->enqueue([&] { later_ran = true; });
+  EXPECT_TRUE(a.stream->synchronize());
+  EXPECT_TRUE(later_ran);
+}
+
+TEST(QueuedStream, AWaitOrdersTheDeviceOnTheRecordItSaw) {
+  fake_device dev;
+  auto a = make(dev, "a");
+  auto b = make(dev, "b");
+  std::atomic<int> stage{0}, seen_by_b{-1};
+  a.stream->enqueue([&] {
+    std::this_thread::sleep_for(100ms);
+    stage = 1;
+  });
+  queued_event e;
+  a.stream->record(e);
+  const auto first = e.current();
+  b.stream->wait(e);
+  b.stream->enqueue([&] { seen_by_b = stage.load(); });
+  a.stream->enqueue([&] {
+    std::this_thread::sleep_for(200ms);
+    stage = 2;
+  });
+  a.stream->record(e); // a new record: b's wait keeps the first
+  EXPECT_NE(e.current(), first);
+  ASSERT_TRUE(b.stream->synchronize());
+  EXPECT_EQ(seen_by_b.load(), 1); // b's launch code ran after a's first record, not its second
+  ASSERT_EQ(b.backend->waited().size(), 1u);
+  EXPECT_EQ(b.backend->waited()[0], first->handle()); // the device waits on that marker
+  EXPECT_TRUE(e.synchronize());
+  EXPECT_EQ(stage.load(), 2);
+}
+
+TEST(QueuedStream, AnEventNeverRecordedIsCompleteAndAWaitOnItIsNothing) {
+  fake_device dev;
+  auto s = make(dev, "s");
+  queued_event never;
+  EXPECT_TRUE(never.query());
+  EXPECT_TRUE(never.synchronize());
+  s.stream->wait(never);
+  EXPECT_TRUE(s.stream->synchronize());
+  EXPECT_TRUE(s.backend->waited().empty());
+}
+
+TEST(QueuedStream, SynchronizeWaitsForTheDeviceNotOnlyForTheLaunches) {
+  fake_device dev;
+  dev.hold = true;
+  auto s = make(dev, "s");
+  s.stream->enqueue([] {});
+  queued_event e;
+  s.stream->record(e);
+  std::atomic<bool> returned{false}, result{false};
+  std::thread waiter([&] {
+    result = s.stream->synchronize();
+    returned = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(returned); // launched, but the device has not finished
+  EXPECT_FALSE(e.query());
+  dev.finish_all();
+  waiter.join();
+  EXPECT_TRUE(result);
+  EXPECT_TRUE(e.query());
+}
+
+TEST(QueuedStream, ADeviceErrorFailsSynchronizeAndNamesTheStream) {
+  fake_device dev;
+  dev.hold = true;
+  auto s = make(dev, "the copy stream of gpu:1");
+  queued_event e;
+  s.stream->record(e);
+  ASSERT_TRUE(e.current()->wait_reached());
+  static_cast<fake_marker*>(e.current()->handle())->broken = true;
+  EXPECT_FALSE(e.synchronize());
+  EXPECT_EQ(e.current()->device_error(),
+            "the device failed work of the copy stream of gpu:1: illegal address");
+  // The stream's synchronize() sees the device's failure too, and fails the stream with it.
+  const int before = dev.recorded.load();
+  std::atomic<bool> result{true};
+  std::thread waiter([&] { result = s.stream->synchronize(); });
+  while (dev.recorded.load() == before) std::this_thread::yield();
+  {
+    std::lock_guard<std::mutex> guard(dev.mutex);
+    for (fake_marker* m : dev.live) m->broken = true;
+  }
+  waiter.join();
+  EXPECT_FALSE(result);
+  EXPECT_EQ(s.stream->error().value_or(""),
+            "the device failed work of the copy stream of gpu:1: illegal address");
+}
+
+TEST(QueuedStream, ARecordTheDeviceRefusesFailsTheStream) {
+  fake_device dev;
+  auto s = make(dev, "s");
+  dev.fail_record = true;
+  queued_event e;
+  s.stream->record(e);
+  EXPECT_FALSE(e.synchronize());
+  EXPECT_EQ(s.stream->error().value_or(""), "fake device: record refused");
+}
+
+TEST(QueuedStream, StopDropsQueuedWorkAndEndsEveryWait) {
+  fake_device dev;
+  auto a = make(dev, "a");
+  auto b = make(dev, "b");
+  std::atomic<bool> second_ran{false}, b_ran{false};
+  a.stream->enqueue([] { std::this_thread::sleep_for(100ms); });
+  a.stream->enqueue([&] { second_ran = true; });
+  queued_event e;
+  a.stream->record(e);
+  b.stream->wait(e);
+  b.stream->enqueue([&] { b_ran = true; });
+  std::thread stopper([&] { a.stream->stop(); });
+  EXPECT_FALSE(e.synchronize()); // returns although the record is never reached
+  stopper.join();
+  EXPECT_FALSE(b.stream->synchronize()); // b waited on work that was dropped
+  EXPECT_FALSE(second_ran);
+  EXPECT_FALSE(b_ran);
+  EXPECT_NE(b.stream->error().value_or("").find("waited on failed work of a"), std::string::npos);
+  a.stream->enqueue([&] { second_ran = true; }); // a stopped stream drops new work
+  EXPECT_FALSE(a.stream->synchronize());
+  EXPECT_FALSE(second_ran);
+  a.stream->stop(); // idempotent
+}
+
+TEST(QueuedStream, ABackendThatCannotStartFailsTheConstructor) {
+  fake_device dev;
+  dev.fail_start = true;
+  try {
+    make(dev, "s");
+    FAIL() << "expected pe::error";
+  } catch (const error& e) {
+    EXPECT_STREQ(e.what(), "fake device: no device");
+  }
+}
+
+TEST(QueuedStream, EveryMarkerIsReleasedWhenItsRecordIsDropped) {
+  fake_device dev;
+  {
+    auto s = make(dev, "s");
+    queued_event e;
+    for (int i = 0; i < 100; ++i) {
+      s.stream->enqueue([] {});
+      s.stream->record(e);
+    }
+    ASSERT_TRUE(s.stream->synchronize());
+  }
+  EXPECT_GT(dev.recorded.load(), 100);
+  EXPECT_EQ(dev.released.load(), dev.recorded.load());
+}
+
+TEST(QueuedStream, TheBackendRunsOnTheStreamsThread) {
+  fake_device dev;
+  auto s = make(dev, "s");
+  std::thread::id task_thread;
+  s.stream->enqueue([&] { task_thread = std::this_thread::get_id(); });
+  ASSERT_TRUE(s.stream->synchronize());
+  EXPECT_EQ(task_thread, s.backend->thread());
+  EXPECT_NE(task_thread, std::this_thread::get_id());
+}
+
+} // namespace
+} // namespace pe
