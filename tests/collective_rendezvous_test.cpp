@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "collectives/gpu/collective_rendezvous.hpp"
+#include "devices/cpu/cpu_device.hpp"
 #include "devices/tensor.hpp"
 
 namespace pe {
@@ -152,6 +153,40 @@ TEST(CollectiveRendezvous, AbortWakesAWaitingRankAndFailsLaterMeetings) {
   ASSERT_EQ(waiting.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   EXPECT_EQ(waiting.get(), "the executor is being destroyed");
   EXPECT_THROW(meeting.meet(1, {call_of(0), {&a}}, false, [](auto&) {}), std::exception);
+}
+
+TEST(CollectiveRendezvous, PartsEnqueuedOnStreamsMeetThereAndReportTheirSpan) {
+  cpu_device a(place::cpu(0)), b(place::cpu(1));
+  collective_rendezvous meeting(2);
+  tensor x = tensor::zeros(dtype::fp32, {3}), y = tensor::zeros(dtype::fp32, {3});
+  int issued = 0, reported = 0;
+  bool span_ok = false;
+  auto issue = [&](std::vector<arrival>& by_rank) {
+    ++issued;
+    EXPECT_EQ(by_rank[1].stream, &y);
+  };
+  meeting.enqueue_part(0, call_of(0), {&x}, a.get_stream(stream_kind::communication), &x,
+                       [&](const collective_span& span, bool ok) {
+                         ++reported;
+                         span_ok = ok && span.start_ns > 0 && span.end_ns >= span.start_ns;
+                       },
+                       issue);
+  meeting.enqueue_part(1, call_of(0), {&y}, b.get_stream(stream_kind::communication), &y, {}, issue);
+  EXPECT_TRUE(a.get_stream(stream_kind::communication).synchronize());
+  EXPECT_TRUE(b.get_stream(stream_kind::communication).synchronize());
+  EXPECT_EQ(issued, 1);
+  EXPECT_EQ(reported, 1);
+  EXPECT_TRUE(span_ok);
+  // A failed stream still takes part, so the other rank fails instead of waiting.
+  stream& failing = a.get_stream(stream_kind::communication);
+  failing.enqueue([] { throw std::runtime_error("a kernel failed"); });
+  meeting.enqueue_part(0, call_of(1), {&x}, failing, nullptr, {}, issue);
+  meeting.enqueue_part(1, call_of(1), {&y}, b.get_stream(stream_kind::communication), nullptr, {}, issue);
+  EXPECT_FALSE(b.get_stream(stream_kind::communication).synchronize());
+  EXPECT_NE(b.get_stream(stream_kind::communication).error().value_or("").find("rank 0's stream had failed"),
+            std::string::npos);
+  EXPECT_FALSE(failing.synchronize());
+  EXPECT_EQ(issued, 1);
 }
 
 } // namespace

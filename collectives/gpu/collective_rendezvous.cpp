@@ -1,6 +1,7 @@
 #include "collectives/gpu/collective_rendezvous.hpp"
 
 #include "devices/error.hpp"
+#include "devices/steady_clock.hpp"
 
 namespace pe {
 
@@ -82,6 +83,21 @@ void collective_rendezvous::meet(int rank, arrival a, bool failed, const issue_f
   const std::optional<std::string> failure = m.done ? m.failure : broken_;
   if (m.done && ++m.left == ranks_) meetings_.erase(call.sequence);
   if (failure) throw error(*failure);
+}
+
+void collective_rendezvous::enqueue_part(int rank, const collective_call& call, std::vector<tensor*> buffers,
+                                         stream& on, void* native, communicator::completion done, issue_fn issue) {
+  on.enqueue_always([this, rank, call, buffers = std::move(buffers), native, done = std::move(done),
+                     issue = std::move(issue)](bool failed) {
+    const std::int64_t start = steady_ns();
+    try {
+      meet(rank, {call, buffers, native}, failed, issue);
+    } catch (...) {
+      if (done) done({start, steady_ns()}, false);
+      throw;
+    }
+    if (done) done({start, steady_ns()}, true);
+  });
 }
 
 void collective_rendezvous::abort(const std::string& why) {

@@ -44,6 +44,13 @@ class collective_rendezvous {
   /// `issue` threw, and when abort() was called; from then on every meet fails.
   void meet(int rank, arrival a, bool failed, const issue_fn& issue);
 
+  /// Enqueues rank `rank`'s part on `on` with enqueue_always (a failed stream still takes
+  /// part, and fails the collective on every rank): meet() with `native` (`on`'s CUDA
+  /// stream) as the arrival's stream, then `done`, if any, with the span from when the part
+  /// ran to when the collective was issued (on GPU places its kernels run after that).
+  void enqueue_part(int rank, const collective_call& call, std::vector<tensor*> buffers, stream& on,
+                    void* native, communicator::completion done, issue_fn issue);
+
   /// Fails every waiting and later meet with `why`. Idempotent; the first reason sticks.
   void abort(const std::string& why);
 

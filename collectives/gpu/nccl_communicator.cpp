@@ -8,7 +8,6 @@
 
 #include "devices/cuda/cuda_stream.hpp"
 #include "devices/error.hpp"
-#include "devices/steady_clock.hpp"
 
 namespace pe {
 
@@ -28,11 +27,15 @@ void wait_nccl(ncclComm_t comm, const std::string& what) {
   check_nccl(state, what);
 }
 
+} // namespace
+
 cuda_stream& cuda_stream_of(stream& on, const std::string& label) {
   auto* s = dynamic_cast<cuda_stream*>(&on);
   if (s == nullptr) throw error(label + ": GPU collectives run on GPU streams, not on " + to_string(on.where()));
   return *s;
 }
+
+namespace {
 
 /// The buffers of every rank sized for a broadcast from `root` (allocation happens here,
 /// before any NCCL group starts).
@@ -115,20 +118,8 @@ nccl_communicator::~nccl_communicator() {
 
 void nccl_communicator::launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers,
                                stream& on, completion done) {
-  cuda_stream& s = cuda_stream_of(on, call.label);
-  on.enqueue_always([this, call, local_rank, buffers = std::move(buffers), handle = s.handle(),
-                     done = std::move(done)](bool failed) {
-    const std::int64_t start = steady_ns();
-    try {
-      meeting_.meet(local_rank, {call, buffers, handle}, failed,
-                    [this](std::vector<collective_rendezvous::arrival>& by_rank) { issue(by_rank); });
-    } catch (...) {
-      if (done) done({start, steady_ns()}, false);
-      throw;
-    }
-    // On GPU places the span ends when the collective is issued: the kernels run after it.
-    if (done) done({start, steady_ns()}, true);
-  });
+  meeting_.enqueue_part(local_rank, call, std::move(buffers), on, cuda_stream_of(on, call.label).handle(),
+                        std::move(done), [this](auto& by_rank) { issue(by_rank); });
 }
 
 void nccl_communicator::issue(std::vector<collective_rendezvous::arrival>& by_rank) {

@@ -79,6 +79,11 @@ class shared_gpu_communicator final : public communicator {
   collective_rendezvous meeting_;
 };
 
+class cuda_stream;
+
+/// `on` as a GPU stream; throws pe::error naming `label` and the place when it is not one.
+cuda_stream& cuda_stream_of(stream& on, const std::string& label);
+
 /// The communicator for this process's GPU places: NCCL when every place has a GPU of its
 /// own, else the shared-GPU communicator.
 std::unique_ptr<communicator> make_gpu_communicator(const std::vector<device*>& devices);

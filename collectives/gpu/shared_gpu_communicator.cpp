@@ -4,7 +4,6 @@
 #include "collectives/gpu/rank_sum.hpp"
 #include "devices/cuda/cuda_stream.hpp"
 #include "devices/error.hpp"
-#include "devices/steady_clock.hpp"
 
 namespace pe {
 
@@ -39,21 +38,8 @@ shared_gpu_communicator::shared_gpu_communicator(const std::vector<device*>& dev
 
 void shared_gpu_communicator::launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers,
                                      stream& on, completion done) {
-  auto* s = dynamic_cast<cuda_stream*>(&on);
-  if (s == nullptr) throw error(call.label + ": GPU collectives run on GPU streams, not on " + to_string(on.where()));
-  on.enqueue_always([this, call, local_rank, buffers = std::move(buffers), handle = s->handle(),
-                     done = std::move(done)](bool failed) {
-    const std::int64_t start = steady_ns();
-    try {
-      meeting_.meet(local_rank, {call, buffers, handle}, failed,
-                    [this](std::vector<collective_rendezvous::arrival>& by_rank) { issue(by_rank); });
-    } catch (...) {
-      if (done) done({start, steady_ns()}, false);
-      throw;
-    }
-    // On GPU places the span ends when the collective is issued: the kernel runs after it.
-    if (done) done({start, steady_ns()}, true);
-  });
+  meeting_.enqueue_part(local_rank, call, std::move(buffers), on, cuda_stream_of(on, call.label).handle(),
+                        std::move(done), [this](auto& by_rank) { issue(by_rank); });
 }
 
 void shared_gpu_communicator::issue(std::vector<collective_rendezvous::arrival>& by_rank) {
