@@ -1,7 +1,8 @@
 // Training on GPU places (skipped without a GPU): 10 steps of the MLP on gpu:0 equal the
 // CPU reference executor within 1e-4 (losses and parameters); gpu:0x2 and gpu:0x4 (logical
 // places sharing GPU 0: the engine's own reduction) equal gpu:0 within 1e-5; reduce mode
-// and Adam too; fetched values come back to the host.
+// and Adam too; fetched values come back to the host; the hazard checker passes on the
+// traces of GPU steps.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -9,7 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include "actors/hazard_check.hpp"
 #include "actors/parallel_executor.hpp"
+#include "actors/trace.hpp"
 #include "devices/gpu_runtime.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/models/mlp.hpp"
@@ -97,6 +100,18 @@ TEST_P(GpuTraining, LogicalPlacesOnOneGpuEqualGpu0) {
     parallel_executor owners(logical_places(n), m.startup, m.main, reduce);
     expect_close(gpu_losses(owners, m), want, 1e-5f, "gpu:0x" + std::to_string(n) + " reduce mode");
   }
+}
+
+TEST_P(GpuTraining, TheHazardCheckerPassesOnGpuTraces) {
+  const auto m = model(GetParam());
+  parallel_executor exe(logical_places(2), m.startup, m.main);
+  trace_recorder recorder;
+  exe.trace(&recorder);
+  gpu_losses(exe, m);
+  exe.trace(nullptr);
+  EXPECT_EQ(recorder.events().size(), 10 * exe.graph().ops.size());
+  for (const auto& v : check_hazards({exe.graph(), exe.program(), exe.place_names()}, recorder.events()))
+    ADD_FAILURE() << v.message;
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, GpuTraining, ::testing::Values("sgd", "adam"));
