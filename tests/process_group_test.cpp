@@ -198,6 +198,19 @@ TEST(NetInbox, WaitTakeGivesUpAfterItsTimeout) {
   expect_error([&] { in.wait_take(0, 0, 1, 50ms); }, {"process rank 1 sent nothing for host exchange #0"});
 }
 
+// A finished peer's last payload can arrive just before the news that it exited (the job's
+// closing barrier): what arrived complete is still taken; what is missing fails.
+TEST(NetInbox, ACompletePayloadIsStillTakenAfterItsPeerIsLost) {
+  net_inbox in(0, 3);
+  in.deliver(packet(1, 0, 0, 4, 4));
+  in.deliver(packet(2, 0, 0, 4, 2));
+  in.fail("lost process rank 1: it exited");
+  auto whole = in.wait_take(1, 0, 1, 50ms);
+  EXPECT_EQ(whole.bytes.size(), 4u);
+  expect_error([&] { in.wait_take(1, 0, 2, 50ms); }, {"lost process rank 1: it exited"});
+  expect_error([&] { in.take(1, 1, 1); }, {"lost process rank 1: it exited"});
+}
+
 TEST(TensorBytes, RoundTripsEveryDtypeAndShape) {
   const tensor a = tensor::from_vector(std::vector<float>{1.5f, -2}, {2, 1});
   const tensor b = tensor::from_vector(std::vector<std::int64_t>{1LL << 40}, {1});

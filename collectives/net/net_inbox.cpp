@@ -98,8 +98,12 @@ void net_inbox::notify() {
 }
 
 std::optional<net_payload> net_inbox::take_locked(const key& k, bool in_order) {
-  if (broken_) throw error(*broken_);
   auto it = pending_.find(k);
+  // A payload that arrived complete (and passed every check) is still taken once the inbox
+  // broke: a peer that finished sends its last payload and exits, and the news of its exit
+  // may overtake the taker (the job's closing barrier). Anything still missing fails.
+  const bool complete = it != pending_.end() && it->second.received == it->second.total;
+  if (broken_ && !complete) throw error(*broken_);
   if (it == pending_.end() && !in_order) return std::nullopt;
   if (it == pending_.end()) {
     // Everything a peer sends is taken in sequence order: an older payload still here means

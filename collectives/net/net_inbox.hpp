@@ -36,8 +36,9 @@ class net_inbox {
   /// connection it came on belongs to that rank.
   void deliver(net_packet p);
 
-  /// Breaks the inbox (a peer was lost, or lied): every take fails with `why` from now
-  /// on. The first reason sticks.
+  /// Breaks the inbox (a peer was lost, or lied): every take of a payload not complete yet
+  /// fails with `why` from now on (complete ones are still taken: a finished peer's last
+  /// payload may arrive just before the news that it exited). The first reason sticks.
   void fail(const std::string& why);
 
   std::optional<std::string> broken() const;
