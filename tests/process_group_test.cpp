@@ -211,6 +211,27 @@ TEST(NetInbox, ACompletePayloadIsStillTakenAfterItsPeerIsLost) {
   expect_error([&] { in.take(1, 1, 1); }, {"lost process rank 1: it exited"});
 }
 
+// ... or just after it, by another route: wait_take still waits briefly after a loss.
+TEST(NetInbox, APayloadArrivingJustAfterTheLossIsStillTaken) {
+  net_inbox in(0, 2);
+  in.fail("lost process rank 1: it exited");
+  auto late = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(50ms);
+    in.deliver(packet(1, 0, 0, 4, 4));
+  });
+  EXPECT_EQ(in.wait_take(1, 0, 1, 5s).bytes.size(), 4u);
+  late.get();
+  const auto start = std::chrono::steady_clock::now();
+  expect_error([&] { in.wait_take(1, 1, 1, 5s); }, {"lost process rank 1: it exited"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "the loss ends the wait, not the timeout";
+  // A lie fails at once: no grace.
+  net_inbox lied(0, 2);
+  lied.deliver(packet(0, 0, 0, 4, 4)); // claims to come from this rank
+  const auto lie_start = std::chrono::steady_clock::now();
+  expect_error([&] { lied.wait_take(1, 0, 1, 5s); }, {"claims to come from process rank 0"});
+  EXPECT_LT(std::chrono::steady_clock::now() - lie_start, net_inbox::loss_grace);
+}
+
 TEST(TensorBytes, RoundTripsEveryDtypeAndShape) {
   const tensor a = tensor::from_vector(std::vector<float>{1.5f, -2}, {2, 1});
   const tensor b = tensor::from_vector(std::vector<std::int64_t>{1LL << 40}, {1});

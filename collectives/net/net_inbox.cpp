@@ -62,9 +62,12 @@ std::optional<std::string> net_inbox::check(const net_packet& p) const {
 void net_inbox::deliver(net_packet p) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    if (broken_) return;
+    // After a loss, packets still on their way are filed for loss_grace (wait_take may still
+    // want them); after a lie, or later, nothing more is.
+    const bool late = broken_ && std::chrono::steady_clock::now() < broken_at_ + loss_grace;
+    if (broken_ && !late) return;
     if (auto lie = check(p)) {
-      broken_ = *lie;
+      if (!broken_) broken_ = *lie;
     } else {
       assembly& a = pending_[{p.channel, p.sequence, p.from}];
       a.kind = p.kind;
@@ -83,6 +86,7 @@ void net_inbox::fail(const std::string& why) {
     std::lock_guard<std::mutex> guard(mutex_);
     if (broken_) return;
     broken_ = why;
+    broken_at_ = std::chrono::steady_clock::now();
   }
   notify();
 }
@@ -186,7 +190,15 @@ net_payload net_inbox::wait_take(std::uint32_t channel, std::uint64_t sequence, 
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const key k{channel, sequence, from};
   for (;;) {
-    if (auto p = take_locked(k, true)) return std::move(*p);
+    try {
+      if (auto p = take_locked(k, true)) return std::move(*p);
+    } catch (const error&) {
+      // Broken: the payload may still be on its way for a moment (see loss_grace).
+      const auto now = std::chrono::steady_clock::now();
+      if (!broken_ || now >= broken_at_ + loss_grace || now >= deadline) throw;
+      arrived_.wait_until(lock, std::min(deadline, broken_at_ + loss_grace));
+      continue;
+    }
     if (arrived_.wait_until(lock, deadline) == std::cv_status::timeout) {
       if (auto p = take_locked(k, true)) return std::move(*p);
       throw error("process rank " + std::to_string(from) + " sent nothing for " +

@@ -63,7 +63,9 @@ class net_inbox {
   std::optional<net_payload> take_notice(std::uint32_t channel, std::uint64_t sequence, int from);
 
   /// Like take, but blocks until the payload is complete. Throws pe::error when the inbox
-  /// breaks meanwhile, or when nothing completes it for `timeout`.
+  /// broke more than `loss_grace` ago (a finished peer's last payload may travel another
+  /// route than the news of its exit, and arrive just after it), or when nothing completes
+  /// it for `timeout`.
   net_payload wait_take(std::uint32_t channel, std::uint64_t sequence, int from,
                         std::chrono::milliseconds timeout);
 
@@ -94,6 +96,11 @@ class net_inbox {
   /// Per (channel, from): the highest sequence taken so far; older packets are out of order.
   std::map<std::pair<std::uint32_t, int>, std::uint64_t> taken_;
   std::optional<std::string> broken_;
+  std::chrono::steady_clock::time_point broken_at_; // when broken_ was set
+
+ public:
+  /// How long wait_take still waits for a payload after the inbox broke.
+  static constexpr std::chrono::milliseconds loss_grace{500};
 };
 
 } // namespace pe
