@@ -13,7 +13,8 @@ namespace pe::fuzz {
 const std::string& write_scratch(const std::uint8_t* data, std::size_t size,
                                  const std::string& suffix = "");
 
-/// A second scratch path, for readers' outputs written back (round trips).
+/// A scratch path of this process ending in `suffix` (readers' outputs written back for round
+/// trips, the seed generator's staging files), removed at exit.
 const std::string& scratch_path(const std::string& suffix);
 
 /// Aborts with `what` when `condition` fails: an invariant broken by an input the reader

@@ -8,8 +8,6 @@
 // Usage: make_seeds OUT
 #include <zlib.h>
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +30,7 @@
 #include "graph/op_registry.hpp"
 #include "graph/program_io.hpp"
 #include "graph/validate.hpp"
+#include "tests/fuzz/fuzz_support.hpp"
 #include "tests/fuzz/param_specs.hpp"
 
 namespace fs = std::filesystem;
@@ -220,28 +219,26 @@ void add_params() {
     for (std::size_t k = 0; k < t.bytes(); ++k) bytes[k] = specs[i].type == dtype::boolean ? k % 2 : std::uint8_t(k * 37);
     return t;
   };
-  const fs::path scratch = fs::temp_directory_path() / ("pe_seeds_" + std::to_string(::getpid()));
+  const std::string& scratch = fuzz::scratch_path(".params");
   for (std::size_t i = 0; i < specs.size(); ++i) {
     write_file("param_file", "single_" + std::to_string(i), std::string(1, char(i << 1)) + serialize_param(matching(i)));
     const std::size_t j = (i + 3) % specs.size();
     param_map both{{"a", matching(i)}, {"b", matching(j)}};
-    write_combined_params(scratch.string(), both);
+    write_combined_params(scratch, both);
     write_file("param_file", "combined_" + std::to_string(i), std::string(1, char(1 | i << 1 | j << 4)) + read_file(scratch));
   }
-  fs::remove(scratch);
 }
 
 void add_npy() {
-  const fs::path scratch = fs::temp_directory_path() / ("pe_seeds_" + std::to_string(::getpid()) + ".npy");
+  const std::string& scratch = fuzz::scratch_path(".npy");
   const std::vector<std::pair<dtype, shape_t>> kinds = {{dtype::fp32, {2, 3}}, {dtype::int64, {4}}, {dtype::int32, {}},
                                                          {dtype::uint8, {2, 2, 2}}, {dtype::boolean, {3}},
                                                          {dtype::fp64, {1, 2}}, {dtype::fp32, {0, 3}}};
   int k = 0;
   for (const auto& [type, dims] : kinds) {
-    write_npy(scratch.string(), tensor::zeros(type, dims));
+    write_npy(scratch, tensor::zeros(type, dims));
     write_file("npy", "seed_" + std::to_string(k++) + ".npy", read_file(scratch));
   }
-  fs::remove(scratch);
 }
 
 std::string big_endian(std::uint32_t v) {
@@ -249,14 +246,12 @@ std::string big_endian(std::uint32_t v) {
 }
 
 std::string gzipped(const std::string& bytes) {
-  const fs::path scratch = fs::temp_directory_path() / ("pe_seeds_" + std::to_string(::getpid()) + ".gz");
+  const std::string& scratch = fuzz::scratch_path(".gz");
   gzFile f = gzopen(scratch.c_str(), "wb");
-  if (!f) throw error("cannot write " + scratch.string());
+  if (!f) throw error("cannot write " + scratch);
   gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
   gzclose(f);
-  std::string out = read_file(scratch);
-  fs::remove(scratch);
-  return out;
+  return read_file(scratch);
 }
 
 void add_idx() {
