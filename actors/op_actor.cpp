@@ -24,50 +24,63 @@ void fail_stream(stream& s) {
   s.enqueue([] { throw error("waited on failed work: an input's writer failed"); });
 }
 
+/// What a traced firing's span goes to: the recorder, once the stream knows when the work
+/// ran (on a GPU place, once the device finished it).
+stream::span_sink trace_sink(trace_recorder* t, const step_node& n) {
+  return [t, step = n.fired_step, id = n.id, enqueued = n.enqueued_ns](const stream::work_span& span) {
+    t->record(step, id, enqueued, t->from_steady(span.start_ns), t->from_steady(span.end_ns));
+  };
+}
+
+/// The body of a computation's, loss-gradient scale's or fetch's task, on its place's
+/// stream: `launch` runs the node (on a GPU place, launches its kernels or copies), then the
+/// node's references are released (stream-ordered).
+template <class Launch>
+void run_node(actor_env& env, step_node& n, const Launch& launch) {
+  if (env.in->cancelled.load()) {
+    env.in->fail("step " + std::to_string(n.fired_step) + " cancelled: the executor is being destroyed");
+    throw error("cancelled");
+  }
+  try {
+    launch();
+  } catch (const std::exception& e) {
+    env.in->fail(e.what());
+    throw;
+  }
+  env.graph->release(n);
+}
+
 /// A computation, loss-gradient scale or fetch: on its place's stream. On a GPU place the
-/// scale and fetch are copies through the device, enqueued now in stream order; what runs
-/// on the stream's thread after them only traces and releases.
-void launch_op(actor_env& env, step_node& n, const std::vector<event_ref>& inputs) {
+/// scale and fetch are copies through the device (transfer_work), launched by the task.
+void launch_op(actor_env& env, step_node& n, const std::vector<event_ref>& inputs,
+               trace_recorder* t) {
   device& d = *env.devices[static_cast<std::size_t>(n.place)];
   stream& s = d.get_stream(n.runs_on);
   if (!order_after_inputs(env, s, inputs, -1)) fail_stream(s);
-  const bool transfer = n.is_transfer(d);
-  if (transfer) n.transfer(d, s, *env.in);
-  // Two pointers: small enough for std::function to hold without allocating.
-  s.enqueue([envp = &env, np = &n, transfer] {
-    actor_env& env = *envp;
-    step_node& n = *np;
-    const std::uint64_t step = n.fired_step;
-    trace_recorder* t = env.trace != nullptr && env.trace->wants(step) ? env.trace : nullptr;
-    const std::int64_t start = t != nullptr ? t->now_ns() : 0;
-    if (env.in->cancelled.load()) {
-      env.in->fail("step " + std::to_string(step) + " cancelled: the executor is being destroyed");
-      throw error("cancelled");
-    }
-    try {
-      if (!transfer) n.run(*env.in);
-    } catch (const std::exception& e) {
-      env.in->fail(e.what());
-      throw;
-    }
-    if (t != nullptr) t->record(step, n.id, n.enqueued_ns, start, t->now_ns());
-    env.graph->release(n);
-  });
+  // A computation's task holds two pointers: small enough for std::function not to allocate.
+  stream::task work =
+      n.is_transfer(d)
+          ? stream::task([envp = &env, np = &n, copy = n.transfer_work(d, s, *env.in)] {
+              run_node(*envp, *np, copy);
+            })
+          : stream::task([envp = &env, np = &n] { run_node(*envp, *np, [&] { np->run(*envp->in); }); });
+  if (t != nullptr) s.enqueue_timed(std::move(work), trace_sink(t, n));
+  else s.enqueue(std::move(work));
   s.record(n.done_on(n.place));
 }
 
 /// A collective: every place's part on its communication stream, in sequence.
-void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref>& inputs) {
+void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref>& inputs,
+                       trace_recorder* t) {
   collective_call call = n.call();
   call.sequence += env.sequence_base;
-  const std::uint64_t step = n.fired_step;
-  const std::int64_t enqueued = n.enqueued_ns;
-  communicator::completion done = [&env, &n, step, enqueued](const collective_span& span, bool ok) {
+  call.timed = t != nullptr;
+  communicator::completion done = [&env, &n, sink = t != nullptr ? trace_sink(t, n) : stream::span_sink{}](
+                                      const collective_span& span, bool ok) {
     // A failed collective's message is its streams' error, which run() reports (or the
     // kernel error that poisoned it, reported first).
     if (!ok) return;
-    if (trace_recorder* t = env.trace; t != nullptr && t->wants(step))
-      t->record(step, n.id, enqueued, t->from_steady(span.start_ns), t->from_steady(span.end_ns));
+    if (sink) sink({span.start_ns, span.end_ns});
     env.graph->release(n);
   };
   for (std::size_t p = 0; p < env.devices.size(); ++p) {
@@ -88,8 +101,8 @@ caf::behavior op_actor(caf::stateful_actor<op_actor_state>* self, actor_env* env
     n.fired_step = step;
     n.enqueued_ns = t != nullptr ? t->now_ns() : 0;
     try {
-      if (n.is_collective()) launch_collective(*env, n, self->state.inputs);
-      else launch_op(*env, n, self->state.inputs);
+      if (n.is_collective()) launch_collective(*env, n, self->state.inputs, t);
+      else launch_op(*env, n, self->state.inputs, t);
     } catch (const std::exception& e) {
       env->in->fail(n.label + ": " + e.what()); // enqueueing itself failed: nothing to wait on
     }

@@ -57,19 +57,17 @@ bool step_node::is_transfer(const device& d) const {
          (what == op_handle::kind::scale_loss_grad || what == op_handle::kind::fetch);
 }
 
-void step_node::transfer(device& d, stream& on, step_inputs& in) {
+stream::task step_node::transfer_work(device& d, stream& on, step_inputs& in) {
   if (what == op_handle::kind::fetch) {
     // An uninitialised host tensor takes the fetched value from the device.
     tensor& out = in.fetched[static_cast<std::size_t>(fetch_index_)][static_cast<std::size_t>(place)];
     out = tensor();
-    d.copy(on, out, *slots_[0][0]);
-    return;
+    return d.copy_work(on, out, *slots_[0][0]);
   }
-  if (in.loss_scale.empty()) return; // customized: the user fed loss@GRAD
+  if (in.loss_scale.empty()) return [] {}; // customized: the user fed loss@GRAD
   auto scale = std::make_shared<tensor>(dtype::fp32, shape_);
   std::fill_n(scale->data<float>(), scale->numel(), in.loss_scale[static_cast<std::size_t>(place)]);
-  d.copy(on, *slots_[0][0], *scale);
-  on.enqueue([scale] {}); // the host values live until the copy before this has run
+  return [copy = d.copy_work(on, *slots_[0][0], *scale), scale] { copy(); };
 }
 
 collective_call step_node::call() const {

@@ -70,10 +70,11 @@ class step_node {
   /// cannot touch (a scale or fetch on a GPU place): then it runs as transfer() instead.
   bool is_transfer(const device& d) const;
 
-  /// A transfer node's work, enqueued on `on` now (from the firing actor, so that it keeps
-  /// its position on the stream): the loss-gradient scale copied from the host, or the
-  /// fetched variable copied to the host. What the copy needs stays alive until it ran.
-  void transfer(device& d, stream& on, step_inputs& in);
+  /// A transfer node's launch code, to run on `on`'s thread in the node's task: the
+  /// loss-gradient scale copied from the host, or the fetched variable copied to the host.
+  /// What the copy needs lives as long as the returned task (the stream drops a task after
+  /// its launch code ran, and the device's copy reads pageable host memory before it returns).
+  stream::task transfer_work(device& d, stream& on, step_inputs& in);
 
   /// Collectives: what every rank launches (sequence counted within the step).
   collective_call call() const;

@@ -13,7 +13,8 @@ namespace pe {
 
 /// One op firing as the tracer saw it. The span is the op's work on its stream (its
 /// kernel; for a collective, from the moment every rank had joined to the moment every
-/// rank had finished), which is what the hazard checker compares; `enqueued_ns` is when
+/// rank had finished; on a GPU place the device's times, see stream::enqueue_timed), which
+/// is what the hazard checker compares; `enqueued_ns` is when
 /// the op actor, having received its last input message, put that work on the stream. The
 /// host runs ahead, so enqueued_ns is usually well before start_ns.
 struct trace_event {

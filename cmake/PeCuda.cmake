@@ -7,8 +7,10 @@
 # -fsanitize.
 #
 # When on: the CUDA language is enabled for sm_90 (H100/H200) unless CMAKE_CUDA_ARCHITECTURES
-# is given, CUDA::cudart and CUDA::cublas come from find_package(CUDAToolkit), and NCCL from
-# cmake/FindNCCL.cmake when the toolkit ships it (PE_NCCL is ON then, and NCCL::nccl exists).
+# is given, CUDA::cudart and CUDA::cublas come from find_package(CUDAToolkit), cuDNN (required:
+# the convolutions run through it) from cmake/FindCUDNN.cmake (CUDNN::cudnn; -DCUDNN_ROOT=DIR
+# for a copy outside the toolkit), and NCCL from cmake/FindNCCL.cmake when the toolkit or
+# NCCL_ROOT ships it (PE_NCCL is ON then, and NCCL::nccl exists).
 
 string(TOUPPER "${PE_WITH_CUDA}" pe_with_cuda_)
 if(NOT pe_with_cuda_ MATCHES "^(AUTO|ON|OFF|TRUE|FALSE|YES|NO|1|0)$")
@@ -51,6 +53,11 @@ elseif(NOT pe_with_cuda_ STREQUAL "OFF")
       set(pe_cuda_missing_ "nvcc (${CMAKE_CUDA_COMPILER}) was found but not the CUDA toolkit's libraries (find_package(CUDAToolkit))")
     elseif(NOT TARGET CUDA::cublas)
       set(pe_cuda_missing_ "the CUDA toolkit at ${CUDAToolkit_LIBRARY_ROOT} has no cuBLAS (CUDA::cublas)")
+    else()
+      find_package(CUDNN)
+      if(NOT CUDNN_FOUND)
+        set(pe_cuda_missing_ "no cuDNN was found (include/cudnn.h and libcudnn under CUDNN_ROOT or /usr/local/cuda): set -DCUDNN_ROOT to a folder with include/cudnn.h and lib/ or lib64/libcudnn.so.9")
+      endif()
     endif()
   endif()
 
@@ -78,6 +85,6 @@ elseif(NOT pe_with_cuda_ STREQUAL "OFF")
     if(NCCL_FOUND)
       set(PE_NCCL ON)
     endif()
-    message(STATUS "CUDA places: on (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}, NCCL ${PE_NCCL})")
+    message(STATUS "CUDA places: on (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}, cuDNN ${CUDNN_VERSION} at ${CUDNN_LIBRARY}, NCCL ${PE_NCCL})")
   endif()
 endif()

@@ -23,10 +23,16 @@ struct collective_call {
   int root = 0;               ///< global rank (reduce, broadcast)
   std::uint64_t sequence = 0; ///< position in the order every rank issues collectives in
   std::string label;          ///< what errors name: "all_reduce(fc_0.w_0@GRAD)"
+  /// Wanted for a trace: where a device runs the collective after the host issued it (a
+  /// GPU), completion waits for the device and reports when the device ran it.
+  bool timed = false;
 };
 
 /// Times of one completed collective, for tracing: when the last rank joined (no rank
-/// wrote before) and when the last rank finished (every rank's result was complete).
+/// wrote before) and when the last rank finished (every rank's result was complete). A
+/// timed GPU collective ends when the first rank finished on its device (no rank read its
+/// result before; the ranks' devices finish at slightly different times), never before
+/// its start.
 struct collective_span {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;

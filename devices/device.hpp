@@ -36,7 +36,11 @@ class device {
   /// Enqueues on `on` a copy of `src` (any place) into `dst` (this device's place, or the
   /// host), giving `dst` src's dtype and shape as they are when the copy runs: earlier work
   /// on the stream may still be writing `src`. Both tensors must outlive the copy.
-  virtual void copy(stream& on, tensor& dst, const tensor& src) = 0;
+  void copy(stream& on, tensor& dst, const tensor& src) { on.enqueue(copy_work(on, dst, src)); }
+
+  /// What copy() enqueues: the copy's launch code, to run on `on`'s thread, for callers
+  /// that run it inside a task of their own there (a traced transfer).
+  virtual stream::task copy_work(stream& on, tensor& dst, const tensor& src) = 0;
 
   /// Stops every stream: queued work is dropped and blocked waits return, so that nothing
   /// outlives the device. Idempotent; the destructor calls it.

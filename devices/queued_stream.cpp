@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "devices/error.hpp"
+#include "devices/steady_clock.hpp"
 
 namespace pe {
 
@@ -11,6 +12,9 @@ namespace {
 /// How long an idle stream thread keeps looking for work before it sleeps.
 constexpr auto idle_spin = std::chrono::microseconds(50);
 
+/// How often an idle stream thread looks at the device for the ends of pending spans.
+constexpr auto span_poll = std::chrono::microseconds(200);
+
 const queued_event& as_queued(const event& e) {
   auto* q = dynamic_cast<const queued_event*>(&e);
   if (q == nullptr) throw error("stream: the event belongs to another kind of device");
@@ -18,6 +22,18 @@ const queued_event& as_queued(const event& e) {
 }
 
 } // namespace
+
+// --- stream_backend --------------------------------------------------------------------
+
+stream::work_span stream_backend::take_span(marker begin, marker end) {
+  drop_span(begin, end);
+  throw error(describe() + " keeps no device clock");
+}
+
+void stream_backend::drop_span(marker begin, marker end) {
+  if (begin != nullptr) release(begin);
+  if (end != nullptr) release(end);
+}
 
 // --- stream_record ---------------------------------------------------------------------
 
@@ -135,6 +151,7 @@ void queued_stream::stop() {
   // Records never reached count as failed, so that their waiters return.
   for (item& it : dropped)
     if (it.type == item::what::record) it.rec->reach(nullptr, true);
+  drop_spans();
 }
 
 void queued_stream::push(item it) {
@@ -163,6 +180,21 @@ void queued_stream::enqueue_always(std::function<void(bool failed)> work) {
   item it;
   it.type = item::what::always;
   it.always = std::move(work);
+  push(std::move(it));
+}
+
+void queued_stream::enqueue_timed(task work, span_sink timed) {
+  item it;
+  it.work = std::move(work);
+  it.timed = std::move(timed);
+  push(std::move(it));
+}
+
+void queued_stream::enqueue_always_timed(std::function<void(bool failed)> work, span_sink timed) {
+  item it;
+  it.type = item::what::always;
+  it.always = std::move(work);
+  it.timed = std::move(timed);
   push(std::move(it));
 }
 
@@ -196,6 +228,7 @@ bool queued_stream::synchronize() {
   push(std::move(it));
   const bool ok = r->synchronize();
   if (!ok && !r->device_error().empty()) fail(r->device_error());
+  resolve_spans(); // the device passed every span enqueued before: their sinks are told now
   return ok && !stopped_->load();
 }
 
@@ -253,8 +286,7 @@ void queued_stream::execute(item& it) {
       const bool failed = failed_.load();
       if (failed && it.type == item::what::work) return; // poisoned: skip
       try {
-        if (it.type == item::what::work) it.work();
-        else it.always(failed);
+        run_work(it, failed);
       } catch (const std::exception& x) {
         fail(x.what());
       } catch (...) {
@@ -263,6 +295,73 @@ void queued_stream::execute(item& it) {
       return;
     }
   }
+}
+
+void queued_stream::run_work(item& it, bool failed) {
+  const auto work = [&] {
+    if (it.type == item::what::work) it.work();
+    else it.always(failed);
+  };
+  if (!it.timed) return work();
+  stream_backend::marker begin = backend_->record_timed();
+  if (begin == nullptr) { // no device clock: the launch code's own run
+    const std::int64_t start = steady_ns();
+    work();
+    it.timed({start, steady_ns()});
+    return;
+  }
+  stream_backend::marker end = nullptr;
+  try {
+    work();
+    end = backend_->record_timed();
+  } catch (...) {
+    backend_->drop_span(begin, end);
+    throw;
+  }
+  std::lock_guard<std::mutex> guard(spans_mutex_);
+  spans_.push_back({begin, end, std::move(it.timed)});
+  spans_pending_.store(true);
+}
+
+void queued_stream::resolve_spans() {
+  if (!spans_pending_.load()) return;
+  // One resolver at a time, sinks included, so that synchronize() returns only once every
+  // span before it was told, also one the stream's thread had just taken.
+  std::lock_guard<std::mutex> resolving(resolve_mutex_);
+  for (;;) {
+    pending_span p;
+    work_span span;
+    {
+      std::lock_guard<std::mutex> guard(spans_mutex_);
+      if (spans_.empty()) {
+        spans_pending_.store(false);
+        return;
+      }
+      std::string message;
+      const stream_backend::state state = backend_->query(spans_.front().end, message);
+      if (state == stream_backend::state::pending) return;
+      p = std::move(spans_.front());
+      spans_.pop_front();
+      if (state == stream_backend::state::failed) { // the failure reaches the host elsewhere
+        backend_->drop_span(p.begin, p.end);
+        continue;
+      }
+      try {
+        span = backend_->take_span(p.begin, p.end);
+      } catch (const std::exception& x) {
+        fail(x.what());
+        continue;
+      }
+    }
+    p.timed(span); // outside the lock: a sink may take locks of its own
+  }
+}
+
+void queued_stream::drop_spans() {
+  std::lock_guard<std::mutex> guard(spans_mutex_);
+  for (pending_span& p : spans_) backend_->drop_span(p.begin, p.end);
+  spans_.clear();
+  spans_pending_.store(false);
 }
 
 void queued_stream::run(std::promise<void>* started) {
@@ -287,6 +386,7 @@ void queued_stream::run(std::promise<void>* started) {
     }
     if (have) {
       execute(it);
+      resolve_spans();
       continue; // what `it` captured is dropped here, after its launch code ran
     }
     const auto until = std::chrono::steady_clock::now() + idle_spin;
@@ -297,15 +397,20 @@ void queued_stream::run(std::promise<void>* started) {
         found = !queue_.empty();
       }
       if (found) break;
+      resolve_spans();
       std::this_thread::yield();
     }
     if (found || stopped_->load()) continue;
     sleeping_.store(true);
     {
+      // While spans are pending the thread naps, to look at the device again.
       std::unique_lock<std::mutex> lock(mutex_);
-      wakeup_.wait(lock, [this] { return !queue_.empty() || stopped_->load(); });
+      const auto woken = [this] { return !queue_.empty() || stopped_->load(); };
+      if (spans_pending_.load()) wakeup_.wait_for(lock, span_poll, woken);
+      else wakeup_.wait(lock, woken);
     }
     sleeping_.store(false);
+    resolve_spans();
   }
 }
 

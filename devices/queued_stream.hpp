@@ -43,6 +43,20 @@ class stream_backend {
   /// `m` is no longer needed (any thread).
   virtual void release(marker m) = 0;
 
+  /// A marker that the device also stamps with its clock when it reaches it, for timing
+  /// device work; null when this backend keeps no device clock (the stream then times the
+  /// launch code on the host). Throws pe::error.
+  virtual marker record_timed() { return nullptr; }
+
+  /// Once query(end) said done: when the device reached the timed markers `begin` and
+  /// `end` (recorded in that order on this stream), in steady-clock nanoseconds. Takes
+  /// both markers (no release() for them). Any thread. Throws pe::error.
+  virtual stream::work_span take_span(marker begin, marker end);
+
+  /// Takes timed markers whose span is not wanted (failed or dropped work); `end` may be
+  /// null. Any thread.
+  virtual void drop_span(marker begin, marker end);
+
   /// "the compute stream of gpu:0", for messages.
   virtual std::string describe() const = 0;
 };
@@ -125,6 +139,11 @@ class queued_event final : public event {
 /// anyway. Device-side ordering is the backend's (cudaEventRecord, cudaStreamWaitEvent),
 /// so the host waits for the device only in synchronize(). An idle thread spins briefly
 /// (yielding) before it sleeps, so back-to-back launches do not pay a wake-up.
+///
+/// Timed work (enqueue_timed) is bracketed by two timed markers; the span is read from the
+/// device clock once the device passed the second, by the stream's thread polling between
+/// items (it naps instead of sleeping while spans are pending) or by synchronize(), so
+/// neither a CAF worker nor the launch code ever blocks on the device for it.
 class queued_stream : public stream {
  public:
   /// Starts the thread and the backend on it; throws what backend->start() threw.
@@ -137,6 +156,8 @@ class queued_stream : public stream {
   stream_kind kind() const override { return kind_; }
   void enqueue(task work) override;
   void enqueue_always(std::function<void(bool failed)> work) override;
+  void enqueue_timed(task work, span_sink timed) override;
+  void enqueue_always_timed(std::function<void(bool failed)> work, span_sink timed) override;
   void record(event& e) override;
   void wait(const event& e) override;
   bool synchronize() override;
@@ -153,12 +174,22 @@ class queued_stream : public stream {
     enum class what { work, always, record, wait } type = what::work;
     task work;
     std::function<void(bool failed)> always;
+    span_sink timed;                    // work, always: told the device span
     std::shared_ptr<stream_record> rec; // record: the one to reach; wait: the one waited for
+  };
+  /// Timed work launched, its span still to be read from the device.
+  struct pending_span {
+    stream_backend::marker begin = nullptr, end = nullptr;
+    span_sink timed;
   };
 
   void push(item it);
   void run(std::promise<void>* started);
   void execute(item& it);
+  void run_work(item& it, bool failed);
+  /// Tells the sinks of the pending spans whose work the device finished, in order.
+  void resolve_spans();
+  void drop_spans();
   void fail(std::string message);
   std::shared_ptr<stream_record> new_record();
 
@@ -173,6 +204,10 @@ class queued_stream : public stream {
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> failed_{false};
   std::optional<std::string> error_; // guarded by mutex_
+  std::mutex resolve_mutex_; // held by resolve_spans(), across its sinks
+  std::mutex spans_mutex_;
+  std::deque<pending_span> spans_; // guarded by spans_mutex_
+  std::atomic<bool> spans_pending_{false};
   std::thread thread_;
 };
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -45,6 +46,15 @@ class stream {
  public:
   using task = std::function<void()>;
 
+  /// When a task's work ran, in steady-clock nanoseconds (devices/steady_clock.hpp).
+  struct work_span {
+    std::int64_t start_ns = 0;
+    std::int64_t end_ns = 0;
+  };
+  /// Told a timed task's span once its work has finished; runs on the stream's thread or in
+  /// synchronize(), never for work that was skipped or threw.
+  using span_sink = std::function<void(const work_span&)>;
+
   virtual ~stream() = default;
 
   virtual place where() const = 0;
@@ -60,6 +70,16 @@ class stream {
   /// (and spread the failure) rather than leave the other ranks waiting. Exceptions it
   /// throws fail the stream as enqueue's do.
   virtual void enqueue_always(std::function<void(bool failed)> work) = 0;
+
+  /// enqueue(), and `timed` is told when the work ran where it runs: on a CPU place the
+  /// task itself (timed on the host, around it); on a GPU place the device work the task
+  /// launched, between markers the device stamps before and after it, so the span is
+  /// known only once the device finished (at the latest when synchronize() returns). For
+  /// tracing: what happens on the device, not when the host launched it.
+  virtual void enqueue_timed(task work, span_sink timed);
+
+  /// enqueue_always() timed as enqueue_timed(); `timed` is not told when `work` threw.
+  virtual void enqueue_always_timed(std::function<void(bool failed)> work, span_sink timed);
 
   /// Makes `e` capture the work enqueued on this stream so far.
   virtual void record(event& e) = 0;

@@ -16,7 +16,8 @@
 # Stages (each says PASS or FAIL; the exit status is non-zero when any failed):
 #   1. a GPU must be there (nvidia-smi -L lists one);
 #      without one this prints why and exits 1 at once
-#   2. unpack the dependencies, configure, build
+#   2. unpack the dependencies, find cuDNN and NCCL (the toolkit's, else PyTorch's wheels'),
+#      configure, build
 #   3. every gpu_* and cuda_* test binary (ctest -L gpu)
 #   4. compute-sanitizer --tool racecheck on one training step of the MLP on gpu:0
 #   5. the GPU benchmark (bench/gpu_bench), when the build has one
@@ -72,10 +73,57 @@ elif ! { [[ -f /usr/include/caf/all.hpp ]] || [[ -f /usr/local/include/caf/all.h
   echo "gpu_check: no $deps/*.deb and no CAF on this machine: run scripts/pack_gpu_deps.sh where apt works and bring $deps" >&2
   exit 1
 fi
+# cuDNN and NCCL: the toolkit's when /usr/local/cuda has them, else the PyTorch wheels'
+# (nvidia-cudnn-cu13, nvidia-nccl-cu13: include/ and lib/ with only the versioned .so), found
+# through python3 and handed to CMake as CUDNN_ROOT / NCCL_ROOT; their lib/ goes on
+# LD_LIBRARY_PATH so that the binaries (and cuDNN's own dlopen of its engines) find them.
+python_package_dir() { # python_package_dir MODULE: the folder of a python3 package, or nothing
+  python3 -c "import importlib, os; m = importlib.import_module('$1'); \
+print(os.path.dirname(m.__file__) if getattr(m, '__file__', None) else list(m.__path__)[0])" 2>/dev/null
+}
+header_version() { # header_version FILE PREFIX: MAJOR.MINOR.PATCH(LEVEL) from #defines
+  local v=() part
+  for part in MAJOR MINOR PATCH; do
+    v+=("$(grep -oE "^#define ${2}_${part}[A-Z]* +[0-9]+" "$1" 2>/dev/null | head -1 | grep -oE '[0-9]+$')")
+  done
+  local IFS=.
+  echo "${v[*]}"
+}
+library_args=()
+library_dirs=()
+find_cuda_library() { # find_cuda_library NAME HEADER VERSION_HEADER PREFIX MODULE CMAKE_ROOT_VAR
+  local dir
+  if [[ -f /usr/local/cuda/include/$2 ]]; then
+    dir=/usr/local/cuda
+  else
+    dir=$(python_package_dir "$5")
+    if [[ -z $dir || ! -f $dir/include/$2 ]]; then
+      # Another wheel layout (CUDA 13's nvidia/cu13/...): the header's folder under the
+      # python3 package "nvidia", if any.
+      local header
+      header=$(find "$(python_package_dir nvidia)" -maxdepth 5 -path "*/include/$2" 2>/dev/null | head -1)
+      dir=${header:+$(dirname "$(dirname "$header")")}
+    fi
+    if [[ -z $dir ]]; then
+      echo "gpu_check: $1: none (no /usr/local/cuda/include/$2, and python3 has no $5 with include/$2)"
+      return
+    fi
+    library_args+=("-D$6=$dir")
+    library_dirs+=("$dir/lib")
+    [[ -d $dir/lib64 ]] && library_dirs+=("$dir/lib64")
+  fi
+  echo "gpu_check: $1 $(header_version "$dir/include/$3" "$4") from $dir"
+}
+find_cuda_library cuDNN cudnn.h cudnn_version.h CUDNN nvidia.cudnn CUDNN_ROOT
+find_cuda_library NCCL nccl.h nccl.h NCCL nvidia.nccl NCCL_ROOT
+if (( ${#library_dirs[@]} > 0 )); then
+  LD_LIBRARY_PATH=$(IFS=:; echo "${library_dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LD_LIBRARY_PATH
+fi
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPE_WITH_CUDA=ON \
-  -DPE_PYTHON=OFF "${prefix_args[@]}" >"$logs/configure.log" 2>&1
+  -DPE_PYTHON=OFF "${prefix_args[@]}" "${library_args[@]}" >"$logs/configure.log" 2>&1
 status=$?
 # Only what the checks run (the device tool allows 10 minutes a command), unless --all-tests.
 gpu_tests=()

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -187,6 +188,66 @@ TEST(CollectiveRendezvous, PartsEnqueuedOnStreamsMeetThereAndReportTheirSpan) {
             std::string::npos);
   EXPECT_FALSE(failing.synchronize());
   EXPECT_EQ(issued, 1);
+}
+
+/// A stream whose timed parts run at once on a thread of their own and whose device spans
+/// the test tells, to see how a timed collective joins its ranks' spans.
+class scripted_stream final : public stream {
+ public:
+  place where() const override { return place::gpu(0); }
+  stream_kind kind() const override { return stream_kind::communication; }
+  void enqueue(task) override { ADD_FAILURE() << "not used"; }
+  void enqueue_always(std::function<void(bool)>) override { ADD_FAILURE() << "a timed call is enqueued timed"; }
+  void enqueue_always_timed(std::function<void(bool failed)> work, span_sink timed) override {
+    sink_ = std::move(timed);
+    ran_ = std::async(std::launch::async, [work = std::move(work)] { work(false); });
+  }
+  void record(event&) override {}
+  void wait(const event&) override {}
+  bool synchronize() override { return ran_.wait_for(std::chrono::seconds(30)) == std::future_status::ready; }
+  std::optional<std::string> error() const override { return std::nullopt; }
+  void clear_error() override {}
+
+  /// The device finished this rank's part between these times.
+  void finish(std::int64_t start, std::int64_t end) { sink_({start, end}); }
+
+ private:
+  span_sink sink_;
+  std::future<void> ran_;
+};
+
+TEST(CollectiveRendezvous, ATimedCollectiveReportsOnceEveryRanksDeviceSpanIsKnown) {
+  collective_rendezvous meeting(2);
+  tensor x = tensor::zeros(dtype::fp32, {3}), y = tensor::zeros(dtype::fp32, {3});
+  struct case_t {
+    std::int64_t start0, end0, start1, end1, start, end;
+  };
+  // The latest start and the earliest end; never an end before the start.
+  std::uint64_t sequence = 0;
+  for (const case_t c : {case_t{100, 500, 200, 400, 200, 400}, case_t{100, 150, 200, 400, 200, 200}}) {
+    scripted_stream a, b;
+    collective_call call = call_of(sequence++);
+    call.timed = true;
+    int reported = 0;
+    collective_span got;
+    meeting.enqueue_part(0, call, {&x}, a, nullptr,
+                         [&](const collective_span& span, bool ok) {
+                           ++reported;
+                           EXPECT_TRUE(ok);
+                           got = span;
+                         },
+                         [](auto&) {});
+    meeting.enqueue_part(1, call, {&y}, b, nullptr, {}, [](auto&) {});
+    ASSERT_TRUE(a.synchronize());
+    ASSERT_TRUE(b.synchronize());
+    EXPECT_EQ(reported, 0); // issued, but the devices have not finished
+    b.finish(c.start1, c.end1);
+    EXPECT_EQ(reported, 0);
+    a.finish(c.start0, c.end0);
+    ASSERT_EQ(reported, 1);
+    EXPECT_EQ(got.start_ns, c.start);
+    EXPECT_EQ(got.end_ns, c.end);
+  }
 }
 
 } // namespace

@@ -788,21 +788,185 @@ TEST(CudaWindows, Pool2dMatchesCpu) {
   }
 }
 
-TEST(CudaWindows, Conv2dThroughIm2colMatchesCpu) {
+TEST(CudaWindows, CudnnPaddingChoiceGivesTheGeometrysExtents) {
+  // cuDNN pads both ends alike and computes out = (in + 2 * pad - span) / stride + 1: the
+  // choice must give the geometry's out on every axis, keep cuDNN's own padding when the
+  // geometry's pad_begin does that, and pad a copy otherwise. Swept over extents, kernels,
+  // strides, dilations, all (begin, end) paddings, and SAME / VALID.
+  using ints = std::vector<std::int32_t>;
+  int symmetric = 0, copied = 0, checked = 0;
+  for (const std::string algorithm : {"EXPLICIT", "SAME", "VALID"})
+    for (std::int32_t in = 1; in <= 9; ++in)
+      for (std::int32_t kernel = 1; kernel <= 4; ++kernel)
+        for (std::int32_t stride = 1; stride <= 3; ++stride)
+          for (std::int32_t dilation = 1; dilation <= 2; ++dilation)
+            for (std::int32_t begin = 0; begin <= 3; ++begin)
+              for (std::int32_t end = 0; end <= 3; ++end) {
+                const window_attrs w{.kernel = {kernel, kernel},
+                                     .strides = {stride, stride},
+                                     .paddings = ints{begin, end, end, begin},
+                                     .dilations = {dilation, dilation},
+                                     .padding_algorithm = algorithm};
+                std::array<window_axis, 2> axes;
+                try {
+                  axes = window_axes(sink{}, {in, in}, w);
+                } catch (const error&) {
+                  continue; // the window does not fit: the geometry refuses it
+                }
+                for (const window_axis& a : axes) {
+                  SCOPED_TRACE(algorithm + " in " + std::to_string(a.in) + " kernel " +
+                               std::to_string(a.kernel) + " stride " + std::to_string(a.stride) +
+                               " dilation " + std::to_string(a.dilation) + " paddings " +
+                               std::to_string(a.pad_begin) + ", " + std::to_string(a.pad_end));
+                  const cudnn_axis c = cudnn_axis_of(a);
+                  ++checked;
+                  ASSERT_GE(c.in + 2 * c.pad, a.span());
+                  EXPECT_EQ((c.in + 2 * c.pad - a.span()) / a.stride + 1, a.out);
+                  if (c.copied) {
+                    ++copied;
+                    EXPECT_EQ(c.pad, 0);
+                    EXPECT_EQ(c.before, a.pad_begin);
+                    EXPECT_EQ(c.in, a.pad_begin + a.in + a.exact_pad_end());
+                    // cuDNN's own padding would not have given the geometry's extent.
+                    const std::int64_t room = a.in + 2 * a.pad_begin - a.span();
+                    EXPECT_TRUE(room < 0 || room / a.stride + 1 != a.out);
+                  } else {
+                    ++symmetric;
+                    EXPECT_EQ(c.in, a.in);
+                    EXPECT_EQ(c.pad, a.pad_begin);
+                    EXPECT_EQ(c.before, 0);
+                  }
+                }
+              }
+  EXPECT_GT(checked, 1000);
+  EXPECT_GT(symmetric, 100);
+  EXPECT_GT(copied, 100);
+  // Named cases: symmetric paddings stay with cuDNN; asymmetric ones and SAME with an odd
+  // total padding are copied; SAME with an even total is not.
+  const auto axis = [](std::int32_t in, std::int32_t kernel, std::int32_t stride, ints paddings,
+                       const std::string& algorithm) {
+    return window_axes(sink{}, {in, in},
+                       {.kernel = {kernel, kernel}, .strides = {stride, stride},
+                        .paddings = std::move(paddings), .dilations = {1, 1},
+                        .padding_algorithm = algorithm})[0];
+  };
+  EXPECT_FALSE(cudnn_axis_of(axis(7, 3, 1, {1, 1}, "EXPLICIT")).copied);
+  EXPECT_TRUE(cudnn_axis_of(axis(7, 3, 1, {0, 1, 0, 1}, "EXPLICIT")).copied);
+  EXPECT_TRUE(cudnn_axis_of(axis(7, 3, 1, {2, 0, 2, 0}, "EXPLICIT")).copied);
+  EXPECT_FALSE(cudnn_axis_of(axis(7, 3, 1, {0, 0}, "SAME")).copied); // total 2: 1 + 1
+  EXPECT_TRUE(cudnn_axis_of(axis(7, 2, 1, {0, 0}, "SAME")).copied);  // total 1: 0 + 1
+  EXPECT_FALSE(cudnn_axis_of(axis(7, 3, 2, {5, 5}, "VALID")).copied);
+  // A larger end padding the last window never reaches is cuDNN's symmetric case too.
+  EXPECT_FALSE(cudnn_axis_of(axis(7, 3, 2, {1, 2, 1, 2}, "EXPLICIT")).copied);
+}
+
+TEST(CudaWindows, PadAndCropMapsPlaceThePlaneAtItsOffset) {
+  const std::int64_t planes = 6, h = 5, w = 4;
+  const pad_plan p{h, w, 8, 7, 1, 2}; // 1 row above and 2 below, 2 columns left and 1 right
+  tensor x = random({2, 3, h, w}, 0.5f, 1.5f, 60); // no zeros: padding shows as 0
+  std::vector<float> padded(static_cast<std::size_t>(planes * p.padded_h * p.padded_w), -1.f);
+  for_each(static_cast<std::int64_t>(padded.size()), pad_map{x.data<float>(), padded.data(), p});
+  for (std::int64_t plane = 0; plane < planes; ++plane)
+    for (std::int64_t ph = 0; ph < p.padded_h; ++ph)
+      for (std::int64_t pw = 0; pw < p.padded_w; ++pw) {
+        const float v = padded[static_cast<std::size_t>((plane * p.padded_h + ph) * p.padded_w + pw)];
+        const bool inside = ph >= 1 && ph < 1 + h && pw >= 2 && pw < 2 + w;
+        const float want = inside ? x.data<float>()[(plane * h + ph - 1) * w + pw - 2] : 0.f;
+        ASSERT_EQ(v, want) << "plane " << plane << " (" << ph << ", " << pw << ")";
+      }
+  EXPECT_EQ(p.source(0, 0), -1);
+  EXPECT_EQ(p.source(1, 2), 0);
+  EXPECT_EQ(p.source(5, 5), 4 * w + 3);
+  EXPECT_EQ(p.source(6, 2), -1);
+  EXPECT_EQ(p.source(1, 6), -1);
+  // Cropping the padded tensor gives the input back; a gradient's padding share is dropped.
+  std::vector<float> grad(padded.size());
+  for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = padded[i] != 0.f ? padded[i] : 100.f;
+  tensor back = empty_like(x);
+  for_each(x.numel(), crop_map{grad.data(), back.data<float>(), p});
+  EXPECT_TRUE(close(back, x, 0.f));
+}
+
+/// What cuDNN computes for a cudnn_conv (its documented cross-correlation: symmetric
+/// padding cc.h.pad / cc.w.pad, strides, dilations, groups), by loops over the input as cuDNN
+/// sees it: forward (y), data gradient (dx, the cuDNN input's extents) and filter gradient
+/// (dw), each overwriting its output (beta 0).
+struct cudnn_like {
+  const cudnn_conv& cc;
+
+  /// The input position output o's tap k reads along an axis, or -1 in cuDNN's padding.
+  static std::int64_t at(const cudnn_axis& a, const window_axis& g, std::int64_t o, std::int64_t k) {
+    const std::int64_t i = o * g.stride - a.pad + k * g.dilation;
+    return i >= 0 && i < a.in ? i : -1;
+  }
+  template <class Visit>
+  void taps(Visit visit) const { // visit(x index, w index, y index)
+    const std::int64_t mg = cc.m / cc.groups, cg = cc.c / cc.groups;
+    const window_axis &gh = cc.h_window, &gw = cc.w_window;
+    for (std::int64_t img = 0; img < cc.n; ++img)
+      for (std::int64_t m = 0; m < cc.m; ++m)
+        for (std::int64_t oh = 0; oh < gh.out; ++oh)
+          for (std::int64_t ow = 0; ow < gw.out; ++ow)
+            for (std::int64_t ci = 0; ci < cg; ++ci)
+              for (std::int64_t kh = 0; kh < gh.kernel; ++kh)
+                for (std::int64_t kw = 0; kw < gw.kernel; ++kw) {
+                  const std::int64_t ih = at(cc.h, gh, oh, kh), iw = at(cc.w, gw, ow, kw);
+                  if (ih < 0 || iw < 0) continue;
+                  const std::int64_t c = m / mg * cg + ci;
+                  visit(((img * cc.c + c) * cc.h.in + ih) * cc.w.in + iw,
+                        ((m * cg + ci) * gh.kernel + kh) * gw.kernel + kw,
+                        ((img * cc.m + m) * gh.out + oh) * gw.out + ow);
+                }
+  }
+  std::vector<float> forward(const float* x, const float* w) const {
+    std::vector<double> y(static_cast<std::size_t>(cc.n * cc.m * cc.h_window.out * cc.w_window.out));
+    taps([&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { y[yi] += double(x[xi]) * w[wi]; });
+    return {y.begin(), y.end()};
+  }
+  std::vector<float> data_grad(const float* w, const float* dy) const {
+    std::vector<double> dx(static_cast<std::size_t>(cc.n * cc.c * cc.h.in * cc.w.in));
+    taps([&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { dx[xi] += double(w[wi]) * dy[yi]; });
+    return {dx.begin(), dx.end()};
+  }
+  std::vector<float> filter_grad(const float* x, const float* dy, std::int64_t filter_numel) const {
+    std::vector<double> dw(static_cast<std::size_t>(filter_numel));
+    taps([&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { dw[wi] += double(x[xi]) * dy[yi]; });
+    return {dw.begin(), dw.end()};
+  }
+};
+
+tensor from(const std::vector<float>& v, const shape_t& dims) {
+  tensor t(dtype::fp32, dims);
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+
+TEST(CudaWindows, Conv2dAsCudnnRunsItMatchesCpu) {
+  // The CUDA kernel's plan, replayed on the host: the padding choice, the padded copy
+  // (pad_map), cuDNN's symmetric convolution (by loops, above), and the crop of Input@GRAD
+  // (crop_map), against the CPU kernels.
   using ints = std::vector<std::int32_t>;
   struct conv_case {
     std::string op;
     std::int64_t c, m, groups;
     ints strides, paddings, dilations;
     std::string algorithm;
+    bool copied; // whether the plan must pad a copy
   };
-  for (const conv_case& cc : {conv_case{"conv2d", 4, 6, 1, {1, 1}, {1, 1}, {1, 1}, "EXPLICIT"},
-                              conv_case{"conv2d", 4, 6, 2, {2, 1}, {1, 2}, {1, 1}, "EXPLICIT"},
-                              conv_case{"conv2d", 3, 5, 1, {1, 2}, {0, 0}, {2, 1}, "EXPLICIT"},
-                              conv_case{"conv2d", 2, 4, 1, {2, 2}, {0, 0}, {1, 1}, "SAME"},
-                              conv_case{"depthwise_conv2d", 4, 4, 4, {1, 1}, {1, 1}, {1, 1}, "EXPLICIT"}}) {
+  for (const conv_case& cc :
+       {conv_case{"conv2d", 4, 6, 1, {1, 1}, {1, 1}, {1, 1}, "EXPLICIT", false},
+        conv_case{"conv2d", 4, 6, 2, {2, 1}, {1, 2}, {1, 1}, "EXPLICIT", false},
+        conv_case{"conv2d", 3, 5, 1, {1, 2}, {0, 0}, {2, 1}, "EXPLICIT", false},
+        conv_case{"conv2d", 2, 4, 1, {2, 2}, {0, 0}, {1, 1}, "SAME", false},
+        conv_case{"conv2d", 2, 4, 1, {1, 1}, {0, 0}, {1, 1}, "SAME", true},
+        conv_case{"conv2d", 3, 4, 1, {1, 1}, {0, 2, 1, 0}, {1, 1}, "EXPLICIT", true},
+        conv_case{"conv2d", 4, 4, 2, {2, 1}, {2, 0, 0, 1}, {2, 2}, "EXPLICIT", true},
+        conv_case{"conv2d", 2, 3, 1, {1, 1}, {0, 0}, {1, 1}, "VALID", false},
+        conv_case{"depthwise_conv2d", 4, 4, 4, {1, 1}, {1, 1}, {1, 1}, "EXPLICIT", false},
+        conv_case{"depthwise_conv2d", 4, 8, 4, {1, 2}, {1, 0, 0, 1}, {1, 1}, "EXPLICIT", true}}) {
     SCOPED_TRACE(cc.op + " groups " + std::to_string(cc.groups) + " strides " + to_string(cc.strides) +
-                 " paddings " + to_string(cc.paddings) + " dilations " + to_string(cc.dilations));
+                 " paddings " + to_string(cc.paddings) + " dilations " + to_string(cc.dilations) +
+                 " " + cc.algorithm);
     const std::int64_t n = 2, kh = 3, kw = 2;
     tensor input = random({n, cc.c, 7, 6}, -1.f, 1.f, 52);
     tensor filter = random({cc.m, cc.c / cc.groups, kh, kw}, -1.f, 1.f, 53);
@@ -814,50 +978,32 @@ TEST(CudaWindows, Conv2dThroughIm2colMatchesCpu) {
     attribute_map a;
     for (const auto& [name, value] : as) a.set(name, value);
     const conv_geometry geo = infer_conv(sink{}, input.shape(), filter.shape(), a);
-    const conv_plan p{n, cc.c, window_1d::of(geo.axes[0]), window_1d::of(geo.axes[1])};
-    std::vector<float> col(static_cast<std::size_t>(n * p.rows() * p.cols()));
-    for_each(static_cast<std::int64_t>(col.size()), im2col_map{input.data<float>(), col.data(), p});
-    // The GEMMs the CUDA kernel hands to cuBLAS, per image and group, done here by loops.
-    const std::int64_t mg = cc.m / cc.groups, kg = p.rows() / cc.groups, q = p.cols();
-    const float* w = filter.data<float>();
-    tensor out(dtype::fp32, geo.out);
-    for (std::int64_t img = 0; img < n; ++img)
-      for (std::int64_t m = 0; m < cc.m; ++m)
-        for (std::int64_t j = 0; j < q; ++j) {
-          double s = 0;
-          for (std::int64_t r = 0; r < kg; ++r)
-            s += w[m * kg + r] * col[((img * p.rows()) + m / mg * kg + r) * q + j];
-          out.data<float>()[(img * cc.m + m) * q + j] = static_cast<float>(s);
-        }
-    EXPECT_TRUE(close(out, cpu_out, 1e-5f, 1e-5f));
+    const cudnn_conv plan = cudnn_conv::of(geo, input.shape(), filter.shape());
+    EXPECT_EQ(plan.copied(), cc.copied);
+
+    // The input as cuDNN reads it.
+    tensor x = input;
+    if (plan.copied()) {
+      x = tensor(dtype::fp32, plan.input_dims());
+      for_each(x.numel(), pad_map{input.data<float>(), x.data<float>(), pad_plan::of(plan)});
+    }
+    const cudnn_like run{plan};
+    EXPECT_TRUE(close(from(run.forward(x.data<float>(), filter.data<float>()), geo.out), cpu_out,
+                      1e-5f, 1e-5f));
 
     tensor dout = random(geo.out, -1.f, 1.f, 54), cpu_dx, cpu_dw;
     run_cpu(cc.op + "_grad", {{"Input", &input}, {"Filter", &filter}, {"Output@GRAD", &dout}},
             {{"Input@GRAD", &cpu_dx}, {"Filter@GRAD", &cpu_dw}}, as);
-    std::vector<float> dcol(col.size());
-    const float* g = dout.data<float>();
-    for (std::int64_t img = 0; img < n; ++img)
-      for (std::int64_t r = 0; r < p.rows(); ++r)
-        for (std::int64_t j = 0; j < q; ++j) {
-          const std::int64_t group = r / kg;
-          double s = 0;
-          for (std::int64_t m = group * mg; m < (group + 1) * mg; ++m)
-            s += w[m * kg + r % kg] * g[(img * cc.m + m) * q + j];
-          dcol[static_cast<std::size_t>((img * p.rows() + r) * q + j)] = static_cast<float>(s);
-        }
+    const std::vector<float> dx_cudnn = run.data_grad(filter.data<float>(), dout.data<float>());
     tensor dx = empty_like(input);
-    for_each(input.numel(), col2im_map{dcol.data(), dx.data<float>(), p});
+    if (plan.copied())
+      for_each(dx.numel(), crop_map{dx_cudnn.data(), dx.data<float>(), pad_plan::of(plan)});
+    else
+      dx = from(dx_cudnn, input.shape());
     EXPECT_TRUE(close(dx, cpu_dx, 1e-5f, 1e-5f));
-    tensor dw = empty_like(filter);
-    for (std::int64_t m = 0; m < cc.m; ++m)
-      for (std::int64_t r = 0; r < kg; ++r) {
-        double s = 0;
-        for (std::int64_t img = 0; img < n; ++img)
-          for (std::int64_t j = 0; j < q; ++j)
-            s += g[(img * cc.m + m) * q + j] * col[((img * p.rows()) + m / mg * kg + r) * q + j];
-        dw.data<float>()[m * kg + r] = static_cast<float>(s);
-      }
-    EXPECT_TRUE(close(dw, cpu_dw, 1e-5f, 1e-5f));
+    EXPECT_TRUE(close(from(run.filter_grad(x.data<float>(), dout.data<float>(), filter.numel()),
+                           filter.shape()),
+                      cpu_dw, 1e-5f, 1e-5f));
   }
 }
 

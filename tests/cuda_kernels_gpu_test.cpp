@@ -498,6 +498,63 @@ TEST_P(CudaKernels, PoolConvBatchNorm) {
   }
 }
 
+TEST_P(CudaKernels, ConvThroughCudnn) {
+  // The cases of cuDNN's convolution: groups, depthwise (channel multiplier 1 and 2),
+  // dilation, strides, symmetric paddings (cuDNN pads) and asymmetric ones, SAME with an odd
+  // total padding and VALID (the kernel pads a copy of the input and crops Input@GRAD).
+  using ints = std::vector<std::int32_t>;
+  struct conv_case {
+    std::string op;
+    std::int64_t c, m, groups;
+    ints strides, paddings, dilations;
+    std::string algorithm;
+  };
+  const tensor x = random({2, 4, 9, 8}, -1.f, 1.f, 80);
+  for (const conv_case& cc :
+       {conv_case{"conv2d", 4, 6, 1, {1, 1}, {1, 1}, {1, 1}, "EXPLICIT"},
+        conv_case{"conv2d", 4, 6, 2, {2, 1}, {1, 2}, {1, 1}, "EXPLICIT"},
+        conv_case{"conv2d", 4, 5, 1, {1, 2}, {0, 0}, {2, 1}, "EXPLICIT"},
+        conv_case{"conv2d", 4, 4, 1, {1, 1}, {0, 2, 1, 0}, {1, 1}, "EXPLICIT"},
+        conv_case{"conv2d", 4, 4, 2, {2, 1}, {2, 0, 0, 1}, {2, 2}, "EXPLICIT"},
+        conv_case{"conv2d", 4, 3, 1, {1, 1}, {0, 0}, {1, 1}, "SAME"},
+        conv_case{"conv2d", 4, 3, 1, {2, 2}, {0, 0}, {1, 1}, "SAME"},
+        conv_case{"conv2d", 4, 3, 1, {2, 1}, {3, 3}, {1, 1}, "VALID"},
+        conv_case{"depthwise_conv2d", 4, 4, 4, {1, 1}, {1, 1}, {1, 1}, "EXPLICIT"},
+        conv_case{"depthwise_conv2d", 4, 8, 4, {1, 2}, {1, 0, 0, 1}, {1, 1}, "EXPLICIT"},
+        conv_case{"depthwise_conv2d", 4, 4, 4, {2, 2}, {0, 0}, {1, 1}, "SAME"}}) {
+    const auto text = [](const ints& v) {
+      std::string t;
+      for (const std::int32_t i : v) t += (t.empty() ? "" : ",") + std::to_string(i);
+      return "[" + t + "]";
+    };
+    SCOPED_TRACE(cc.op + " groups " + std::to_string(cc.groups) + " strides " + text(cc.strides) +
+                 " paddings " + text(cc.paddings) + " dilations " + text(cc.dilations) + " " +
+                 cc.algorithm);
+    // A 3x2 kernel: the two axes pad differently under SAME.
+    const tensor filter = random({cc.m, cc.c / cc.groups, 3, 2}, -1.f, 1.f, 81);
+    const attrs as = {{"strides", cc.strides},     {"paddings", cc.paddings},
+                      {"dilations", cc.dilations}, {"groups", static_cast<std::int32_t>(cc.groups)},
+                      {"padding_algorithm", cc.algorithm}, {"data_format", std::string("NCHW")}};
+    tensor out; // the CPU's Output, for Output@GRAD's dims
+    {
+      attribute_map a;
+      for (const auto& [n, v] : as) a.set(n, v);
+      tensor xi = x.clone(), fi = filter.clone();
+      kernel_context ctx(cc.op, {{"Input", {&xi}}, {"Filter", {&fi}}}, {{"Output", {&out}}}, a,
+                         place::cpu(0));
+      (*kernel_registry::global().find(cc.op, place::kind::cpu))(ctx);
+    }
+    expect_match({cc.op, {{"Input", x}, {"Filter", filter}}, {"Output"}, as});
+    expect_match({cc.op + "_grad",
+                  {{"Input", x}, {"Filter", filter}, {"Output@GRAD", random(out.shape(), -1.f, 1.f, 82)}},
+                  {"Input@GRAD", "Filter@GRAD"}, as});
+    // Only one of the grads, as the engine asks when the other is not needed.
+    expect_match({cc.op + "_grad",
+                  {{"Input", x}, {"Filter", filter}, {"Output@GRAD", random(out.shape(), -1.f, 1.f, 83)}},
+                  {"Input@GRAD"}, as});
+  }
+}
+
 TEST_P(CudaKernels, InPlaceAsTheEngineBindsThem) {
   const tensor x = random({40, 25}, -2.f, 2.f, 60), y = random({25}, 0.5f, 2.f, 61);
   expect_match({"relu", {{"X", x}}, {"Out"}, {}, {}, {{0, 0}}});

@@ -2,7 +2,8 @@
 // CPU reference executor within 1e-4 (losses and parameters); gpu:0x2 and gpu:0x4 (logical
 // places sharing GPU 0: the engine's own reduction) equal gpu:0 within 1e-5; reduce mode
 // and Adam too; fetched values come back to the host; the hazard checker passes on the
-// traces of GPU steps.
+// traces of GPU steps, whose spans are the device's times, and those traces show the
+// compute, communication and copy streams overlapping.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -111,6 +112,47 @@ TEST_P(GpuTraining, TheHazardCheckerPassesOnGpuTraces) {
   exe.trace(nullptr);
   EXPECT_EQ(recorder.events().size(), 10 * exe.graph().ops.size());
   for (const auto& v : check_hazards({exe.graph(), exe.program(), exe.place_names()}, recorder.events()))
+    ADD_FAILURE() << v.message;
+}
+
+TEST(GpuTrace, ComputeCommunicationAndCopyOverlapOnTheDevice) {
+  const gpu_inventory gpus = query_gpus();
+  if (gpus.count == 0) GTEST_SKIP() << "no GPU: " << gpus.problem;
+  // Kernels long enough to be seen side by side: the spans are the device's times (CUDA
+  // events around each op's launches), so a gradient's all-reduce on the communication
+  // stream runs while the compute stream goes on with the layers below, and the loss's
+  // fetch on the copy stream while the backward pass runs.
+  mlp_config c;
+  c.input_width = 512;
+  c.hidden = {1024, 1024, 1024};
+  c.classes = 16;
+  c.seed = 3;
+  const model_programs m = build_mlp(c);
+  parallel_executor exe(logical_places(2), m.startup, m.main);
+  trace_recorder recorder(3, 10); // after the warm-up steps
+  exe.trace(&recorder);
+  for (int s = 0; s < 10; ++s) {
+    auto b = testing::argmax_batch(256, c.input_width, c.classes, 900 + static_cast<std::uint64_t>(s));
+    exe.run({{m.image, b.image}, {m.label, b.label}}, {m.loss});
+  }
+  exe.trace(nullptr);
+  const auto events = recorder.events();
+  ASSERT_EQ(events.size(), 8 * exe.graph().ops.size());
+  const auto& ops = exe.graph().ops;
+  auto kind_of = [&](const trace_event& e) { return ops[static_cast<std::size_t>(e.op)].what; };
+  auto on_place0 = [&](const trace_event& e) { return ops[static_cast<std::size_t>(e.op)].place == 0; };
+  std::size_t with_collective = 0, with_fetch = 0;
+  for (const trace_event& e : events) {
+    if (kind_of(e) != op_handle::kind::computation || !on_place0(e)) continue;
+    for (const trace_event& other : events) {
+      if (other.step != e.step || other.start_ns >= e.end_ns || e.start_ns >= other.end_ns) continue;
+      if (is_collective(kind_of(other))) ++with_collective;
+      if (kind_of(other) == op_handle::kind::fetch && on_place0(other)) ++with_fetch;
+    }
+  }
+  EXPECT_GT(with_collective, 0u) << "no computation on gpu:0 overlapped a collective";
+  EXPECT_GT(with_fetch, 0u) << "no computation on gpu:0 overlapped the loss's fetch";
+  for (const auto& v : check_hazards({exe.graph(), exe.program(), exe.place_names()}, events))
     ADD_FAILURE() << v.message;
 }
 

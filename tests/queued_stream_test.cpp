@@ -4,6 +4,7 @@
 // backend calls to cudaEventRecord, cudaStreamWaitEvent, cudaEventQuery and the event pool.
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -13,6 +14,7 @@
 
 #include "devices/error.hpp"
 #include "devices/queued_stream.hpp"
+#include "devices/steady_clock.hpp"
 
 namespace pe {
 namespace {
@@ -24,6 +26,7 @@ struct fake_device {
   std::atomic<bool> hold{false};      // new markers stay pending until finish_all()
   std::atomic<bool> fail_start{false};
   std::atomic<bool> fail_record{false};
+  std::atomic<bool> clock{false};     // timed markers are stamped (else: no device clock)
   std::atomic<int> recorded{0};
   std::atomic<int> released{0};
   std::mutex mutex;
@@ -35,11 +38,15 @@ struct fake_device {
 struct fake_marker {
   std::atomic<bool> done{false};
   std::atomic<bool> broken{false};
+  std::atomic<std::int64_t> stamp{0}; // timed: the steady time the "device" finished it
 };
 
 void fake_device::finish_all() {
   std::lock_guard<std::mutex> guard(mutex);
-  for (fake_marker* m : live) m->done = true;
+  for (fake_marker* m : live) {
+    if (!m->done) m->stamp = steady_ns();
+    m->done = true;
+  }
 }
 
 class fake_backend final : public stream_backend {
@@ -58,6 +65,18 @@ class fake_backend final : public stream_backend {
     device_.live.push_back(m);
     ++device_.recorded;
     return m;
+  }
+  marker record_timed() override {
+    if (!device_.clock) return nullptr;
+    auto* m = static_cast<fake_marker*>(record());
+    if (m->done) m->stamp = steady_ns();
+    return m;
+  }
+  stream::work_span take_span(marker begin, marker end) override {
+    const stream::work_span span{static_cast<fake_marker*>(begin)->stamp, static_cast<fake_marker*>(end)->stamp};
+    release(begin);
+    release(end);
+    return span;
   }
   void wait(marker m) override {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -313,6 +332,108 @@ TEST(QueuedStream, TheBackendRunsOnTheStreamsThread) {
   ASSERT_TRUE(s.stream->synchronize());
   EXPECT_EQ(task_thread, s.backend->thread());
   EXPECT_NE(task_thread, std::this_thread::get_id());
+}
+
+/// What a span sink was told, for the tests below.
+struct spans_seen {
+  std::mutex mutex;
+  std::vector<stream::work_span> spans;
+  stream::span_sink sink() {
+    return [this](const stream::work_span& s) {
+      std::lock_guard<std::mutex> guard(mutex);
+      spans.push_back(s);
+    };
+  }
+  std::size_t count() {
+    std::lock_guard<std::mutex> guard(mutex);
+    return spans.size();
+  }
+};
+
+TEST(QueuedStream, ATimedSpanIsTheDevicesTimeKnownOnceTheDeviceFinished) {
+  fake_device dev;
+  dev.clock = true;
+  dev.hold = true;
+  spans_seen seen;
+  std::int64_t launched = 0;
+  {
+    auto s = make(dev, "s");
+    s.stream->enqueue_timed([&] { launched = steady_ns(); }, seen.sink());
+    s.stream->enqueue_always_timed([](bool) {}, seen.sink());
+    std::this_thread::sleep_for(20ms); // launched long ago; the device holds the markers
+    EXPECT_EQ(seen.count(), 0u);
+    const std::int64_t finished_after = steady_ns();
+    dev.hold = false;
+    dev.finish_all();
+    ASSERT_TRUE(s.stream->synchronize()); // every span before it is told by now
+    ASSERT_EQ(seen.count(), 2u);
+    for (const stream::work_span& span : seen.spans) {
+      EXPECT_GE(span.start_ns, finished_after); // the device's stamps, not the launch times
+      EXPECT_LE(span.start_ns, span.end_ns);
+    }
+    EXPECT_LT(launched, finished_after);
+  }
+  EXPECT_EQ(dev.released.load(), dev.recorded.load()); // 4 timed markers and the sync's
+}
+
+TEST(QueuedStream, TheStreamThreadTellsSpansWithoutASynchronize) {
+  fake_device dev;
+  dev.clock = true;
+  spans_seen seen;
+  auto s = make(dev, "s");
+  dev.hold = true;
+  s.stream->enqueue_timed([] {}, seen.sink());
+  std::this_thread::sleep_for(10ms); // the thread has gone idle with a span pending
+  dev.hold = false;
+  dev.finish_all();
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (seen.count() == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(seen.count(), 1u);
+}
+
+TEST(QueuedStream, WithoutADeviceClockTheLaunchCodeIsTimedOnTheHost) {
+  fake_device dev; // no clock: record_timed gives null
+  spans_seen seen;
+  auto s = make(dev, "s");
+  std::int64_t inside = 0;
+  s.stream->enqueue_timed([&] {
+    std::this_thread::sleep_for(5ms);
+    inside = steady_ns();
+  }, seen.sink());
+  ASSERT_TRUE(s.stream->synchronize());
+  ASSERT_EQ(seen.count(), 1u);
+  EXPECT_LT(seen.spans[0].start_ns, inside);
+  EXPECT_GE(seen.spans[0].end_ns, inside);
+  EXPECT_GE(seen.spans[0].end_ns - seen.spans[0].start_ns, 5'000'000);
+}
+
+TEST(QueuedStream, FailedOrDroppedTimedWorkTellsNoSpanAndLeaksNoMarker) {
+  fake_device dev;
+  dev.clock = true;
+  spans_seen seen;
+  {
+    auto s = make(dev, "s");
+    s.stream->enqueue_timed([] { throw error("kernel exploded"); }, seen.sink());
+    s.stream->enqueue_always_timed([](bool failed) { if (failed) throw error("part failed"); }, seen.sink());
+    EXPECT_FALSE(s.stream->synchronize());
+    EXPECT_EQ(s.stream->error().value_or(""), "kernel exploded");
+    s.stream->clear_error();
+
+    // A device failure at the end marker: the span is dropped.
+    dev.hold = true;
+    s.stream->enqueue_timed([] {}, seen.sink());
+    s.stream->enqueue_timed([] {}, seen.sink()); // still pending when the stream stops
+    std::this_thread::sleep_for(10ms);
+    {
+      std::lock_guard<std::mutex> guard(dev.mutex);
+      ASSERT_GE(dev.live.size(), 2u);
+      dev.live[1]->broken = true; // the first span's end
+    }
+    std::this_thread::sleep_for(10ms);
+    s.stream->stop();
+  }
+  EXPECT_EQ(seen.count(), 0u);
+  EXPECT_EQ(dev.released.load(), dev.recorded.load());
 }
 
 } // namespace

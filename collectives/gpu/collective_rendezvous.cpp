@@ -1,5 +1,8 @@
 #include "collectives/gpu/collective_rendezvous.hpp"
 
+#include <algorithm>
+#include <limits>
+
 #include "devices/error.hpp"
 #include "devices/steady_clock.hpp"
 
@@ -85,10 +88,32 @@ void collective_rendezvous::meet(int rank, arrival a, bool failed, const issue_f
   if (failure) throw error(*failure);
 }
 
+struct collective_rendezvous::span_join {
+  std::mutex mutex;
+  int enqueued = 0;
+  int waiting = 0;
+  collective_span span{std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()};
+  communicator::completion done;
+
+  void add(const stream::work_span& part) {
+    communicator::completion finish;
+    collective_span joined;
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      span.start_ns = std::max(span.start_ns, part.start_ns);
+      span.end_ns = std::min(span.end_ns, part.end_ns);
+      if (--waiting > 0) return;
+      finish = std::move(done);
+      joined = {span.start_ns, std::max(span.start_ns, span.end_ns)};
+    }
+    if (finish) finish(joined, true);
+  }
+};
+
 void collective_rendezvous::enqueue_part(int rank, const collective_call& call, std::vector<tensor*> buffers,
                                          stream& on, void* native, communicator::completion done, issue_fn issue) {
-  on.enqueue_always([this, rank, call, buffers = std::move(buffers), native, done = std::move(done),
-                     issue = std::move(issue)](bool failed) {
+  auto part = [this, rank, call, buffers = std::move(buffers), native, done,
+               issue = std::move(issue)](bool failed) {
     const std::int64_t start = steady_ns();
     try {
       meet(rank, {call, buffers, native}, failed, issue);
@@ -96,13 +121,29 @@ void collective_rendezvous::enqueue_part(int rank, const collective_call& call, 
       if (done) done({start, steady_ns()}, false);
       throw;
     }
-    if (done) done({start, steady_ns()}, true);
-  });
+    if (done && !call.timed) done({start, steady_ns()}, true);
+  };
+  if (!call.timed) return on.enqueue_always(std::move(part));
+
+  std::shared_ptr<span_join> join;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    auto& slot = joins_[call.sequence];
+    if (slot == nullptr) {
+      slot = std::make_shared<span_join>();
+      slot->waiting = ranks_;
+    }
+    join = slot;
+    if (done) join->done = std::move(done);
+    if (++join->enqueued == ranks_) joins_.erase(call.sequence); // every rank's sink holds it
+  }
+  on.enqueue_always_timed(std::move(part), [join](const stream::work_span& s) { join->add(s); });
 }
 
 void collective_rendezvous::abort(const std::string& why) {
   std::lock_guard<std::mutex> guard(mutex_);
   if (!broken_) broken_ = why;
+  joins_.clear();
   changed_.notify_all();
 }
 

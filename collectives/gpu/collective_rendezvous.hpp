@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -47,7 +48,11 @@ class collective_rendezvous {
   /// Enqueues rank `rank`'s part on `on` with enqueue_always (a failed stream still takes
   /// part, and fails the collective on every rank): meet() with `native` (`on`'s CUDA
   /// stream) as the arrival's stream, then `done`, if any, with the span from when the part
-  /// ran to when the collective was issued (on GPU places its kernels run after that).
+  /// ran to when the collective was issued (on GPU places its kernels run after that). A
+  /// `timed` call is timed on the device instead (stream::enqueue_always_timed on every
+  /// rank): `done` waits for every rank's device span and gets the latest start and the
+  /// earliest end (see collective_span). Every rank's part of a call is enqueued before
+  /// the next call's.
   void enqueue_part(int rank, const collective_call& call, std::vector<tensor*> buffers, stream& on,
                     void* native, communicator::completion done, issue_fn issue);
 
@@ -67,8 +72,12 @@ class collective_rendezvous {
     std::optional<std::string> failure;
   };
 
+  /// The ranks' device spans of one timed collective, joined for its completion.
+  struct span_join;
+
   int ranks_;
   std::mutex mutex_;
+  std::map<std::uint64_t, std::shared_ptr<span_join>> joins_; // by sequence, until every rank enqueued
   std::condition_variable changed_;
   std::map<std::uint64_t, meeting> meetings_;
   std::vector<std::uint64_t> next_; // by rank: the sequence it must come with next

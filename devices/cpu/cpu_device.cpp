@@ -47,11 +47,11 @@ std::unique_ptr<event> cpu_device::make_event() {
   return std::make_unique<cpu_event>();
 }
 
-void cpu_device::copy(stream& on, tensor& dst, const tensor& src) {
-  on.enqueue([&dst, &src] {
+stream::task cpu_device::copy_work(stream&, tensor& dst, const tensor& src) {
+  return [&dst, &src] {
     if (!src.initialized()) throw error("copy: the source tensor has no value");
     dst.copy_from(src);
-  });
+  };
 }
 
 void cpu_device::stop() {

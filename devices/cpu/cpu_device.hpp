@@ -36,7 +36,7 @@ class cpu_device final : public device {
   allocator& memory() override { return host_allocator::instance(); }
   stream& get_stream(stream_kind kind) override;
   std::unique_ptr<event> make_event() override;
-  void copy(stream& on, tensor& dst, const tensor& src) override;
+  stream::task copy_work(stream& on, tensor& dst, const tensor& src) override;
   void stop() override;
 
   /// Wakes this device's thread: work was enqueued on one of its streams.

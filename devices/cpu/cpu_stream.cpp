@@ -19,15 +19,6 @@ const cpu_event& as_cpu(const event& e) {
 
 } // namespace
 
-std::string to_string(stream_kind kind) {
-  switch (kind) {
-    case stream_kind::compute: return "compute";
-    case stream_kind::communication: return "communication";
-    case stream_kind::copy: return "copy";
-  }
-  return "?";
-}
-
 // --- cpu_event -------------------------------------------------------------------------
 
 bool cpu_event::query() const {

@@ -1,12 +1,10 @@
 #include "devices/cuda/cuda_device.hpp"
 
-#include <map>
-#include <mutex>
-
 #include "devices/cuda/cuda_check.hpp"
 #include "devices/cuda/cuda_device_factory.hpp"
 #include "devices/cuda/cuda_memory.hpp"
 #include "devices/cuda/cuda_stream.hpp"
+#include "devices/cuda/per_device.hpp"
 #include "devices/gpu_runtime.hpp"
 #include "devices/tensor.hpp"
 
@@ -16,14 +14,7 @@ namespace {
 
 /// The event pool of a CUDA device, shared by its places' streams.
 std::shared_ptr<cuda_event_pool> event_pool(int device) {
-  static std::mutex* mutex = new std::mutex;
-  static auto* made = new std::map<int, std::weak_ptr<cuda_event_pool>>;
-  std::lock_guard<std::mutex> guard(*mutex);
-  auto& slot = (*made)[device];
-  if (auto existing = slot.lock()) return existing;
-  auto fresh = std::make_shared<cuda_event_pool>(device);
-  slot = fresh;
-  return fresh;
+  return shared_per_device<cuda_event_pool>(device, [device] { return std::make_shared<cuda_event_pool>(device); });
 }
 
 /// Throws unless the place's CUDA device is there.
@@ -50,8 +41,9 @@ cuda_device::cuda_device(place where) : place_(where) {
   check_present(where);
   memory_ = cuda_memory(where.device);
   events_ = event_pool(where.device);
+  clock_ = clock_of_device(where.device);
   for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy})
-    streams_[static_cast<std::size_t>(kind)] = std::make_unique<cuda_stream>(where, kind, events_);
+    streams_[static_cast<std::size_t>(kind)] = std::make_unique<cuda_stream>(where, kind, events_, clock_);
 }
 
 cuda_device::~cuda_device() {
@@ -71,11 +63,11 @@ void cuda_device::stop() {
     if (s) s->stop();
 }
 
-void cuda_device::copy(stream& on, tensor& dst, const tensor& src) {
+stream::task cuda_device::copy_work(stream& on, tensor& dst, const tensor& src) {
   cudaStream_t handle = cuda_handle(on);
   const place here = place_;
   allocator* memory = memory_.get();
-  on.enqueue([&dst, &src, handle, here, memory] {
+  return [&dst, &src, handle, here, memory] {
     if (!src.initialized()) throw error("copy: the source tensor has no value");
     const bool from_gpu = on_gpu(src);
     const bool to_gpu = dst.initialized() ? on_gpu(dst) : !from_gpu;
@@ -100,7 +92,7 @@ void cuda_device::copy(stream& on, tensor& dst, const tensor& src) {
                                          : (to_gpu ? cudaMemcpyHostToDevice
                                                    : cudaMemcpyHostToHost);
     check_cuda(cudaMemcpyAsync(to, from, bytes, kind, handle), what);
-  });
+  };
 }
 
 } // namespace pe

@@ -31,7 +31,7 @@ class cuda_device final : public device {
   /// `src`: a host `src` is copied to this place, a GPU `src` to the host. A GPU `src` on
   /// another CUDA device is copied peer to peer. Host memory is pageable, so a copy to the
   /// host holds the stream's host thread until it is done.
-  void copy(stream& on, tensor& dst, const tensor& src) override;
+  stream::task copy_work(stream& on, tensor& dst, const tensor& src) override;
   void stop() override;
 
   /// The device's caching allocator (statistics for tests and the benchmark).
@@ -41,6 +41,7 @@ class cuda_device final : public device {
   place place_;
   std::shared_ptr<caching_allocator> memory_;
   std::shared_ptr<cuda_event_pool> events_;
+  std::shared_ptr<cuda_clock> clock_;
   std::array<std::unique_ptr<cuda_stream>, 3> streams_; // by stream_kind
 };
 

@@ -23,7 +23,8 @@ cudaEvent_t cuda_event_pool::take() {
   (void)cudaGetDevice(&previous);
   use_cuda_device(device_);
   cudaEvent_t e = nullptr;
-  const cudaError_t status = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+  const cudaError_t status =
+      cudaEventCreateWithFlags(&e, timing_ ? cudaEventDefault : cudaEventDisableTiming);
   if (previous >= 0 && previous != device_) (void)cudaSetDevice(previous);
   check_cuda(status, "cudaEventCreateWithFlags on CUDA device " + std::to_string(device_));
   return e;

@@ -10,6 +10,7 @@
 
 #include "devices/cuda/cuda_check.hpp"
 #include "devices/cuda/cuda_stream.hpp"
+#include "devices/cuda/per_device.hpp"
 
 namespace pe {
 
@@ -129,14 +130,9 @@ void untrack_stream(cuda_stream_backend* s) {
 }
 
 std::shared_ptr<caching_allocator> cuda_memory(int device) {
-  static std::mutex* mutex = new std::mutex;
-  static auto* made = new std::map<int, std::weak_ptr<caching_allocator>>;
-  std::lock_guard<std::mutex> guard(*mutex);
-  auto& slot = (*made)[device];
-  if (auto existing = slot.lock()) return existing;
-  auto fresh = std::make_shared<caching_allocator>(std::make_unique<cuda_backend>(device));
-  slot = fresh;
-  return fresh;
+  return shared_per_device<caching_allocator>(device, [device] {
+    return std::make_shared<caching_allocator>(std::make_unique<cuda_backend>(device));
+  });
 }
 
 } // namespace pe

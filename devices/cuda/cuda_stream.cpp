@@ -7,8 +7,9 @@
 namespace pe {
 
 cuda_stream_backend::cuda_stream_backend(place where, stream_kind kind,
-                                         std::shared_ptr<cuda_event_pool> events)
-    : place_(where), kind_(kind), events_(std::move(events)) {}
+                                         std::shared_ptr<cuda_event_pool> events,
+                                         std::shared_ptr<cuda_clock> clock)
+    : place_(where), kind_(kind), events_(std::move(events)), clock_(std::move(clock)) {}
 
 cuda_stream_backend::~cuda_stream_backend() {
   if (handle_ == nullptr) return;
@@ -27,14 +28,18 @@ void cuda_stream_backend::start() {
   track_stream(this);
 }
 
-stream_backend::marker cuda_stream_backend::record() {
-  cudaEvent_t e = events_->take();
+stream_backend::marker cuda_stream_backend::record_from(cuda_event_pool& pool) {
+  cudaEvent_t e = pool.take();
   const cudaError_t status = cudaEventRecord(e, handle_);
   if (status != cudaSuccess) {
-    events_->give_back(e);
+    pool.give_back(e);
     check_cuda(status, "cudaEventRecord on " + describe());
   }
   return e;
+}
+
+stream_backend::marker cuda_stream_backend::record() {
+  return record_from(*events_);
 }
 
 void cuda_stream_backend::wait(marker m) {
@@ -52,6 +57,26 @@ stream_backend::state cuda_stream_backend::query(marker m, std::string& message)
 
 void cuda_stream_backend::release(marker m) {
   events_->give_back(static_cast<cudaEvent_t>(m));
+}
+
+stream_backend::marker cuda_stream_backend::record_timed() {
+  return record_from(clock_->events());
+}
+
+stream::work_span cuda_stream_backend::take_span(marker begin, marker end) {
+  std::int64_t start = 0;
+  try {
+    start = clock_->reached_ns(static_cast<cudaEvent_t>(begin));
+  } catch (...) {
+    clock_->events().give_back(static_cast<cudaEvent_t>(end));
+    throw;
+  }
+  return {start, clock_->reached_ns(static_cast<cudaEvent_t>(end))};
+}
+
+void cuda_stream_backend::drop_span(marker begin, marker end) {
+  for (marker m : {begin, end})
+    if (m != nullptr) clock_->events().give_back(static_cast<cudaEvent_t>(m));
 }
 
 cudaStream_t cuda_handle(stream& s) {

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "devices/cuda/cuda_clock.hpp"
 #include "devices/cuda/cuda_event.hpp"
 #include "devices/queued_stream.hpp"
 
@@ -14,10 +15,12 @@ namespace pe {
 /// a cudaStream_t made with cudaStreamNonBlocking (it never syncs with the legacy default
 /// stream) on the place's CUDA device; markers are pooled CUDA events (timing disabled),
 /// recorded with cudaEventRecord, waited for with cudaStreamWaitEvent, queried with
-/// cudaEventQuery. Live backends are tracked so that memory fences cover every stream.
+/// cudaEventQuery. Timed work is bracketed by timing events of the device's clock
+/// (cuda_clock). Live backends are tracked so that memory fences cover every stream.
 class cuda_stream_backend final : public stream_backend {
  public:
-  cuda_stream_backend(place where, stream_kind kind, std::shared_ptr<cuda_event_pool> events);
+  cuda_stream_backend(place where, stream_kind kind, std::shared_ptr<cuda_event_pool> events,
+                      std::shared_ptr<cuda_clock> clock);
   ~cuda_stream_backend() override;
 
   void start() override;
@@ -25,6 +28,9 @@ class cuda_stream_backend final : public stream_backend {
   void wait(marker m) override;
   state query(marker m, std::string& message) override;
   void release(marker m) override;
+  marker record_timed() override;
+  stream::work_span take_span(marker begin, marker end) override;
+  void drop_span(marker begin, marker end) override;
   std::string describe() const override;
 
   /// The CUDA stream (null until start()).
@@ -32,9 +38,13 @@ class cuda_stream_backend final : public stream_backend {
   const std::shared_ptr<cuda_event_pool>& event_pool() const { return events_; }
 
  private:
+  /// An event of `pool` recorded on this stream.
+  marker record_from(cuda_event_pool& pool);
+
   place place_;
   stream_kind kind_;
   std::shared_ptr<cuda_event_pool> events_;
+  std::shared_ptr<cuda_clock> clock_;
   cudaStream_t handle_ = nullptr;
 };
 
@@ -44,8 +54,10 @@ class cuda_stream final : public queued_stream {
  public:
   /// Creates the CUDA stream on `where.device` (on the stream's thread). Throws pe::error
   /// naming the stream when that fails.
-  cuda_stream(place where, stream_kind kind, std::shared_ptr<cuda_event_pool> events)
-      : queued_stream(where, kind, std::make_shared<cuda_stream_backend>(where, kind, std::move(events))) {}
+  cuda_stream(place where, stream_kind kind, std::shared_ptr<cuda_event_pool> events,
+              std::shared_ptr<cuda_clock> clock)
+      : queued_stream(where, kind, std::make_shared<cuda_stream_backend>(where, kind, std::move(events),
+                                                                         std::move(clock))) {}
 
   cudaStream_t handle() const { return static_cast<const cuda_stream_backend&>(backend()).handle(); }
 };

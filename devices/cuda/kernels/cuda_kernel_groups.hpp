@@ -30,8 +30,10 @@ void register_init_dropout_kernels(kernel_registry& r);
 /// mul, matmul_v2, matmul and their grads through cuBLAS (gemm_kernels.cu).
 void register_gemm_kernels(kernel_registry& r);
 
-/// pool2d, conv2d, depthwise_conv2d and their grads (window_kernels.cu).
+/// pool2d and its grad (window_kernels.cu).
 void register_window_kernels(kernel_registry& r);
+/// conv2d, depthwise_conv2d and their grads through cuDNN (conv_kernels.cu).
+void register_conv_kernels(kernel_registry& r);
 /// batch_norm and batch_norm_grad (batch_norm_kernels.cu).
 void register_batch_norm_kernels(kernel_registry& r);
 

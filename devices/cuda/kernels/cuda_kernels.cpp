@@ -15,6 +15,7 @@ void register_cuda_kernels(kernel_registry& r) {
   cuda::register_init_dropout_kernels(r);
   cuda::register_gemm_kernels(r);
   cuda::register_window_kernels(r);
+  cuda::register_conv_kernels(r);
   cuda::register_batch_norm_kernels(r);
 }
 

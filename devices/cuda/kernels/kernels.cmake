@@ -4,8 +4,10 @@
 set(PE_CUDA_KERNEL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/activation_kernels.cu
   ${CMAKE_CURRENT_LIST_DIR}/batch_norm_kernels.cu
+  ${CMAKE_CURRENT_LIST_DIR}/conv_kernels.cu
   ${CMAKE_CURRENT_LIST_DIR}/cuda_context.cpp
   ${CMAKE_CURRENT_LIST_DIR}/cuda_kernels.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/cudnn_handles.cpp
   ${CMAKE_CURRENT_LIST_DIR}/elementwise_kernels.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm_kernels.cu
   ${CMAKE_CURRENT_LIST_DIR}/init_dropout_kernels.cu

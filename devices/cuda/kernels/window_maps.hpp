@@ -8,7 +8,9 @@
 //   - pool2d backward, one input element per op(i), gathering from the windows that cover it
 //     (no atomics): max pooling's grad goes to each window's first maximum (row-major) equal
 //     to Out, Paddle's rule; avg pooling's spreads Out@GRAD / divisor;
-//   - conv2d as im2col, GEMM (cuBLAS), and col2im for Input@GRAD (a gather per input element).
+//   - conv2d runs through cuDNN (conv_kernels.cu), which pads symmetrically only: the choice
+//     between cuDNN's padding and a zero-padded copy of the input (cudnn_axis_of), and the
+//     pad / crop maps of that copy and of Input@GRAD's.
 
 #include <cstdint>
 
@@ -130,55 +132,82 @@ struct pool_backward_map {
   }
 };
 
-/// conv2d's geometry for im2col: Input [n, c, h.in, w.in], the column matrix of one image
-/// [c * kh * kw, h.out * w.out] (row (ci * kh + ki) * kw + kj, column oh * w.out + ow).
-struct conv_plan {
-  std::int64_t n, c;
-  window_1d h, w;
-
-  PE_HOST_DEVICE std::int64_t rows() const { return c * h.kernel * w.kernel; }
-  PE_HOST_DEVICE std::int64_t cols() const { return h.out * w.out; }
+/// How one spatial axis of a convolution is handed to cuDNN, which pads both ends of an axis
+/// alike: the geometry's own pad_begin when cuDNN's output extent with it,
+/// (in + 2 * pad_begin - span) / stride + 1, is the geometry's `out` (the windows then start
+/// at the same places and read zeros past the input either way); otherwise the input is
+/// copied into a zero-padded scratch (`before` = pad_begin zeros first,
+/// window_axis::exact_pad_end() zeros after) and cuDNN pads nothing.
+struct cudnn_axis {
+  std::int64_t in;     ///< the extent cuDNN sees: the input's, or the padded copy's
+  std::int64_t pad;    ///< cuDNN's padding at both ends
+  std::int64_t before; ///< zeros the copy puts before the input (0 when not copied)
+  bool copied;         ///< whether this axis needs the padded copy
 };
 
-/// col[img][row][col] = the input element the filter tap `row` sees at output `col` (0 in
-/// the padding), one column-matrix element per op(i) over n * rows * cols.
-struct im2col_map {
-  const float* input;
-  float* col;
-  conv_plan p;
-  PE_HOST_DEVICE void operator()(std::int64_t i) const {
-    const std::int64_t q = i % p.cols(), r = i / p.cols() % p.rows(), img = i / (p.cols() * p.rows());
-    const std::int64_t kj = r % p.w.kernel, ki = r / p.w.kernel % p.h.kernel, ci = r / (p.w.kernel * p.h.kernel);
-    const std::int64_t ow = q % p.w.out, oh = q / p.w.out;
-    const std::int64_t ih = p.h.start(oh) + ki * p.h.dilation, iw = p.w.start(ow) + kj * p.w.dilation;
-    col[i] = ih >= 0 && ih < p.h.in && iw >= 0 && iw < p.w.in
-                 ? input[((img * p.c + ci) * p.h.in + ih) * p.w.in + iw]
-                 : 0.f;
+/// cudnn_axis for one window axis with known extents (in >= 0, out >= 1).
+inline cudnn_axis cudnn_axis_of(const window_axis& a) {
+  const std::int64_t symmetric = a.in + 2 * a.pad_begin - a.span();
+  if (symmetric >= 0 && symmetric / a.stride + 1 == a.out) return {a.in, a.pad_begin, 0, false};
+  return {a.pad_begin + a.in + a.exact_pad_end(), 0, a.pad_begin, true};
+}
+
+/// A convolution as cuDNN runs it: Input [n, c, h.in, w.in] (the padded copy's extents when
+/// an axis is copied), Filter [m, c / groups, kh, kw], symmetric paddings h.pad and w.pad,
+/// Output [n, m, h_window.out, w_window.out] as the geometry has it.
+struct cudnn_conv {
+  std::int64_t n, c, m, groups;
+  window_axis h_window, w_window; ///< the geometry's axes (kernel, stride, dilation, out)
+  cudnn_axis h, w;
+
+  static cudnn_conv of(const conv_geometry& g, const shape_t& input, const shape_t& filter) {
+    return {input[0], input[1], filter[0], g.groups, g.axes[0], g.axes[1],
+            cudnn_axis_of(g.axes[0]), cudnn_axis_of(g.axes[1])};
+  }
+  bool copied() const { return h.copied || w.copied; }
+  /// The input as cuDNN sees it.
+  shape_t input_dims() const { return {n, c, h.in, w.in}; }
+};
+
+/// The zero-padded copy of an NCHW tensor of planes [h, w] into planes [padded_h, padded_w],
+/// the original at offset (before_h, before_w); planes = N * C.
+struct pad_plan {
+  std::int64_t h, w, padded_h, padded_w, before_h, before_w;
+
+  /// The copy of cudnn_conv's input (Input [n, c, h, w]).
+  static pad_plan of(const cudnn_conv& cc) {
+    return {cc.h_window.in, cc.w_window.in, cc.h.in, cc.w.in, cc.h.before, cc.w.before};
+  }
+  /// The index in the original plane of padded element (ph, pw), or -1 in the padding.
+  PE_HOST_DEVICE std::int64_t source(std::int64_t ph, std::int64_t pw) const {
+    const std::int64_t ih = ph - before_h, iw = pw - before_w;
+    return ih >= 0 && ih < h && iw >= 0 && iw < w ? ih * w + iw : -1;
   }
 };
 
-/// Input@GRAD[i] = the sum of the column-matrix gradient over the taps that saw input i, one
-/// input element per op(i).
-struct col2im_map {
-  const float* dcol;
-  float* dinput;
-  conv_plan p;
+/// padded[i] = the input element at padded position i, or 0 in the padding; one padded
+/// element per op(i) over planes * padded_h * padded_w.
+struct pad_map {
+  const float* x;
+  float* padded;
+  pad_plan p;
   PE_HOST_DEVICE void operator()(std::int64_t i) const {
-    const std::int64_t iw = i % p.w.in, ih = i / p.w.in % p.h.in, ci = i / (p.w.in * p.h.in) % p.c,
-                       img = i / (p.w.in * p.h.in * p.c);
-    const float* base = dcol + img * p.rows() * p.cols();
-    float g = 0.f;
-    for (std::int64_t ki = 0; ki < p.h.kernel; ++ki) {
-      const std::int64_t y = ih + p.h.pad_begin - ki * p.h.dilation;
-      if (y < 0 || y % p.h.stride != 0 || y / p.h.stride >= p.h.out) continue;
-      for (std::int64_t kj = 0; kj < p.w.kernel; ++kj) {
-        const std::int64_t x = iw + p.w.pad_begin - kj * p.w.dilation;
-        if (x < 0 || x % p.w.stride != 0 || x / p.w.stride >= p.w.out) continue;
-        const std::int64_t r = (ci * p.h.kernel + ki) * p.w.kernel + kj;
-        g += base[r * p.cols() + (y / p.h.stride) * p.w.out + x / p.w.stride];
-      }
-    }
-    dinput[i] = g;
+    const std::int64_t pw = i % p.padded_w, ph = i / p.padded_w % p.padded_h,
+                       plane = i / (p.padded_w * p.padded_h);
+    const std::int64_t s = p.source(ph, pw);
+    padded[i] = s >= 0 ? x[plane * p.h * p.w + s] : 0.f;
+  }
+};
+
+/// x[i] = the padded tensor's element over original element i (the padding's share of a
+/// gradient is dropped); one original element per op(i) over planes * h * w.
+struct crop_map {
+  const float* padded;
+  float* x;
+  pad_plan p;
+  PE_HOST_DEVICE void operator()(std::int64_t i) const {
+    const std::int64_t iw = i % p.w, ih = i / p.w % p.h, plane = i / (p.w * p.h);
+    x[i] = padded[(plane * p.padded_h + ih + p.before_h) * p.padded_w + iw + p.before_w];
   }
 };
 

@@ -1,0 +1,324 @@
+// CUDA kernels of conv2d and depthwise_conv2d and their grads (NCHW, FP32) through cuDNN, on
+// the geometry of devices/window_shapes.hpp (the CPU kernels' rule): groups through
+// cudnnSetConvolutionGroupCount (depthwise: groups == C), FMA math only (no TF32, so results
+// stay within 1e-5 of the CPU's). cuDNN pads both ends of an axis alike; an axis whose
+// geometry it cannot express so (asymmetric paddings, SAME with an odd total) runs on a
+// zero-padded copy of the input, and Input@GRAD is then computed into such a copy and cropped
+// (window_maps.hpp's cudnn_axis_of, pad_map, crop_map). The algorithms come from cuDNN's
+// heuristics (the _v7 queries) once per shape and device, then from a cache; only those that
+// sum the products directly (no FFT, no Winograd) are taken.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "devices/cuda/kernels/cuda_kernel_groups.hpp"
+#include "devices/cuda/kernels/cudnn_descriptors.hpp"
+#include "devices/cuda/kernels/cudnn_handles.hpp"
+#include "devices/cuda/kernels/gpu_maps.cuh"
+#include "devices/cuda/kernels/window_maps.hpp"
+
+namespace pe::cuda {
+
+namespace {
+
+constexpr auto gpu = place::kind::gpu;
+
+/// The largest workspace a chosen algorithm may ask for: above it the next candidate is
+/// taken (implicit GEMM needs none, so some candidate always fits).
+constexpr std::size_t workspace_limit = std::size_t{1} << 30;
+
+int as_int(const kernel_context& ctx, std::int64_t v, const char* what) {
+  if (v < 0 || v > 0x7fffffff)
+    ctx.fail(std::string(what) + " " + std::to_string(v) + " exceeds cuDNN's int range");
+  return static_cast<int>(v);
+}
+
+/// The operands of one convolution kernel call.
+struct conv_setup {
+  const tensor& input;
+  const tensor& filter;
+  cudnn_conv cc;
+  shape_t out_dims;
+};
+
+conv_setup conv_setup_of(const kernel_context& ctx) {
+  const tensor& input = gpu_fp32_input(ctx, "Input");
+  const tensor& filter = gpu_fp32_input(ctx, "Filter");
+  const conv_geometry g = infer_conv(ctx, input.shape(), filter.shape(), ctx.attrs());
+  return {input, filter, cudnn_conv::of(g, input.shape(), filter.shape()), g.out};
+}
+
+/// The descriptors of a convolution: x (the input as cuDNN sees it), w, y, and the
+/// convolution itself. Checks that cuDNN's output extents are the geometry's.
+struct conv_descriptors {
+  tensor_descriptor x, y;
+  filter_descriptor w;
+  convolution_descriptor conv;
+
+  conv_descriptors(const kernel_context& ctx, const cudnn_conv& cc)
+      : x(ctx, "cudnnCreateTensorDescriptor"), y(ctx, "cudnnCreateTensorDescriptor"),
+        w(ctx, "cudnnCreateFilterDescriptor"), conv(ctx, "cudnnCreateConvolutionDescriptor") {
+    const int n = as_int(ctx, cc.n, "batch"), c = as_int(ctx, cc.c, "channels"),
+              m = as_int(ctx, cc.m, "filters"), groups = as_int(ctx, cc.groups, "groups");
+    check(ctx,
+          cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c,
+                                     as_int(ctx, cc.h.in, "height"), as_int(ctx, cc.w.in, "width")),
+          "cudnnSetTensor4dDescriptor (Input)");
+    check(ctx,
+          cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, m, c / groups,
+                                     as_int(ctx, cc.h_window.kernel, "kernel height"),
+                                     as_int(ctx, cc.w_window.kernel, "kernel width")),
+          "cudnnSetFilter4dDescriptor");
+    check(ctx,
+          cudnnSetConvolution2dDescriptor(
+              conv, as_int(ctx, cc.h.pad, "height padding"), as_int(ctx, cc.w.pad, "width padding"),
+              as_int(ctx, cc.h_window.stride, "height stride"),
+              as_int(ctx, cc.w_window.stride, "width stride"),
+              as_int(ctx, cc.h_window.dilation, "height dilation"),
+              as_int(ctx, cc.w_window.dilation, "width dilation"), CUDNN_CROSS_CORRELATION,
+              CUDNN_DATA_FLOAT),
+          "cudnnSetConvolution2dDescriptor");
+    check(ctx, cudnnSetConvolutionGroupCount(conv, groups), "cudnnSetConvolutionGroupCount");
+    check(ctx, cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+    int on = 0, om = 0, oh = 0, ow = 0;
+    check(ctx, cudnnGetConvolution2dForwardOutputDim(conv, x, w, &on, &om, &oh, &ow),
+          "cudnnGetConvolution2dForwardOutputDim");
+    const shape_t want = {cc.n, cc.m, cc.h_window.out, cc.w_window.out};
+    if (shape_t{on, om, oh, ow} != want)
+      ctx.fail("cuDNN's output " + to_string(shape_t{on, om, oh, ow}) + " differs from the geometry's " +
+               to_string(want) + " (internal error in the padding choice)");
+    check(ctx,
+          cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, on, om, oh, ow),
+          "cudnnSetTensor4dDescriptor (Output)");
+  }
+};
+
+// --- algorithms ------------------------------------------------------------------------
+
+enum class pass : std::int64_t { forward, backward_data, backward_filter };
+
+/// An algorithm of one pass and the workspace it needs.
+struct chosen {
+  int algo;
+  std::size_t workspace;
+};
+
+/// What the choice depends on: the pass, the device, and every extent and attribute.
+using algo_key = std::array<std::int64_t, 17>;
+
+algo_key key_of(pass p, int device, const cudnn_conv& cc) {
+  return {static_cast<std::int64_t>(p), device, cc.n, cc.c, cc.h.in, cc.w.in, cc.m, cc.groups,
+          cc.h_window.kernel, cc.w_window.kernel, cc.h.pad, cc.w.pad, cc.h_window.stride,
+          cc.w_window.stride, cc.h_window.dilation, cc.w_window.dilation, cc.h_window.out};
+}
+
+/// Whether an algorithm sums the products directly (implicit / precomputed GEMM, GEMM,
+/// direct, and the backward passes' ALGO_0 / ALGO_1 / ALGO_3), as the CPU kernels do. FFT and
+/// Winograd transform the operands first: their rounding error grows with the transform and
+/// falls outside the 1e-5 agreement with the CPU kernels, so they are never taken.
+bool sums_directly(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
+}
+bool sums_directly(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+}
+bool sums_directly(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+}
+
+/// The first heuristic result (cuDNN orders them fastest first) that succeeded with FMA math,
+/// sums directly, and needs a workspace within workspace_limit. A result reported with
+/// CUDNN_DEFAULT_MATH is taken when no FMA one qualifies: the descriptor's CUDNN_FMA_MATH
+/// still rules out tensor-op (TF32) math when it runs. Tensor-op results are never taken.
+template <class Perf>
+int pick(const kernel_context& ctx, const std::vector<Perf>& results, int count, const char* what) {
+  for (const cudnnMathType_t math : {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH})
+    for (int i = 0; i < count; ++i) {
+      const Perf& r = results[static_cast<std::size_t>(i)];
+      if (r.status == CUDNN_STATUS_SUCCESS && r.mathType == math && sums_directly(r.algo) &&
+          r.memory <= workspace_limit)
+        return static_cast<int>(r.algo);
+    }
+  ctx.fail(std::string(what) + ": cuDNN proposed no direct-summation FMA algorithm with a " +
+           "workspace of at most " + std::to_string(workspace_limit) + " bytes (" +
+           std::to_string(count) + " candidates)");
+}
+
+chosen ask_heuristics(const kernel_context& ctx, cudnnHandle_t h, const conv_descriptors& d, pass p) {
+  int max = 0, count = 0;
+  chosen c{0, 0};
+  switch (p) {
+    case pass::forward: {
+      check(ctx, cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max),
+            "cudnnGetConvolutionForwardAlgorithmMaxCount");
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> r(static_cast<std::size_t>(max));
+      check(ctx, cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, max, &count, r.data()),
+            "cudnnGetConvolutionForwardAlgorithm_v7");
+      c.algo = pick(ctx, r, count, "conv forward");
+      check(ctx,
+            cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y,
+                                                    static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
+                                                    &c.workspace),
+            "cudnnGetConvolutionForwardWorkspaceSize");
+      break;
+    }
+    case pass::backward_data: {
+      check(ctx, cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max),
+            "cudnnGetConvolutionBackwardDataAlgorithmMaxCount");
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> r(static_cast<std::size_t>(max));
+      check(ctx,
+            cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, max, &count, r.data()),
+            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+      c.algo = pick(ctx, r, count, "conv Input@GRAD");
+      check(ctx,
+            cudnnGetConvolutionBackwardDataWorkspaceSize(
+                h, d.w, d.y, d.conv, d.x, static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+                &c.workspace),
+            "cudnnGetConvolutionBackwardDataWorkspaceSize");
+      break;
+    }
+    case pass::backward_filter: {
+      check(ctx, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max),
+            "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount");
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> r(static_cast<std::size_t>(max));
+      check(ctx,
+            cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max, &count, r.data()),
+            "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+      c.algo = pick(ctx, r, count, "conv Filter@GRAD");
+      check(ctx,
+            cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                h, d.x, d.y, d.conv, d.w, static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
+                &c.workspace),
+            "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+      break;
+    }
+  }
+  return c;
+}
+
+/// The algorithm of pass `p` for this convolution on the current device: cached per key, so
+/// a training step does not ask the heuristics again.
+chosen algorithm(const kernel_context& ctx, cudnnHandle_t h, const conv_descriptors& d,
+                 const cudnn_conv& cc, pass p) {
+  static std::mutex mutex;
+  static auto* cache = new std::map<algo_key, chosen>; // never destroyed
+  int device = 0;
+  check(ctx, cudaGetDevice(&device), "cudaGetDevice");
+  const algo_key key = key_of(p, device, cc);
+  {
+    std::lock_guard lock(mutex);
+    const auto it = cache->find(key);
+    if (it != cache->end()) return it->second;
+  }
+  const chosen c = ask_heuristics(ctx, h, d, p); // outside the lock: may take a while
+  std::lock_guard lock(mutex);
+  return cache->emplace(key, c).first->second;
+}
+
+/// A workspace of `bytes` in the place's memory (an empty tensor for 0 bytes).
+tensor workspace(const kernel_context& ctx, std::size_t bytes) {
+  if (bytes == 0) return tensor();
+  return scratch(ctx, dtype::uint8, {static_cast<std::int64_t>(bytes)});
+}
+
+void* raw_or_null(tensor& t) { return t.initialized() && t.bytes() > 0 ? t.raw() : nullptr; }
+
+/// The input as cuDNN reads it: Input itself, or its zero-padded copy (kept in `copy`).
+const float* cudnn_input(const kernel_context& ctx, const conv_setup& s, tensor& copy) {
+  if (!s.cc.copied()) return s.input.data<float>();
+  copy = scratch(ctx, dtype::fp32, s.cc.input_dims());
+  for_each(ctx, copy.numel(), pad_map{s.input.data<float>(), copy.data<float>(), pad_plan::of(s.cc)});
+  return copy.data<float>();
+}
+
+constexpr float one = 1.f, nothing = 0.f;
+
+void conv_forward(kernel_context& ctx) {
+  const conv_setup s = conv_setup_of(ctx);
+  write_unaliased(ctx.output("Output"), {&s.input, &s.filter}, [&](tensor& out) {
+    resize_output(ctx, out, dtype::fp32, s.out_dims);
+    if (out.numel() == 0) return;
+    if (s.input.numel() == 0 || s.filter.numel() == 0) { // no input channels: sums of nothing
+      zero(ctx, out);
+      return;
+    }
+    const conv_descriptors d(ctx, s.cc);
+    const cudnnHandle_t h = cudnn_handle(ctx, cuda_stream_of(ctx));
+    const chosen a = algorithm(ctx, h, d, s.cc, pass::forward);
+    tensor copy, ws = workspace(ctx, a.workspace);
+    const float* x = cudnn_input(ctx, s, copy);
+    check(ctx,
+          cudnnConvolutionForward(h, &one, d.x, x, d.w, s.filter.data<float>(), d.conv,
+                                  static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), raw_or_null(ws),
+                                  a.workspace, &nothing, d.y, out.data<float>()),
+          "cudnnConvolutionForward");
+  });
+}
+
+void conv_backward(kernel_context& ctx) {
+  const conv_setup s = conv_setup_of(ctx);
+  const tensor& dout = gpu_fp32_input(ctx, "Output@GRAD");
+  expect_dims(ctx, "Output@GRAD", dout, s.out_dims);
+  // Nothing flows when there is no output element, no input element or no filter tap: the
+  // grads are zeros (cuDNN takes no empty tensors).
+  const bool empty = dout.numel() == 0 || s.input.numel() == 0 || s.filter.numel() == 0;
+  const cudnnHandle_t h = empty ? nullptr : cudnn_handle(ctx, cuda_stream_of(ctx));
+  if (ctx.has_output("Filter@GRAD"))
+    write_unaliased(ctx.output("Filter@GRAD"), {&dout, &s.input, &s.filter}, [&](tensor& dw) {
+      resize_output(ctx, dw, dtype::fp32, s.filter.shape());
+      if (empty) {
+        zero(ctx, dw);
+        return;
+      }
+      const conv_descriptors d(ctx, s.cc);
+      const chosen a = algorithm(ctx, h, d, s.cc, pass::backward_filter);
+      tensor copy, ws = workspace(ctx, a.workspace);
+      const float* x = cudnn_input(ctx, s, copy);
+      check(ctx,
+            cudnnConvolutionBackwardFilter(h, &one, d.x, x, d.y, dout.data<float>(), d.conv,
+                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
+                                           raw_or_null(ws), a.workspace, &nothing, d.w,
+                                           dw.data<float>()),
+            "cudnnConvolutionBackwardFilter");
+    });
+  if (ctx.has_output("Input@GRAD"))
+    write_unaliased(ctx.output("Input@GRAD"), {&dout, &s.filter}, [&](tensor& dx) {
+      resize_output(ctx, dx, dtype::fp32, s.input.shape());
+      if (empty) {
+        zero(ctx, dx);
+        return;
+      }
+      const conv_descriptors d(ctx, s.cc);
+      const chosen a = algorithm(ctx, h, d, s.cc, pass::backward_data);
+      tensor ws = workspace(ctx, a.workspace);
+      // Into a padded scratch when the input was copied: the padding's share is then dropped.
+      tensor padded = s.cc.copied() ? scratch(ctx, dtype::fp32, s.cc.input_dims()) : tensor();
+      float* target = s.cc.copied() ? padded.data<float>() : dx.data<float>();
+      check(ctx,
+            cudnnConvolutionBackwardData(h, &one, d.w, s.filter.data<float>(), d.y,
+                                         dout.data<float>(), d.conv,
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo),
+                                         raw_or_null(ws), a.workspace, &nothing, d.x, target),
+            "cudnnConvolutionBackwardData");
+      if (s.cc.copied())
+        for_each(ctx, dx.numel(), crop_map{padded.data<float>(), dx.data<float>(), pad_plan::of(s.cc)});
+    });
+}
+
+} // namespace
+
+void register_conv_kernels(kernel_registry& r) {
+  for (const std::string type : {"conv2d", "depthwise_conv2d"}) {
+    r.add(type, gpu, conv_forward);
+    r.add(type + "_grad", gpu, conv_backward);
+  }
+}
+
+} // namespace pe::cuda
