@@ -6,6 +6,7 @@
 #include <string>
 
 #include "devices/cpu/math_kernels.hpp"
+#include "devices/math_ops.hpp"
 
 namespace pe {
 
@@ -58,9 +59,7 @@ void relu_grad(kernel_context& ctx) {
 
 /// Out = scale * X + bias, or scale * (X + bias) when !bias_after_scale.
 void scale(kernel_context& ctx) {
-  const float s = ctx.attrs().get<float>("scale");
-  const float bias = ctx.attrs().get<float>("bias");
-  const float b = ctx.attrs().get<bool>("bias_after_scale") ? bias : s * bias;
+  const auto [s, b] = scale_params_of(ctx);
   map_unary(ctx, "X", "Out", [s, b](float x) { return s * x + b; });
 }
 

@@ -13,16 +13,17 @@
 // (dnnl_blocked), where oneDNN has jit kernels (about twice as fast as its plain-layout one,
 // reorders included), and the kernels reorder the plain tensors into and out of it; other
 // channel counts would pad the block with channels the kernels compute for nothing, and run
-// on the plain layout.
+// on the plain layout. Inputs and attributes are read and checked by
+// devices/batch_norm_ops.hpp's fronts, shared with the CUDA kernels.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <unordered_map>
 
+#include "devices/batch_norm_ops.hpp"
 #include "devices/cpu/dnnl_context.hpp"
 #include "devices/cpu/math_kernels.hpp"
-#include "devices/window_shapes.hpp"
 
 namespace pe {
 
@@ -38,24 +39,13 @@ struct norm_view {
   dnnl::memory::desc data, blocked, channel;
 };
 
-norm_view view_of(const kernel_context& ctx, const tensor& x) {
-  expect_nchw(ctx, "data_layout", ctx.attrs().get<std::string>("data_layout"));
-  if (x.rank() < 2 || x.rank() > 5)
-    ctx.fail("X must have rank 2 to 5 ([N, C, ...]), got " + to_string(x.shape()));
-  norm_view v{.n = x.dim(0), .c = x.dim(1), .spatial = 1, .data = {}, .blocked = {}, .channel = {}};
-  for (std::size_t d = 2; d < x.rank(); ++d) v.spatial *= x.dim(d);
+norm_view view_of(const bn_dims& d) {
+  norm_view v{.n = d.n, .c = d.c, .spatial = d.spatial, .data = {}, .blocked = {}, .channel = {}};
   v.data = dnnl_plain_desc({v.n, v.c, v.spatial, 1});
   const dnnl::memory::desc blocked = dnnl_blocked(v.data);
   v.blocked = blocked.data.padded_dims[1] == v.c ? blocked : v.data;
   v.channel = dnnl_plain_desc({v.c});
   return v;
-}
-
-/// Input `slot`, checked to be FP32 of dims [C].
-const tensor& channel_input(const kernel_context& ctx, const char* slot, const norm_view& v) {
-  const tensor& t = fp32_input(ctx, slot);
-  expect_dims(ctx, slot, t, {v.c});
-  return t;
 }
 
 /// Output `slot` (when bound) resized to [C]; nullptr when not bound.
@@ -74,19 +64,11 @@ void write_channel(kernel_context& ctx, const char* slot, const norm_view& v, co
 }
 
 void batch_norm_forward(kernel_context& ctx) {
-  const tensor& x = fp32_input(ctx, "X");
-  const attribute_map& a = ctx.attrs();
-  if (ctx.has_input("MomentumTensor"))
-    ctx.fail("the MomentumTensor input is not supported; give the momentum attribute");
-  const norm_view v = view_of(ctx, x);
-  const tensor& scale = channel_input(ctx, "Scale", v);
-  const tensor& bias = channel_input(ctx, "Bias", v);
-  const tensor& mean = channel_input(ctx, "Mean", v);
-  const tensor& variance = channel_input(ctx, "Variance", v);
-  const auto momentum = a.get<float>("momentum");
-  const auto epsilon = a.get<float>("epsilon");
-  const bool global = (a.get<bool>("is_test") && !a.get<bool>("trainable_statistics")) ||
-                      a.get<bool>("use_global_stats");
+  const batch_norm_front f = batch_norm_front_of(ctx, fp32_input);
+  const tensor &x = f.x, &scale = f.scale, &bias = f.bias, &mean = f.mean, &variance = f.variance;
+  const float momentum = f.momentum, epsilon = f.epsilon;
+  const bool global = f.global;
+  const norm_view v = view_of(f.d);
   if (ctx.has_output("ReserveSpace")) ctx.output("ReserveSpace").resize(dtype::fp32, {0});
   tensor& y = ctx.output("Y");
   y.resize(dtype::fp32, x.shape()); // in place on X is fine: oneDNN allows src == dst
@@ -153,23 +135,15 @@ void batch_norm_forward(kernel_context& ctx) {
 /// statistics); training uses SavedMean and the inverse std SavedVariance, handed to oneDNN
 /// as the variance 1 / inv_std^2 with epsilon 0 so that it recovers the same inverse std.
 void batch_norm_backward(kernel_context& ctx) {
-  const tensor& x = fp32_input(ctx, "X");
-  const tensor& dy = fp32_input(ctx, "Y@GRAD");
-  expect_dims(ctx, "Y@GRAD", dy, x.shape());
-  const attribute_map& a = ctx.attrs();
-  const norm_view v = view_of(ctx, x);
-  const tensor& scale = channel_input(ctx, "Scale", v);
-  const tensor& bias = channel_input(ctx, "Bias", v);
-  const bool global = a.get<bool>("is_test") || a.get<bool>("use_global_stats");
+  const batch_norm_grad_front f = batch_norm_grad_front_of(ctx, fp32_input);
+  const tensor &x = f.x, &dy = f.dy, &scale = f.scale, &bias = f.bias;
+  const bool global = f.global;
+  const norm_view v = view_of(f.d);
 
-  tensor mean, variance;
-  float epsilon = a.get<float>("epsilon");
-  if (global) {
-    mean = channel_input(ctx, "MeanOut", v);
-    variance = channel_input(ctx, "VarianceOut", v);
-  } else {
-    mean = channel_input(ctx, "SavedMean", v);
-    const float* inv_std = channel_input(ctx, "SavedVariance", v).data<float>();
+  tensor mean = f.mean, variance = f.variance;
+  float epsilon = f.epsilon;
+  if (!global) {
+    const float* inv_std = f.variance.data<float>();
     variance = tensor(dtype::fp32, {v.c});
     for (std::int64_t c = 0; c < v.c; ++c)
       variance.data<float>()[c] = 1.f / (inv_std[c] * inv_std[c]);

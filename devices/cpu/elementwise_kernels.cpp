@@ -1,6 +1,6 @@
 // CPU kernels of the broadcasting binary ops elementwise_add, elementwise_sub,
 // elementwise_mul, elementwise_div and their grads. Y is broadcast against X by Paddle's rule
-// (devices/math_shapes.hpp's infer_broadcast); Out has X's dims.
+// (devices/elementwise_ops.hpp's front, shared with the CUDA kernels); Out has X's dims.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -9,7 +9,7 @@
 
 #include "devices/cpu/cpu_kernels.hpp"
 #include "devices/cpu/math_kernels.hpp"
-#include "devices/math_shapes.hpp"
+#include "devices/elementwise_ops.hpp"
 
 namespace pe {
 
@@ -17,12 +17,7 @@ namespace {
 
 /// X's dims with Y's broadcast axes marked: the layout of X (full) against Y (small).
 broadcast_layout elementwise_layout(const kernel_context& ctx, const tensor& x, const tensor& y) {
-  const auto span =
-      infer_broadcast(ctx, x.shape(), y.shape(), ctx.attrs().get<std::int32_t>("axis"));
-  std::vector<bool> repeated(x.rank(), true);
-  std::fill(repeated.begin() + static_cast<std::ptrdiff_t>(span.begin),
-            repeated.begin() + static_cast<std::ptrdiff_t>(span.end), false);
-  return {x.shape(), repeated};
+  return {x.shape(), broadcast_axes(ctx, x, y)};
 }
 
 /// Out = f(X, Y), Y broadcast. In place on X is fine (each element is read, then written);
@@ -52,12 +47,9 @@ struct grad_element {
 /// written in place over Out@GRAD or X, which Y@GRAD reads.
 template <class DX, class DY>
 void elementwise_backward(kernel_context& ctx, DX dx, DY dy) {
-  const tensor& x = fp32_input(ctx, "X");
-  const tensor& y = fp32_input(ctx, "Y");
-  const tensor& dout = fp32_input(ctx, "Out@GRAD");
-  expect_dims(ctx, "Out@GRAD", dout, x.shape());
-  const tensor* out = ctx.has_input("Out") ? &fp32_input(ctx, "Out") : nullptr;
-  if (out != nullptr) expect_dims(ctx, "Out", *out, x.shape());
+  const elementwise_grad_front f = elementwise_grad_front_of(ctx, fp32_input);
+  const tensor &x = f.x, &y = f.y, &dout = f.dout;
+  const tensor* out = f.out;
   const broadcast_layout layout = elementwise_layout(ctx, x, y);
   const float* xs = x.data<float>();
   const float* ys = y.data<float>();

@@ -1,6 +1,8 @@
 // CPU kernels of the loss and metric ops: softmax_with_cross_entropy, cross_entropy,
 // cross_entropy2, top_k, top_k_v2, accuracy and the grad kernels of all but accuracy.
 // Tensors of any rank are treated as [rows, last dim], top_k_v2's as lines along its axis.
+// Attributes, dtypes and dims are checked by devices/loss_ops.hpp's fronts, shared with the
+// CUDA kernels; these also check label values.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,53 +14,11 @@
 
 #include "devices/cpu/cpu_kernels.hpp"
 #include "devices/kernel.hpp"
-#include "devices/math_shapes.hpp"
+#include "devices/loss_ops.hpp"
 
 namespace pe {
 
 namespace {
-
-/// A tensor of rank >= 1 seen as a matrix of `rows` rows of `cols` elements.
-struct row_layout {
-  std::int64_t rows;
-  std::int64_t cols;
-};
-
-row_layout rows_of(const kernel_context& ctx, std::string_view slot, const tensor& t) {
-  if (t.rank() == 0) ctx.fail(std::string(slot) + " must have rank >= 1, got a scalar");
-  std::int64_t cols = t.shape().back();
-  return {cols == 0 ? 0 : t.numel() / cols, cols};
-}
-
-void expect_dtype(const kernel_context& ctx, std::string_view slot, const tensor& t,
-                  dtype wanted) {
-  if (t.type() != wanted)
-    ctx.fail(std::string(slot) + " must be " + to_string(wanted) + ", got " +
-             to_string(t.type()));
-}
-
-/// `dims` with its last dimension replaced by `last`.
-shape_t with_last_dim(shape_t dims, std::int64_t last) {
-  dims.back() = last;
-  return dims;
-}
-
-/// Checks Label against Logits (or Softmax) `like`: a soft label has its dims, a hard one
-/// its dims with last dim 1.
-void check_label(const kernel_context& ctx, const tensor& label, const tensor& like,
-                 bool soft_label) {
-  if (soft_label) {
-    expect_dtype(ctx, "Label", label, dtype::fp32);
-    if (label.shape() != like.shape())
-      ctx.fail("soft Label has shape " + to_string(label.shape()) + ", expected " +
-               to_string(like.shape()));
-  } else {
-    expect_dtype(ctx, "Label", label, dtype::int64);
-    if (label.shape() != with_last_dim(like.shape(), 1))
-      ctx.fail("Label has shape " + to_string(label.shape()) + ", expected " +
-               to_string(with_last_dim(like.shape(), 1)));
-  }
-}
 
 // --- cross-entropy of probabilities (cross_entropy, cross_entropy2, use_softmax = false) --
 
@@ -74,15 +34,15 @@ float neg_log(float p) {
 /// checking the labels lie in [0, classes).
 std::vector<float> matched_probabilities(const kernel_context& ctx, const float* x,
                                          row_layout layout, const std::int64_t* label,
-                                         std::int64_t ignore_index) {
+                                         std::int64_t ignore) {
   std::vector<float> match(static_cast<std::size_t>(layout.rows), 0.f);
   for (std::int64_t r = 0; r < layout.rows; ++r) {
     const std::int64_t y = label[r];
-    if (y == ignore_index) continue;
+    if (y == ignore) continue;
     if (y < 0 || y >= layout.cols)
       ctx.fail("Label value " + std::to_string(y) + " in row " + std::to_string(r) +
                " is outside [0, " + std::to_string(layout.cols) + ") and is not ignore_index (" +
-               std::to_string(ignore_index) + ")");
+               std::to_string(ignore) + ")");
     match[static_cast<std::size_t>(r)] = x[r * layout.cols + y];
   }
   return match;
@@ -93,8 +53,7 @@ std::vector<float> matched_probabilities(const kernel_context& ctx, const float*
 std::vector<float> probability_cross_entropy(const kernel_context& ctx, const tensor& x,
                                              const tensor& label, bool soft_label,
                                              tensor& loss) {
-  const row_layout layout = rows_of(ctx, "X", x);
-  check_label(ctx, label, x, soft_label);
+  const row_layout layout = probability_xent_rows(ctx, x, label, soft_label);
   loss.resize(dtype::fp32, with_last_dim(x.shape(), 1));
   const float* p = x.data<float>();
   float* l = loss.data<float>();
@@ -108,11 +67,11 @@ std::vector<float> probability_cross_entropy(const kernel_context& ctx, const te
     }
     return {};
   }
-  const std::int64_t ignore_index = ctx.attrs().get<std::int32_t>("ignore_index");
+  const std::int64_t ignore = ignore_index(ctx);
   const std::int64_t* y = label.data<std::int64_t>();
-  std::vector<float> match = matched_probabilities(ctx, p, layout, y, ignore_index);
+  std::vector<float> match = matched_probabilities(ctx, p, layout, y, ignore);
   for (std::int64_t r = 0; r < layout.rows; ++r)
-    l[r] = y[r] == ignore_index ? 0.f : neg_log(match[static_cast<std::size_t>(r)]);
+    l[r] = y[r] == ignore ? 0.f : neg_log(match[static_cast<std::size_t>(r)]);
   return match;
 }
 
@@ -120,13 +79,13 @@ std::vector<float> probability_cross_entropy(const kernel_context& ctx, const te
 /// elsewhere and in ignored rows.
 void hard_label_grad(const kernel_context& ctx, row_layout layout, const tensor& label,
                      const float* match, const tensor& loss_grad, tensor& x_grad) {
-  const std::int64_t ignore_index = ctx.attrs().get<std::int32_t>("ignore_index");
+  const std::int64_t ignore = ignore_index(ctx);
   const std::int64_t* y = label.data<std::int64_t>();
   const float* dl = loss_grad.data<float>();
   float* g = x_grad.data<float>();
   std::fill(g, g + x_grad.numel(), 0.f);
   for (std::int64_t r = 0; r < layout.rows; ++r)
-    if (y[r] != ignore_index) g[r * layout.cols + y[r]] = -dl[r] / match[r];
+    if (y[r] != ignore) g[r * layout.cols + y[r]] = -dl[r] / match[r];
 }
 
 /// X@GRAD of cross-entropy over probabilities X: -Label / X * Loss@GRAD for soft labels,
@@ -135,17 +94,12 @@ void probability_cross_entropy_grad(const kernel_context& ctx, const tensor& x,
                                     const tensor& label, bool soft_label,
                                     const tensor& loss_grad, std::string_view loss_slot,
                                     tensor& x_grad) {
-  const row_layout layout = rows_of(ctx, "X", x);
-  check_label(ctx, label, x, soft_label);
-  expect_dtype(ctx, loss_slot, loss_grad, dtype::fp32);
-  if (loss_grad.shape() != with_last_dim(x.shape(), 1))
-    ctx.fail(std::string(loss_slot) + " has shape " + to_string(loss_grad.shape()) +
-             ", expected " + to_string(with_last_dim(x.shape(), 1)));
+  const row_layout layout = probability_xent_grad_rows(ctx, x, label, soft_label, loss_grad, loss_slot);
   x_grad.resize(dtype::fp32, x.shape());
   const float* p = x.data<float>();
   if (!soft_label) {
     const std::vector<float> match = matched_probabilities(
-        ctx, p, layout, label.data<std::int64_t>(), ctx.attrs().get<std::int32_t>("ignore_index"));
+        ctx, p, layout, label.data<std::int64_t>(), ignore_index(ctx));
     return hard_label_grad(ctx, layout, label, match.data(), loss_grad, x_grad);
   }
   const float* y = label.data<float>();
@@ -189,33 +143,17 @@ void cross_entropy2(kernel_context& ctx) {
 
 /// X@GRAD from MatchX, Label and Y@GRAD; X's dims are XShape's without its trailing 0.
 void cross_entropy_grad2(kernel_context& ctx) {
-  const shape_t& xshape = ctx.input("XShape").shape();
-  if (xshape.size() < 2 || xshape.back() != 0)
-    ctx.fail("XShape must be [X's dims, 0], got " + to_string(xshape));
-  const shape_t x_dims(xshape.begin(), xshape.end() - 1);
-  const tensor& label = ctx.input("Label");
-  const tensor& match_x = ctx.input("MatchX");
-  const tensor& y_grad = ctx.input("Y@GRAD");
-  expect_dtype(ctx, "Label", label, dtype::int64);
-  for (const auto& [slot, t] : {std::pair<const char*, const tensor*>{"Label", &label},
-                                {"MatchX", &match_x},
-                                {"Y@GRAD", &y_grad}})
-    if (t->shape() != with_last_dim(x_dims, 1))
-      ctx.fail(std::string(slot) + " has shape " + to_string(t->shape()) + ", expected " +
-               to_string(with_last_dim(x_dims, 1)) + " for X " + to_string(x_dims) +
-               " (from XShape)");
-  expect_dtype(ctx, "MatchX", match_x, dtype::fp32);
-  expect_dtype(ctx, "Y@GRAD", y_grad, dtype::fp32);
+  const cross_entropy_grad2_front f = cross_entropy_grad2_front_of(ctx, bound_input);
   tensor& x_grad = ctx.output("X@GRAD");
-  x_grad.resize(dtype::fp32, x_dims);
+  x_grad.resize(dtype::fp32, f.x_dims);
   const row_layout layout = rows_of(ctx, "X@GRAD", x_grad);
-  const std::int64_t ignore_index = ctx.attrs().get<std::int32_t>("ignore_index");
-  const std::int64_t* y = label.data<std::int64_t>();
+  const std::int64_t ignore = ignore_index(ctx);
+  const std::int64_t* y = f.label.data<std::int64_t>();
   for (std::int64_t r = 0; r < layout.rows; ++r)
-    if (y[r] != ignore_index && (y[r] < 0 || y[r] >= layout.cols))
+    if (y[r] != ignore && (y[r] < 0 || y[r] >= layout.cols))
       ctx.fail("Label value " + std::to_string(y[r]) + " in row " + std::to_string(r) +
                " is outside [0, " + std::to_string(layout.cols) + ")");
-  hard_label_grad(ctx, layout, label, match_x.data<float>(), y_grad, x_grad);
+  hard_label_grad(ctx, layout, f.label, f.match_x.data<float>(), f.y_grad, x_grad);
 }
 
 // --- softmax_with_cross_entropy ------------------------------------------------------
@@ -227,22 +165,18 @@ void cross_entropy_grad2(kernel_context& ctx) {
 void softmax_with_cross_entropy(kernel_context& ctx) {
   const tensor& logits = ctx.input("Logits");
   const tensor& label = ctx.input("Label");
-  expect_dtype(ctx, "Logits", logits, dtype::fp32);
-  const auto [rows, classes] = rows_of(ctx, "Logits", logits);
-  const auto axis = ctx.attrs().get<std::int32_t>("axis");
-  if (axis != -1 && axis != static_cast<std::int32_t>(logits.rank()) - 1)
-    ctx.fail("only the last axis is supported, got axis " + std::to_string(axis) +
-             " for Logits " + to_string(logits.shape()));
-  const bool soft_label = ctx.attrs().get<bool>("soft_label");
+  const softmax_xent_front f = softmax_xent_front_of(ctx, logits);
+  const auto [rows, classes] = f.rows;
+  const bool soft_label = f.soft;
   tensor& softmax = ctx.output("Softmax");
   tensor& loss = ctx.output("Loss");
-  if (!ctx.attrs().get<bool>("use_softmax")) {
+  if (!f.use_softmax) {
     probability_cross_entropy(ctx, logits, label, soft_label, loss);
     softmax.copy_from(logits);
     return;
   }
   check_label(ctx, label, logits, soft_label);
-  const std::int64_t ignore_index = ctx.attrs().get<std::int32_t>("ignore_index");
+  const std::int64_t ignore = ignore_index(ctx);
 
   softmax.resize(dtype::fp32, logits.shape());
   loss.resize(dtype::fp32, with_last_dim(logits.shape(), 1));
@@ -270,14 +204,14 @@ void softmax_with_cross_entropy(kernel_context& ctx) {
       continue;
     }
     const std::int64_t y = hard[r];
-    if (y == ignore_index) {
+    if (y == ignore) {
       l[r] = 0.f;
       continue;
     }
     if (y < 0 || y >= classes)
       ctx.fail("Label value " + std::to_string(y) + " in row " + std::to_string(r) +
                " is outside [0, " + std::to_string(classes) + ") and is not ignore_index (" +
-               std::to_string(ignore_index) + ")");
+               std::to_string(ignore) + ")");
     l[r] = static_cast<float>(-log_softmax(y));
   }
 }
@@ -289,19 +223,13 @@ void softmax_with_cross_entropy_grad(kernel_context& ctx) {
   const tensor& softmax = ctx.input("Softmax");
   const tensor& label = ctx.input("Label");
   const tensor& loss_grad = ctx.input("Loss@GRAD");
-  expect_dtype(ctx, "Softmax", softmax, dtype::fp32);
-  if (!ctx.attrs().get<bool>("use_softmax"))
-    return probability_cross_entropy_grad(ctx, softmax, label,
-                                          ctx.attrs().get<bool>("soft_label"), loss_grad,
-                                          "Loss@GRAD", ctx.output("Logits@GRAD"));
-  expect_dtype(ctx, "Loss@GRAD", loss_grad, dtype::fp32);
-  const auto [rows, classes] = rows_of(ctx, "Softmax", softmax);
-  const bool soft_label = ctx.attrs().get<bool>("soft_label");
-  check_label(ctx, label, softmax, soft_label);
-  if (loss_grad.shape() != with_last_dim(softmax.shape(), 1))
-    ctx.fail("Loss@GRAD has shape " + to_string(loss_grad.shape()) + ", expected " +
-             to_string(with_last_dim(softmax.shape(), 1)));
-  const std::int64_t ignore_index = ctx.attrs().get<std::int32_t>("ignore_index");
+  const softmax_xent_front f = softmax_xent_grad_front_of(ctx, softmax, label, loss_grad);
+  if (!f.use_softmax)
+    return probability_cross_entropy_grad(ctx, softmax, label, f.soft, loss_grad, "Loss@GRAD",
+                                          ctx.output("Logits@GRAD"));
+  const auto [rows, classes] = f.rows;
+  const bool soft_label = f.soft;
+  const std::int64_t ignore = ignore_index(ctx);
 
   tensor& logits_grad = ctx.output("Logits@GRAD");
   logits_grad.resize(dtype::fp32, softmax.shape());
@@ -319,7 +247,7 @@ void softmax_with_cross_entropy_grad(kernel_context& ctx) {
       continue;
     }
     const std::int64_t y = hard[r];
-    if (y == ignore_index) {
+    if (y == ignore) {
       std::fill(gr, gr + classes, 0.f);
       continue;
     }
@@ -346,24 +274,14 @@ axis_lines lines_along(const shape_t& dims, std::size_t axis) {
   return {outer, dims[axis], inner};
 }
 
-/// `dims` with dimension `axis` replaced by `size`.
-shape_t with_dim(shape_t dims, std::size_t axis, std::int64_t size) {
-  dims[axis] = size;
-  return dims;
-}
-
 /// The k largest (or, unless `largest`, smallest) elements of each line of X along `axis`,
 /// best first: Out and Indices hold them along that axis. Equal values keep the lower index
 /// first, so results do not depend on the sort's implementation.
 void select_top_k(kernel_context& ctx, std::size_t axis, bool largest) {
   const tensor& x = ctx.input("X");
-  expect_dtype(ctx, "X", x, dtype::fp32);
+  const std::int64_t k = top_k_count(ctx, x, axis);
   const axis_lines lines = lines_along(x.shape(), axis);
   const std::int64_t n = lines.n, step = lines.inner;
-  const std::int64_t k = ctx.attrs().get<std::int32_t>("k");
-  if (k < 1 || k > n)
-    ctx.fail("k = " + std::to_string(k) + " must be in [1, " + std::to_string(n) +
-             "] for X of shape " + to_string(x.shape()));
 
   tensor& out = ctx.output("Out");
   tensor& indices = ctx.output("Indices");
@@ -397,14 +315,9 @@ void scatter_top_k_grad(kernel_context& ctx, std::size_t axis) {
   const tensor& x = ctx.input("X");
   const tensor& indices = ctx.input("Indices");
   const tensor& out_grad = ctx.input("Out@GRAD");
-  expect_dtype(ctx, "Indices", indices, dtype::int64);
-  expect_dtype(ctx, "Out@GRAD", out_grad, dtype::fp32);
+  const std::int64_t k = top_k_grad_count(ctx, x, indices, out_grad, axis);
   const axis_lines lines = lines_along(x.shape(), axis);
   const std::int64_t n = lines.n, step = lines.inner;
-  const std::int64_t k = indices.rank() == x.rank() ? indices.dim(axis) : -1;
-  if (out_grad.shape() != indices.shape() || indices.shape() != with_dim(x.shape(), axis, k))
-    ctx.fail("Out@GRAD " + to_string(out_grad.shape()) + " and Indices " +
-             to_string(indices.shape()) + " do not match X " + to_string(x.shape()));
 
   tensor& x_grad = ctx.output("X@GRAD");
   x_grad.resize(dtype::fp32, x.shape());
@@ -424,35 +337,12 @@ void scatter_top_k_grad(kernel_context& ctx, std::size_t axis) {
   }
 }
 
-/// top_k's axis: the last of input `slot`, which must have rank >= 1.
-std::size_t last_axis(const kernel_context& ctx, std::string_view slot) {
-  const tensor& t = ctx.input(slot);
-  if (t.rank() == 0) ctx.fail(std::string(slot) + " must have rank >= 1, got a scalar");
-  return t.rank() - 1;
-}
-
-/// top_k_v2's axis of X (negative: from the back). The K input (k computed at run time) is
-/// not supported.
-std::size_t top_k_v2_axis(const kernel_context& ctx) {
-  if (ctx.has_input("K")) ctx.fail("the K input is not supported; give the k attribute");
-  return normalize_axis(ctx, "axis", ctx.attrs().get<std::int32_t>("axis"), ctx.input("X").rank());
-}
-
 /// A row is correct when any of its top-k Indices equals its Label.
 void accuracy(kernel_context& ctx) {
   const tensor& out = ctx.input("Out");
   const tensor& indices = ctx.input("Indices");
   const tensor& label = ctx.input("Label");
-  expect_dtype(ctx, "Indices", indices, dtype::int64);
-  expect_dtype(ctx, "Label", label, dtype::int64);
-  if (indices.rank() != 2 || out.shape() != indices.shape())
-    ctx.fail("Out " + to_string(out.shape()) + " and Indices " + to_string(indices.shape()) +
-             " must both be [N, k]");
-  const std::int64_t rows = indices.dim(0);
-  const std::int64_t k = indices.dim(1);
-  if (label.shape() != shape_t{rows, 1})
-    ctx.fail("Label has shape " + to_string(label.shape()) + ", expected [" +
-             std::to_string(rows) + ", 1]");
+  const auto [rows, k] = accuracy_rows(ctx, out, indices, label);
 
   const std::int64_t* id = indices.data<std::int64_t>();
   const std::int64_t* y = label.data<std::int64_t>();
@@ -474,23 +364,10 @@ void accuracy(kernel_context& ctx) {
 } // namespace
 
 void register_loss_kernels(kernel_registry& r) {
-  r.add("softmax_with_cross_entropy", place::kind::cpu, softmax_with_cross_entropy);
-  r.add("softmax_with_cross_entropy_grad", place::kind::cpu, softmax_with_cross_entropy_grad);
-  r.add("cross_entropy", place::kind::cpu, cross_entropy);
-  r.add("cross_entropy_grad", place::kind::cpu, cross_entropy_grad);
-  r.add("cross_entropy2", place::kind::cpu, cross_entropy2);
-  r.add("cross_entropy_grad2", place::kind::cpu, cross_entropy_grad2);
-  r.add("top_k", place::kind::cpu,
-        [](kernel_context& ctx) { select_top_k(ctx, last_axis(ctx, "X"), true); });
-  r.add("top_k_grad", place::kind::cpu,
-        [](kernel_context& ctx) { scatter_top_k_grad(ctx, last_axis(ctx, "X")); });
-  // sorted = false lets the order be any; the kernel returns them sorted all the same.
-  r.add("top_k_v2", place::kind::cpu, [](kernel_context& ctx) {
-    select_top_k(ctx, top_k_v2_axis(ctx), ctx.attrs().get<bool>("largest"));
-  });
-  r.add("top_k_v2_grad", place::kind::cpu,
-        [](kernel_context& ctx) { scatter_top_k_grad(ctx, top_k_v2_axis(ctx)); });
-  r.add("accuracy", place::kind::cpu, accuracy);
+  register_loss_ops(r, place::kind::cpu,
+                    {softmax_with_cross_entropy, softmax_with_cross_entropy_grad, cross_entropy,
+                     cross_entropy_grad, cross_entropy2, cross_entropy_grad2, accuracy, select_top_k,
+                     scatter_top_k_grad});
 }
 
 } // namespace pe

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "devices/cpu/cpu_kernels.hpp"
+#include "devices/math_ops.hpp"
 
 namespace pe {
 
@@ -70,50 +71,23 @@ namespace {
 
 // --- sum -------------------------------------------------------------------------------
 
-/// Out = X[0] + X[1] + ... In place when Out is one of the inputs (how Paddle accumulates
-/// gradients): the sum starts from that input's buffer and adds the others to it.
+/// Out = X[0] + X[1] + ... (sum_op: in place when Out is one of the inputs).
 void sum(kernel_context& ctx) {
-  const std::size_t count = ctx.input_count("X");
-  if (count == 0) ctx.fail("X binds no variables");
-  std::vector<const tensor*> inputs;
-  for (std::size_t i = 0; i < count; ++i) {
-    inputs.push_back(&fp32_input(ctx, "X", i));
-    expect_dims(ctx, "X[" + std::to_string(i) + "]", *inputs.back(), inputs[0]->shape());
-  }
-  const shape_t dims = inputs[0]->shape();
-  const std::int64_t n = numel_of(dims);
-  // `start` is the input already held by `into` (count: none, so X[0] is copied in first).
-  auto accumulate = [&](tensor& into, std::size_t start) {
+  sum_op(ctx, fp32_input, [](tensor& into, const std::vector<const tensor*>& inputs, std::size_t start) {
+    const shape_t dims = inputs[0]->shape();
+    const std::int64_t n = numel_of(dims);
     into.resize(dtype::fp32, dims);
     float* os = into.data<float>();
-    if (start == count) {
+    if (start == inputs.size()) {
       std::memcpy(os, inputs[0]->data<float>(), static_cast<std::size_t>(n) * sizeof(float));
       start = 0;
     }
-    for (std::size_t k = 0; k < count; ++k) {
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
       if (k == start) continue;
       const float* xs = inputs[k]->data<float>();
       for (std::int64_t i = 0; i < n; ++i) os[i] += xs[i];
     }
-  };
-  // Out may be one input object (accumulate into it); any other overlap with the inputs
-  // (Out bound twice, or sharing a buffer) would change inputs not yet added.
-  tensor& out = ctx.output("Out");
-  std::size_t base = count;
-  bool clobbers = false;
-  for (std::size_t k = 0; k < count; ++k) {
-    if (&out == inputs[k] && base == count)
-      base = k;
-    else if (aliases(out, *inputs[k]))
-      clobbers = true;
-  }
-  if (!clobbers) {
-    accumulate(out, base);
-    return;
-  }
-  tensor fresh;
-  accumulate(fresh, count);
-  out = std::move(fresh);
+  });
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 // CPU kernels of softmax and log_softmax along any axis, and of their grads (which, as in
-// Paddle, read Out rather than X).
+// Paddle, read Out rather than X). The axis and the grad's inputs are checked by
+// devices/softmax_ops.hpp's front, shared with the CUDA kernels.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -8,7 +9,7 @@
 
 #include "devices/cpu/cpu_kernels.hpp"
 #include "devices/cpu/math_kernels.hpp"
-#include "devices/math_shapes.hpp"
+#include "devices/softmax_ops.hpp"
 
 namespace pe {
 
@@ -28,9 +29,7 @@ struct lanes {
 };
 
 lanes lanes_of(const kernel_context& ctx, std::string_view slot, const tensor& t) {
-  if (t.rank() == 0) ctx.fail(std::string(slot) + " must have rank >= 1, got a scalar");
-  const std::size_t axis =
-      normalize_axis(ctx, "axis", ctx.attrs().get<std::int32_t>("axis"), t.rank());
+  const std::size_t axis = softmax_axis(ctx, slot, t);
   lanes l;
   for (std::size_t d = 0; d < t.rank(); ++d)
     (d < axis ? l.outer : d == axis ? l.n : l.inner) *= t.dim(d);
@@ -67,9 +66,7 @@ void softmax_forward(kernel_context& ctx, bool log) {
 ///   log_softmax: dx_k = g_k - exp(out_k) * sum_j g_j
 /// In place on Out@GRAD or Out is fine, as in softmax_forward.
 void softmax_backward(kernel_context& ctx, bool log) {
-  const tensor& out = fp32_input(ctx, "Out");
-  const tensor& dout = fp32_input(ctx, "Out@GRAD");
-  expect_dims(ctx, "Out@GRAD", dout, out.shape());
+  const auto [out, dout] = softmax_grad_front_of(ctx, fp32_input);
   const lanes l = lanes_of(ctx, "Out", out);
   tensor& dx = ctx.output("X@GRAD");
   dx.resize(dtype::fp32, out.shape());
@@ -93,12 +90,7 @@ void softmax_backward(kernel_context& ctx, bool log) {
 } // namespace
 
 void register_softmax_kernels(kernel_registry& r) {
-  for (const bool log : {false, true}) {
-    const std::string type = log ? "log_softmax" : "softmax";
-    r.add(type, place::kind::cpu, [log](kernel_context& ctx) { softmax_forward(ctx, log); });
-    r.add(type + "_grad", place::kind::cpu,
-          [log](kernel_context& ctx) { softmax_backward(ctx, log); });
-  }
+  register_softmax_ops(r, place::kind::cpu, softmax_forward, softmax_backward);
 }
 
 } // namespace pe

@@ -1,5 +1,6 @@
 // CUDA kernels of the activations (relu, tanh, sigmoid, leaky_relu, gelu and their grads),
-// scale and sum: element maps of elementwise_functors.hpp over the grid-stride launcher.
+// scale and sum: element maps of elementwise_functors.hpp over the grid-stride launcher. sum's
+// and scale's fronts are devices/math_ops.hpp's, shared with the CPU kernels.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "devices/cuda/kernels/cuda_kernel_groups.hpp"
 #include "devices/cuda/kernels/elementwise_functors.hpp"
 #include "devices/cuda/kernels/gpu_maps.cuh"
+#include "devices/math_ops.hpp"
 
 namespace pe::cuda {
 
@@ -27,39 +29,17 @@ void add_activation(kernel_registry& r, const std::string& type, const char* gra
   });
 }
 
-/// Out = X[0] + X[1] + ...; in place when Out is one of the inputs, as the CPU kernel.
+/// Out = X[0] + X[1] + ...; in place when Out is one of the inputs (sum_op), as the CPU kernel.
 void sum(kernel_context& ctx) {
-  const std::size_t count = ctx.input_count("X");
-  if (count == 0) ctx.fail("X binds no variables");
-  std::vector<const tensor*> inputs;
-  for (std::size_t i = 0; i < count; ++i) {
-    inputs.push_back(&gpu_fp32_input(ctx, "X", i));
-    expect_dims(ctx, "X[" + std::to_string(i) + "]", *inputs.back(), inputs[0]->shape());
-  }
-  const shape_t dims = inputs[0]->shape();
-  auto accumulate = [&](tensor& into, std::size_t start) {
-    resize_output(ctx, into, dtype::fp32, dims);
-    if (start == count) {
+  sum_op(ctx, gpu_fp32_input, [&ctx](tensor& into, const std::vector<const tensor*>& inputs, std::size_t start) {
+    resize_output(ctx, into, dtype::fp32, inputs[0]->shape());
+    if (start == inputs.size()) {
       copy_on_device(ctx, into.raw(), inputs[0]->raw(), inputs[0]->bytes());
       start = 0;
     }
-    for (std::size_t k = 0; k < count; ++k)
-      if (k != start)
-        for_each(ctx, into.numel(), add_into_map{inputs[k]->data<float>(), into.data<float>()});
-  };
-  tensor& out = ctx.output("Out");
-  std::size_t base = count;
-  bool clobbers = false;
-  for (std::size_t k = 0; k < count; ++k) {
-    if (&out == inputs[k] && base == count)
-      base = k;
-    else if (aliases(out, *inputs[k]))
-      clobbers = true;
-  }
-  if (!clobbers) return accumulate(out, base);
-  tensor fresh;
-  accumulate(fresh, count);
-  out = std::move(fresh);
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+      if (k != start) for_each(ctx, into.numel(), add_into_map{inputs[k]->data<float>(), into.data<float>()});
+  });
 }
 
 } // namespace
@@ -87,9 +67,7 @@ void register_activation_kernels(kernel_registry& r) {
         return gelu_grad_fn{ctx.attrs().get<bool>("approximate")};
       });
   r.add("scale", gpu, [](kernel_context& ctx) {
-    const float s = ctx.attrs().get<float>("scale");
-    const float bias = ctx.attrs().get<float>("bias");
-    const float b = ctx.attrs().get<bool>("bias_after_scale") ? bias : s * bias;
+    const auto [s, b] = scale_params_of(ctx);
     gpu_map_unary(ctx, "X", "Out", scale_fn{s, b});
   });
   r.add("sum", gpu, sum);

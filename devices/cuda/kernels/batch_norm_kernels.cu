@@ -1,6 +1,8 @@
 // CUDA kernels of batch_norm and batch_norm_grad (NCHW, X of rank 2 to 5 viewed as
 // [N, C, spatial]) with the CPU kernel's statistics conventions (batch_norm_plans.hpp): the
 // channel statistics are block reductions, the normalisation and its grad element maps.
+// Inputs and attributes are read and checked by devices/batch_norm_ops.hpp's fronts, shared
+// with the CPU kernels.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -8,7 +10,7 @@
 #include "devices/cuda/kernels/batch_norm_plans.hpp"
 #include "devices/cuda/kernels/cuda_kernel_groups.hpp"
 #include "devices/cuda/kernels/gpu_maps.cuh"
-#include "devices/window_shapes.hpp"
+#include "devices/batch_norm_ops.hpp"
 
 namespace pe::cuda {
 
@@ -20,20 +22,11 @@ struct norm_view {
   std::int64_t c, per_channel;
 };
 
-norm_view view_of(const kernel_context& ctx, const tensor& x) {
-  expect_nchw(ctx, "data_layout", ctx.attrs().get<std::string>("data_layout"));
-  if (x.rank() < 2 || x.rank() > 5)
-    ctx.fail("X must have rank 2 to 5 ([N, C, ...]), got " + to_string(x.shape()));
+norm_view view_of(const tensor& x) {
   std::vector<bool> reduced(x.rank(), true);
   reduced[1] = false;
   const reduce_geometry g = reduce_geometry::make(x.shape(), reduced);
   return {g, x.dim(1), g.reduce_count()};
-}
-
-const tensor& channel_input(const kernel_context& ctx, const char* slot, const norm_view& v) {
-  const tensor& t = gpu_fp32_input(ctx, slot);
-  expect_dims(ctx, slot, t, {v.c});
-  return t;
 }
 
 /// Output `slot` resized to [C], or null when not bound.
@@ -45,19 +38,10 @@ float* channel_output(kernel_context& ctx, const char* slot, const norm_view& v)
 }
 
 void batch_norm_forward(kernel_context& ctx) {
-  const tensor& x = gpu_fp32_input(ctx, "X");
-  const attribute_map& a = ctx.attrs();
-  if (ctx.has_input("MomentumTensor"))
-    ctx.fail("the MomentumTensor input is not supported; give the momentum attribute");
-  const norm_view v = view_of(ctx, x);
-  const tensor& scale = channel_input(ctx, "Scale", v);
-  const tensor& bias = channel_input(ctx, "Bias", v);
-  const tensor& mean = channel_input(ctx, "Mean", v);
-  const tensor& variance = channel_input(ctx, "Variance", v);
-  const auto momentum = a.get<float>("momentum");
-  const auto epsilon = a.get<float>("epsilon");
-  const bool global = (a.get<bool>("is_test") && !a.get<bool>("trainable_statistics")) ||
-                      a.get<bool>("use_global_stats");
+  const batch_norm_front f = batch_norm_front_of(ctx, gpu_fp32_input);
+  const tensor &x = f.x, &mean = f.mean, &variance = f.variance;
+  const bool global = f.global;
+  const norm_view v = view_of(x);
   if (ctx.has_output("ReserveSpace")) resize_output(ctx, ctx.output("ReserveSpace"), dtype::fp32, {0});
 
   // Scratch copies of the running statistics: MeanOut and VarianceOut may be Mean and
@@ -98,31 +82,24 @@ void batch_norm_forward(kernel_context& ctx) {
   for_each(ctx, v.c,
            bn_stats_map{mean.data<float>(), variance.data<float>(), used_mean.data<float>(),
                         used_variance.data<float>(), mean_out, variance_out, saved_mean,
-                        saved_variance, momentum, epsilon, global});
+                        saved_variance, f.momentum, f.epsilon, global});
   for_each(ctx, x.numel(),
-           bn_forward_map{x.data<float>(), y.data<float>(), scale.data<float>(),
-                          bias.data<float>(), used_mean.data<float>(),
-                          used_variance.data<float>(), epsilon, v.g});
+           bn_forward_map{x.data<float>(), y.data<float>(), f.scale.data<float>(),
+                          f.bias.data<float>(), used_mean.data<float>(),
+                          used_variance.data<float>(), f.epsilon, v.g});
 }
 
 void batch_norm_backward(kernel_context& ctx) {
-  const tensor& x = gpu_fp32_input(ctx, "X");
-  const tensor& dy = gpu_fp32_input(ctx, "Y@GRAD");
-  expect_dims(ctx, "Y@GRAD", dy, x.shape());
-  const attribute_map& a = ctx.attrs();
-  const norm_view v = view_of(ctx, x);
-  const tensor& scale = channel_input(ctx, "Scale", v);
-  channel_input(ctx, "Bias", v);
-  const bool global = a.get<bool>("is_test") || a.get<bool>("use_global_stats");
-  const tensor& mean = channel_input(ctx, global ? "MeanOut" : "SavedMean", v);
+  const batch_norm_grad_front f = batch_norm_grad_front_of(ctx, gpu_fp32_input);
+  const tensor &x = f.x, &dy = f.dy, &scale = f.scale, &mean = f.mean;
+  const bool global = f.global;
+  const norm_view v = view_of(x);
   tensor inv_std;
   if (global) {
     inv_std = scratch(ctx, dtype::fp32, {v.c});
-    for_each(ctx, v.c,
-             bn_inverse_std_map{channel_input(ctx, "VarianceOut", v).data<float>(),
-                                inv_std.data<float>(), a.get<float>("epsilon")});
+    for_each(ctx, v.c, bn_inverse_std_map{f.variance.data<float>(), inv_std.data<float>(), f.epsilon});
   } else {
-    inv_std = channel_input(ctx, "SavedVariance", v);
+    inv_std = f.variance;
   }
   // Built aside and bound at the end: an output may be an input still to be read.
   tensor dscale = scratch(ctx, dtype::fp32, {v.c}), dbias = scratch(ctx, dtype::fp32, {v.c});

@@ -1,5 +1,6 @@
 // CUDA kernels of the broadcasting binary ops elementwise_add, _sub, _mul, _div and their
-// grads: Y broadcast against X by Paddle's rule (devices/math_shapes.hpp), through the index
+// grads: Y broadcast against X by Paddle's rule (devices/elementwise_ops.hpp's front, shared
+// with the CPU kernels), through the index
 // math of reduce_geometry.hpp; Y@GRAD is a block reduction per Y element.
 #include <cstdint>
 #include <string>
@@ -8,7 +9,7 @@
 #include "devices/cuda/kernels/broadcast_maps.hpp"
 #include "devices/cuda/kernels/cuda_kernel_groups.hpp"
 #include "devices/cuda/kernels/gpu_maps.cuh"
-#include "devices/math_shapes.hpp"
+#include "devices/elementwise_ops.hpp"
 
 namespace pe::cuda {
 
@@ -16,10 +17,7 @@ namespace {
 
 /// X full, Y's span of X's axes kept, the other axes broadcast.
 reduce_geometry elementwise_geometry(const kernel_context& ctx, const tensor& x, const tensor& y) {
-  const broadcast_span span =
-      infer_broadcast(ctx, x.shape(), y.shape(), ctx.attrs().get<std::int32_t>("axis"));
-  std::vector<bool> reduced(x.rank(), true);
-  for (std::size_t i = span.begin; i < span.end; ++i) reduced[i] = false;
+  const std::vector<bool> reduced = broadcast_axes(ctx, x, y);
   try {
     return reduce_geometry::make(x.shape(), reduced);
   } catch (const error& e) {
@@ -43,12 +41,9 @@ void elementwise_forward(kernel_context& ctx) {
 /// X@GRAD and Y@GRAD, each when bound; Y@GRAD first, as X@GRAD may overwrite Out@GRAD or X.
 template <class G>
 void elementwise_backward(kernel_context& ctx) {
-  const tensor& x = gpu_fp32_input(ctx, "X");
-  const tensor& y = gpu_fp32_input(ctx, "Y");
-  const tensor& dout = gpu_fp32_input(ctx, "Out@GRAD");
-  expect_dims(ctx, "Out@GRAD", dout, x.shape());
-  const tensor* out = ctx.has_input("Out") ? &gpu_fp32_input(ctx, "Out") : nullptr;
-  if (out != nullptr) expect_dims(ctx, "Out", *out, x.shape());
+  const elementwise_grad_front f = elementwise_grad_front_of(ctx, gpu_fp32_input);
+  const tensor &x = f.x, &y = f.y, &dout = f.dout;
+  const tensor* out = f.out;
   const reduce_geometry g = elementwise_geometry(ctx, x, y);
   const grad_inputs in{x.data<float>(), y.data<float>(),
                        out != nullptr ? out->data<float>() : nullptr, dout.data<float>(), g};

@@ -3,7 +3,8 @@
 // fill_constant fills on the device. uniform_random and gaussian_random run the CPU kernel on
 // the host and copy its tensor to the device: they run once, in the startup program, and so
 // a seed gives bit-identical parameters on CPU and GPU places. dropout draws its mask on the
-// host with the CPU kernel's generator (dropout_mask.hpp), so a step drops the same elements
+// host with the CPU kernel's generator (devices/dropout_ops.hpp, which also reads and checks
+// the attributes and the Seed and Mask inputs for both), so a step drops the same elements
 // on gpu:i as on cpu:i, copies it to the device and applies it there.
 #include <cstdint>
 #include <optional>
@@ -56,24 +57,8 @@ void through_host(kernel_context& ctx) {
   copy_from_host(ctx, out, host);
 }
 
-struct dropout_attrs {
-  float prob;
-  bool upscale_in_train;
-  bool is_test;
-};
-
-dropout_attrs attrs_of(const kernel_context& ctx) {
-  const float p = ctx.attrs().get<float>("dropout_prob");
-  if (!(p >= 0.f && p <= 1.f)) ctx.fail("dropout_prob must be in [0, 1], got " + std::to_string(p));
-  const auto& mode = ctx.attrs().get<std::string>("dropout_implementation");
-  if (mode != "downgrade_in_infer" && mode != "upscale_in_train")
-    ctx.fail("dropout_implementation must be downgrade_in_infer or upscale_in_train, got '" +
-             mode + "'");
-  return {p, mode == "upscale_in_train", ctx.attrs().get<bool>("is_test")};
-}
-
 void dropout(kernel_context& ctx) {
-  const dropout_attrs a = attrs_of(ctx);
+  const dropout_attrs a = dropout_attrs_of(ctx);
   const tensor& x = gpu_fp32_input(ctx, "X");
   tensor mask;
   if (ctx.has_output("Mask")) {
@@ -83,23 +68,15 @@ void dropout(kernel_context& ctx) {
   tensor& out = ctx.output("Out");
   resize_output(ctx, out, dtype::fp32, x.shape());
   if (a.is_test) {
-    gpu_map_unary(ctx, "X", "Out", multiply_fn{a.upscale_in_train ? 1.f : 1.f - a.prob});
+    gpu_map_unary(ctx, "X", "Out", multiply_fn{a.test_scale()});
     if (mask.initialized())
       for_each(ctx, mask.numel(), fill_map<std::uint8_t>{mask.data<std::uint8_t>(), 1});
     return;
   }
   std::optional<std::int32_t> seed;
-  if (ctx.has_input("Seed")) {
-    const tensor& t = ctx.input("Seed");
-    if (t.type() != dtype::int32 || t.numel() != 1)
-      ctx.fail("Seed must be one INT32 element, got " + to_string(t.type()) + " " +
-               to_string(t.shape()));
-    seed = t.where().type == place::kind::gpu ? read_scalar<std::int32_t>(ctx, t)
-                                              : t.data<std::int32_t>()[0];
-  }
-  auto g = dropout_generator(ctx.next_call(), ctx.where().index,
-                             ctx.attrs().get<std::int32_t>("seed"),
-                             ctx.attrs().get<bool>("fix_seed"), seed);
+  if (const tensor* t = dropout_seed_input(ctx))
+    seed = t->where().type == place::kind::gpu ? read_scalar<std::int32_t>(ctx, *t) : t->data<std::int32_t>()[0];
+  auto g = dropout_generator(ctx, seed);
   const std::vector<std::uint8_t> drawn = draw_dropout_mask(g, a.prob, x.numel());
   tensor host = tensor::from_vector(drawn, x.shape());
   if (!mask.initialized()) mask = scratch(ctx, dtype::uint8, x.shape());
@@ -111,15 +88,11 @@ void dropout(kernel_context& ctx) {
 }
 
 void dropout_grad(kernel_context& ctx) {
-  const dropout_attrs a = attrs_of(ctx);
+  const dropout_attrs a = dropout_attrs_of(ctx);
   const tensor& out_grad = gpu_fp32_input(ctx, "Out@GRAD");
-  if (a.is_test)
-    return gpu_map_unary(ctx, "Out@GRAD", "X@GRAD",
-                         multiply_fn{a.upscale_in_train ? 1.f : 1.f - a.prob});
+  if (a.is_test) return gpu_map_unary(ctx, "Out@GRAD", "X@GRAD", multiply_fn{a.test_scale()});
   const tensor& mask = gpu_input(ctx, "Mask");
-  if (mask.type() != dtype::uint8 || mask.shape() != out_grad.shape())
-    ctx.fail("Mask is " + to_string(mask.type()) + " " + to_string(mask.shape()) +
-             " but must be UINT8 " + to_string(out_grad.shape()) + " like Out@GRAD");
+  expect_dropout_mask(ctx, mask, out_grad);
   tensor& dx = ctx.output("X@GRAD");
   resize_output(ctx, dx, dtype::fp32, out_grad.shape());
   for_each(ctx, out_grad.numel(),

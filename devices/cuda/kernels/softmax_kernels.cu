@@ -1,5 +1,6 @@
 // CUDA kernels of softmax and log_softmax along any axis and their grads: one block per lane
-// (softmax_plans.hpp), the lane's maximum and exp sum reduced in shared memory.
+// (softmax_plans.hpp), the lane's maximum and exp sum reduced in shared memory. The axis and
+// the grad's inputs are checked by devices/softmax_ops.hpp's front, shared with the CPU.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -7,7 +8,7 @@
 #include "devices/cuda/kernels/cuda_kernel_groups.hpp"
 #include "devices/cuda/kernels/gpu_maps.cuh"
 #include "devices/cuda/kernels/softmax_plans.hpp"
-#include "devices/math_shapes.hpp"
+#include "devices/softmax_ops.hpp"
 
 namespace pe::cuda {
 
@@ -29,10 +30,7 @@ __global__ void softmax_grad_kernel(softmax_grad_plan p) {
 }
 
 lane_layout lanes_of(const kernel_context& ctx, std::string_view slot, const tensor& t) {
-  if (t.rank() == 0) ctx.fail(std::string(slot) + " must have rank >= 1, got a scalar");
-  const std::size_t axis =
-      normalize_axis(ctx, "axis", ctx.attrs().get<std::int32_t>("axis"), t.rank());
-  return lane_layout::around(t.shape(), axis);
+  return lane_layout::around(t.shape(), softmax_axis(ctx, slot, t));
 }
 
 void softmax_forward(kernel_context& ctx, bool log) {
@@ -47,9 +45,7 @@ void softmax_forward(kernel_context& ctx, bool log) {
 }
 
 void softmax_backward(kernel_context& ctx, bool log) {
-  const tensor& out = gpu_fp32_input(ctx, "Out");
-  const tensor& dout = gpu_fp32_input(ctx, "Out@GRAD");
-  expect_dims(ctx, "Out@GRAD", dout, out.shape());
+  const auto [out, dout] = softmax_grad_front_of(ctx, gpu_fp32_input);
   const lane_layout l = lanes_of(ctx, "Out", out);
   tensor& dx = ctx.output("X@GRAD");
   resize_output(ctx, dx, dtype::fp32, out.shape());
@@ -62,12 +58,7 @@ void softmax_backward(kernel_context& ctx, bool log) {
 } // namespace
 
 void register_softmax_kernels(kernel_registry& r) {
-  for (const bool log : {false, true}) {
-    const std::string type = log ? "log_softmax" : "softmax";
-    r.add(type, place::kind::gpu, [log](kernel_context& ctx) { softmax_forward(ctx, log); });
-    r.add(type + "_grad", place::kind::gpu,
-          [log](kernel_context& ctx) { softmax_backward(ctx, log); });
-  }
+  register_softmax_ops(r, place::kind::gpu, softmax_forward, softmax_backward);
 }
 
 } // namespace pe::cuda
