@@ -66,8 +66,7 @@ std::string size_name(std::size_t bytes) {
 } // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (!bench::initialize(argc, argv)) return 1;
 
   const bench::metric bandwidth{"bytes_per_second", "GB/s", 1e-9};
   std::vector<bench::comparison> rows;

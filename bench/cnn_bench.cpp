@@ -7,16 +7,13 @@
 // Usage: cnn_bench [--places=N] [--benchmark_* flags]   (N defaults to 2)
 // PyTorch rows are left out, with a note on stderr, when /usr/bin/python3 cannot import torch.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <iostream>
-#include <random>
+#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "actors/parallel_executor.hpp"
+#include "bench/baseline.hpp"
 #include "bench/report.hpp"
+#include "bench/training.hpp"
 #include "graph/models/cnn.hpp"
 
 namespace {
@@ -25,47 +22,24 @@ using namespace pe;
 
 const cnn_config config; // the defaults
 
-feed_map random_batch(const model_programs& m, std::int64_t rows) {
-  std::mt19937 generator(7);
-  tensor image(dtype::fp32, {rows, 1, config.image_side, config.image_side});
-  std::uniform_real_distribution<float> feature(-1.f, 1.f);
-  for (float& x : image.values<float>()) x = feature(generator);
-  tensor label(dtype::int64, {rows, 1});
-  std::uniform_int_distribution<std::int64_t> category(0, config.classes - 1);
-  for (std::int64_t& y : label.values<std::int64_t>()) y = category(generator);
-  return {{m.image, image}, {m.label, label}};
-}
-
 void actor(benchmark::State& state, int places, std::int64_t batch) {
   const model_programs m = build_cnn(config);
-  const feed_map feeds = random_batch(m, batch);
-  std::vector<place> where;
-  for (int p = 0; p < places; ++p) where.push_back(place::cpu(p));
-  parallel_executor exe(where, m.startup, m.main);
-  exe.run(feeds, {m.loss}); // the first run builds the graph and spawns the actors
-  for (auto _ : state) exe.run(feeds, {m.loss});
-  state.SetItemsProcessed(state.iterations() * batch);
+  const feed_map feeds =
+      bench::random_batch(m, {batch, 1, config.image_side, config.image_side}, config.classes);
+  bench::time_actor_training(state, m, bench::cpu_places(places), feeds, batch);
 }
 
-/// Runs bench/cnn_torch.py for `seconds` and reports its samples/s as the counter
+/// Runs bench/cnn_torch.py for 3 s and reports its samples/s as the counter
 /// items_per_second; skips the benchmark when the script fails (no torch).
 void torch(benchmark::State& state, int threads, std::int64_t batch) {
   const std::string command = "/usr/bin/python3 " PE_SOURCE_DIR "/bench/cnn_torch.py --batch " +
                               std::to_string(batch) + " --threads " + std::to_string(threads) +
-                              " --seconds 3 2>&1";
+                              " --seconds 3";
   double samples_per_s = 0;
   for (auto _ : state) {
-    FILE* pipe = popen(command.c_str(), "r");
-    std::string output;
-    char buffer[256];
-    while (pipe != nullptr && std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-    const int status = pipe != nullptr ? pclose(pipe) : -1;
-    const auto at = output.find("samples_per_s=");
-    if (status != 0 || at == std::string::npos) {
-      state.SkipWithError(("PyTorch baseline failed (" + command + "): " + output).c_str());
-      return;
-    }
-    samples_per_s = std::atof(output.c_str() + at + 14);
+    const auto values = bench::run_torch_baseline(state, command, {"samples_per_s="});
+    if (!values) return;
+    samples_per_s = (*values)[0];
   }
   state.counters["items_per_second"] = samples_per_s;
 }
@@ -73,13 +47,9 @@ void torch(benchmark::State& state, int threads, std::int64_t batch) {
 } // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  const int places = bench::take_places(argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (places < 2) {
-    std::cerr << "cnn_bench: --places must be at least 2\n";
-    return 1;
-  }
+  const std::optional<int> parsed = bench::initialize_with_places(argc, argv, "cnn_bench");
+  if (!parsed) return 1;
+  const int places = *parsed;
   const bench::metric throughput{"items_per_second", "samples/s", 1};
   const std::string model = "training throughput (cnn: 2 x conv-bn-relu-pool, fc 120-84-10)";
   std::vector<bench::comparison> rows;

@@ -7,10 +7,11 @@ Prints one line: `torch_cnn threads=T batch=B samples_per_s=X`. Debian's python3
 lives under /usr/bin/python3 (scripts/bench_cnn.sh picks it).
 """
 import argparse
-import time
 
 import torch
 from torch import nn
+
+from torch_baseline import linear_layers, time_steps, training_step  # bench/, beside this script
 
 
 def lenet(channels=(32, 64), fc=(120, 84), classes=10, side=28):
@@ -20,11 +21,7 @@ def lenet(channels=(32, 64), fc=(120, 84), classes=10, side=28):
                    nn.ReLU(), nn.MaxPool2d(2, 2)]
         c, side = out, side // 2
     layers.append(nn.Flatten())
-    width = c * side * side
-    for out in fc:
-        layers += [nn.Linear(width, out), nn.ReLU()]
-        width = out
-    layers.append(nn.Linear(width, classes))
+    layers += linear_layers(c * side * side, fc, classes)
     return nn.Sequential(*layers)
 
 
@@ -40,22 +37,8 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     image = torch.rand(args.batch, 1, 28, 28) * 2 - 1
     label = torch.randint(0, 10, (args.batch,))
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(image), label)
-        loss.backward()
-        optimizer.step()
-        return loss.item()  # the engine's benchmark fetches the loss each step too
-
-    for _ in range(5):
-        step()
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < args.seconds:
-        step()
-        steps += 1
-    elapsed = time.perf_counter() - start
+    step = training_step(model, optimizer, image, label)
+    steps, elapsed = time_steps(step, warmup=5, seconds=args.seconds)
     print(f"torch_cnn threads={args.threads} batch={args.batch} "
           f"samples_per_s={steps * args.batch / elapsed:.1f}")
 

@@ -20,18 +20,18 @@
 // reason on stderr.
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "actors/parallel_executor.hpp"
 #include "actors/trace.hpp"
+#include "bench/baseline.hpp"
 #include "bench/report.hpp"
+#include "bench/training.hpp"
 #include "devices/gpu_runtime.hpp"
 #include "graph/builder.hpp"
 #include "graph/models/mlp.hpp"
@@ -46,18 +46,6 @@ const mlp_config config; // the defaults: 784-256-128-10, SGD lr 0.1
 /// warm the caching allocator, cuBLAS and the kernels' first launches.
 constexpr int warmup_steps = 10;
 
-/// `rows` samples of uniform [-1, 1) features with uniformly random labels.
-feed_map random_batch(const model_programs& m, std::int64_t rows) {
-  std::mt19937 generator(7);
-  tensor image(dtype::fp32, {rows, config.input_width});
-  std::uniform_real_distribution<float> feature(-1.f, 1.f);
-  for (float& x : image.values<float>()) x = feature(generator);
-  tensor label(dtype::int64, {rows, 1});
-  std::uniform_int_distribution<std::int64_t> category(0, config.classes - 1);
-  for (std::int64_t& y : label.values<std::int64_t>()) y = category(generator);
-  return {{m.image, image}, {m.label, label}};
-}
-
 /// The counter step_time: real seconds per iteration (one step).
 benchmark::Counter seconds_per_step() {
   return benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate |
@@ -66,11 +54,8 @@ benchmark::Counter seconds_per_step() {
 
 void train_actor(benchmark::State& state, std::int64_t batch) {
   const model_programs m = build_mlp(config);
-  const feed_map feeds = random_batch(m, batch);
-  parallel_executor exe({place::gpu(0, 0)}, m.startup, m.main);
-  for (int i = 0; i < warmup_steps; ++i) exe.run(feeds, {m.loss});
-  for (auto _ : state) exe.run(feeds, {m.loss});
-  state.SetItemsProcessed(state.iterations() * batch);
+  const feed_map feeds = bench::random_batch(m, {batch, config.input_width}, config.classes);
+  bench::time_actor_training(state, m, {place::gpu(0, 0)}, feeds, batch, warmup_steps);
   state.counters["step_time"] = seconds_per_step();
 }
 
@@ -81,21 +66,14 @@ void train_torch(benchmark::State& state, std::int64_t batch) {
   const std::string interpreter = python != nullptr && *python != '\0' ? python : "python3";
   const std::string command = interpreter + " " PE_SOURCE_DIR "/bench/mlp_torch.py" +
                               " --device cuda --batch " + std::to_string(batch) +
-                              " --seconds 3 2>&1";
+                              " --seconds 3";
   double samples_per_s = 0, step_ms = 0;
   for (auto _ : state) {
-    FILE* pipe = popen(command.c_str(), "r");
-    std::string output;
-    char buffer[256];
-    while (pipe != nullptr && std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-    const int status = pipe != nullptr ? pclose(pipe) : -1;
-    const auto rate = output.find("samples_per_s="), step = output.find("step_ms=");
-    if (status != 0 || rate == std::string::npos || step == std::string::npos) {
-      state.SkipWithError(("PyTorch baseline failed (" + command + "): " + output).c_str());
-      return;
-    }
-    samples_per_s = std::atof(output.c_str() + rate + 14);
-    step_ms = std::atof(output.c_str() + step + 8);
+    const auto values =
+        bench::run_torch_baseline(state, command, {"samples_per_s=", "step_ms="});
+    if (!values) return;
+    samples_per_s = (*values)[0];
+    step_ms = (*values)[1];
   }
   state.counters["items_per_second"] = samples_per_s;
   state.counters["step_time"] = step_ms / 1e3;
@@ -177,8 +155,7 @@ void chain_enqueue(benchmark::State& state, const programs& p, place where) {
 } // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (!bench::initialize(argc, argv)) return 1;
   const gpu_inventory gpus = query_gpus();
   if (gpus.count == 0) {
     std::cerr << "gpu_bench: no GPU (" << gpus.problem << ")\n";

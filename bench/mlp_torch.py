@@ -10,19 +10,15 @@ named by PE_TORCH_PYTHON (default python3).
 """
 import argparse
 import sys
-import time
 
 import torch
 from torch import nn
 
+from torch_baseline import linear_layers, time_steps, training_step  # bench/, beside this script
+
 
 def mlp(width=784, hidden=(256, 128), classes=10):
-    layers = []
-    for out in hidden:
-        layers += [nn.Linear(width, out), nn.ReLU()]
-        width = out
-    layers.append(nn.Linear(width, classes))
-    return nn.Sequential(*layers)
+    return nn.Sequential(*linear_layers(width, hidden, classes))
 
 
 def main():
@@ -41,26 +37,10 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     image = (torch.rand(args.batch, 784) * 2 - 1).to(device)
     label = torch.randint(0, 10, (args.batch,)).to(device)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(image), label)
-        loss.backward()
-        optimizer.step()
-        return loss.item()  # synchronizes the device, as the engine's loss fetch does
-
-    for _ in range(10):  # warm-up: CUDA context, cuBLAS handles, the caching allocator
-        step()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < args.seconds:
-        step()
-        steps += 1
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    elapsed = time.perf_counter() - start
+    step = training_step(model, optimizer, image, label)
+    # 10 warm-up steps: CUDA context, cuBLAS handles, the caching allocator.
+    synchronize = torch.cuda.synchronize if device.type == "cuda" else lambda: None
+    steps, elapsed = time_steps(step, warmup=10, seconds=args.seconds, synchronize=synchronize)
     print(f"torch_mlp device={args.device} batch={args.batch} "
           f"samples_per_s={steps * args.batch / elapsed:.1f} step_ms={elapsed * 1e3 / steps:.4f}")
 

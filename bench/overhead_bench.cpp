@@ -93,8 +93,7 @@ void actor(benchmark::State& state, const programs& p, int threads, bool traced)
 } // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (!bench::initialize(argc, argv)) return 1;
 
   struct graph_case {
     std::string name;

@@ -65,6 +65,22 @@ void run_and_report(const std::vector<comparison>& rows) {
   benchmark::Shutdown();
 }
 
+bool initialize(int& argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  return !benchmark::ReportUnrecognizedArguments(argc, argv);
+}
+
+std::optional<int> initialize_with_places(int& argc, char** argv, std::string_view program) {
+  benchmark::Initialize(&argc, argv);
+  const int places = take_places(argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return std::nullopt;
+  if (places < 2) {
+    std::cerr << program << ": --places must be at least 2\n";
+    return std::nullopt;
+  }
+  return places;
+}
+
 int take_places(int& argc, char** argv) {
   constexpr std::string_view flag = "--places=";
   int places = 2;

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -53,6 +54,15 @@ void print_table(const collecting_reporter& results, const std::vector<compariso
 /// The value of a --places=N argument, removed from argv (before Google Benchmark sees the
 /// rest); 2 when absent.
 int take_places(int& argc, char** argv);
+
+/// benchmark::Initialize on the command line; false when an argument is left that neither
+/// it nor the caller took (Google Benchmark names it on stderr): main then returns 1.
+bool initialize(int& argc, char** argv);
+
+/// initialize, after taking --places=N out of argv (take_places); nullopt when an argument
+/// is unrecognized or N < 2 (then `program: --places must be at least 2` on stderr): main
+/// then returns 1. The benchmarks comparing N places against 1 start with it.
+std::optional<int> initialize_with_places(int& argc, char** argv, std::string_view program);
 
 /// Runs every registered benchmark (after benchmark::Initialize), prints the table of
 /// `rows` and shuts Google Benchmark down.

@@ -6,16 +6,13 @@
 //
 // Usage: training_bench [--places=N] [--benchmark_* flags]   (N defaults to 2)
 #include <cstdint>
-#include <cstdlib>
-#include <iostream>
-#include <random>
+#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "actors/parallel_executor.hpp"
-#include "graph/exec/reference_executor.hpp"
 #include "bench/report.hpp"
+#include "bench/training.hpp"
+#include "graph/exec/reference_executor.hpp"
 #include "graph/models/mlp.hpp"
 
 namespace {
@@ -25,20 +22,13 @@ using namespace pe;
 const mlp_config config; // the defaults: 784-256-128-10, SGD
 
 /// `rows` samples of uniform [-1, 1) features with uniformly random labels.
-feed_map random_batch(const model_programs& m, std::int64_t rows) {
-  std::mt19937 generator(7);
-  tensor image(dtype::fp32, {rows, config.input_width});
-  std::uniform_real_distribution<float> feature(-1.f, 1.f);
-  for (float& x : image.values<float>()) x = feature(generator);
-  tensor label(dtype::int64, {rows, 1});
-  std::uniform_int_distribution<std::int64_t> category(0, config.classes - 1);
-  for (std::int64_t& y : label.values<std::int64_t>()) y = category(generator);
-  return {{m.image, image}, {m.label, label}};
+feed_map mlp_batch(const model_programs& m, std::int64_t rows) {
+  return bench::random_batch(m, {rows, config.input_width}, config.classes);
 }
 
 void reference(benchmark::State& state, std::int64_t batch) {
   const model_programs m = build_mlp(config);
-  const feed_map feeds = random_batch(m, batch);
+  const feed_map feeds = mlp_batch(m, batch);
   scope vars;
   reference_executor(m.startup, vars).run({}, {});
   reference_executor exe(m.main, vars);
@@ -49,13 +39,7 @@ void reference(benchmark::State& state, std::int64_t batch) {
 
 void actor(benchmark::State& state, int places, std::int64_t batch) {
   const model_programs m = build_mlp(config);
-  const feed_map feeds = random_batch(m, batch);
-  std::vector<place> where;
-  for (int p = 0; p < places; ++p) where.push_back(place::cpu(p));
-  parallel_executor exe(where, m.startup, m.main);
-  exe.run(feeds, {m.loss}); // the first run builds the graph and spawns the actors
-  for (auto _ : state) exe.run(feeds, {m.loss});
-  state.SetItemsProcessed(state.iterations() * batch);
+  bench::time_actor_training(state, m, bench::cpu_places(places), mlp_batch(m, batch), batch);
 }
 
 std::string name_of(int places, std::int64_t batch) {
@@ -65,13 +49,9 @@ std::string name_of(int places, std::int64_t batch) {
 } // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  const int places = bench::take_places(argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (places < 2) {
-    std::cerr << "training_bench: --places must be at least 2\n";
-    return 1;
-  }
+  const std::optional<int> parsed = bench::initialize_with_places(argc, argv, "training_bench");
+  if (!parsed) return 1;
+  const int places = *parsed;
 
   const bench::metric throughput{"items_per_second", "samples/s", 1};
   const std::string n = std::to_string(places);

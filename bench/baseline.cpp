@@ -1,0 +1,30 @@
+#include "bench/baseline.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace pe::bench {
+
+std::optional<std::vector<double>> run_torch_baseline(benchmark::State& state,
+                                                      const std::string& command,
+                                                      const std::vector<std::string>& keys) {
+  const std::string joined = command + " 2>&1";
+  FILE* pipe = popen(joined.c_str(), "r");
+  std::string output;
+  char buffer[256];
+  while (pipe != nullptr && std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+  const int status = pipe != nullptr ? pclose(pipe) : -1;
+  std::vector<double> values;
+  for (const std::string& key : keys) {
+    const auto at = output.find(key);
+    if (at == std::string::npos) break;
+    values.push_back(std::atof(output.c_str() + at + key.size()));
+  }
+  if (status != 0 || values.size() != keys.size()) {
+    state.SkipWithError(("PyTorch baseline failed (" + joined + "): " + output).c_str());
+    return std::nullopt;
+  }
+  return values;
+}
+
+} // namespace pe::bench
