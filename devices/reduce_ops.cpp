@@ -27,10 +27,12 @@ float inverse_count(std::int64_t full, std::int64_t small) {
 
 void register_reduce_ops(kernel_registry& r, place::kind kind, void (*average)(kernel_context&, reduce_rule),
                          void (*average_grad)(kernel_context&, reduce_rule)) {
-  for (const auto& [type, rule] : {std::pair<const char*, reduce_rule>{"mean", mean_front},
-                                   {"reduce_mean", reduce_mean_front}}) {
-    r.add(type, kind, [average, rule](kernel_context& ctx) { average(ctx, rule); });
-    r.add(std::string(type) + "_grad", kind, [average_grad, rule](kernel_context& ctx) { average_grad(ctx, rule); });
+  for (const auto& op : {std::pair<const char*, reduce_rule>{"mean", mean_front},
+                         {"reduce_mean", reduce_mean_front}}) {
+    // The rule by name: clang before 16 captures no structured binding.
+    const reduce_rule rule = op.second;
+    r.add(op.first, kind, [average, rule](kernel_context& ctx) { average(ctx, rule); });
+    r.add(std::string(op.first) + "_grad", kind, [average_grad, rule](kernel_context& ctx) { average_grad(ctx, rule); });
   }
 }
 

@@ -59,8 +59,8 @@ void relu_grad(kernel_context& ctx) {
 
 /// Out = scale * X + bias, or scale * (X + bias) when !bias_after_scale.
 void scale(kernel_context& ctx) {
-  const auto [s, b] = scale_params_of(ctx);
-  map_unary(ctx, "X", "Out", [s, b](float x) { return s * x + b; });
+  const scale_params p = scale_params_of(ctx);
+  map_unary(ctx, "X", "Out", [p](float x) { return p.s * x + p.b; });
 }
 
 /// Out = X where X > 0, alpha * X elsewhere.
