@@ -17,13 +17,20 @@ constexpr float anchor_span_ms = 1000.f;
 } // namespace
 
 cuda_clock::cuda_clock(int device) : events_(device, /*timing=*/true) {
-  use_cuda_device(device);
   const std::string where = " for the clock of CUDA device " + std::to_string(device);
+  int previous = -1;
+  (void)cudaGetDevice(&previous);
+  use_cuda_device(device);
   anchor_ = events_.take();
   // The legacy default stream: nothing of ours runs there, so the event completes at once.
-  check_cuda(cudaEventRecord(anchor_, nullptr), "cudaEventRecord" + where);
-  check_cuda(cudaEventSynchronize(anchor_), "cudaEventSynchronize" + where);
+  cudaError_t status = cudaEventRecord(anchor_, nullptr);
+  if (status == cudaSuccess) status = cudaEventSynchronize(anchor_);
   anchor_ns_ = steady_ns();
+  if (previous >= 0 && previous != device) (void)cudaSetDevice(previous); // the caller's stays
+  if (status != cudaSuccess) {
+    events_.give_back(anchor_); // the pool destroys it
+    check_cuda(status, "cudaEventRecord / cudaEventSynchronize" + where);
+  }
 }
 
 cuda_clock::~cuda_clock() {
