@@ -29,6 +29,8 @@ std::unique_ptr<communicator> make_gpu(const std::vector<device*>& devices, proc
 
 std::unique_ptr<communicator> make_communicator(const std::vector<device*>& devices, process_group* group) {
   if (devices.empty()) throw error("make_communicator: no places");
+  // One place in one process: nothing to exchange, so no NCCL communicator to set up.
+  if (devices.size() == 1 && group == nullptr) return std::make_unique<inproc_communicator>(1);
   if (devices.front()->where().type == place::kind::gpu) return make_gpu(devices, group);
   if (group != nullptr) return group->make_communicator(static_cast<int>(devices.size()));
   return std::make_unique<inproc_communicator>(static_cast<int>(devices.size()));

@@ -29,6 +29,12 @@ class device {
   virtual ~device() = default;
 
   virtual place where() const = 0;
+
+  /// The kind of place whose kernels run this device's ops: its own, except for a device
+  /// that runs another kind's (a GPU place simulated on the host, for tests, runs the CPU
+  /// kernels).
+  virtual place::kind kernel_kind() const { return where().type; }
+
   virtual allocator& memory() = 0;
   virtual stream& get_stream(stream_kind kind) = 0;
   virtual std::unique_ptr<event> make_event() = 0;

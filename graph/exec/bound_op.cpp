@@ -57,9 +57,9 @@ void check_finite(const std::vector<std::pair<std::string, const tensor*>>& outp
 } // namespace
 
 bound_op::bound_op(const proto::OpDesc& op, scope& vars, place where, int op_index,
-                   bool check_nan_inf)
+                   bool check_nan_inf, std::optional<place::kind> kernels)
     : context_(make_context(op, vars, where, op_index)),
-      kernel_(kernel_registry::global().find(op.type(), where.type)),
+      kernel_(kernel_registry::global().find(op.type(), kernels.value_or(where.type))),
       index_(op_index) {
   if (kernel_ == nullptr)
     throw error("op #" + std::to_string(op_index) + " (" + op.type() + "): no kernel for " +

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,9 +19,10 @@ class bound_op {
   /// Throws pe::error naming the op when its type is unknown, it is a host op (feed,
   /// fetch) or no kernel exists for the place. With `check_nan_inf` (Paddle's
   /// FLAGS_check_nan_inf) run() also checks the FP32 outputs after the kernel; without it
-  /// nothing is checked and nothing costs.
+  /// nothing is checked and nothing costs. The kernel is that of `kernels` places (default:
+  /// `where`'s kind; see device::kernel_kind).
   bound_op(const proto::OpDesc& op, scope& vars, place where, int op_index,
-           bool check_nan_inf = false);
+           bool check_nan_inf = false, std::optional<place::kind> kernels = std::nullopt);
 
   /// Runs the kernel. An input no op has written yet, a kernel failure, or (when checked)
   /// an FP32 output holding NaN or an infinity is thrown as pe::error

@@ -1,0 +1,112 @@
+// The executor's GPU paths on the host, through a GPU place simulated there
+// (tests/support/host_gpu_device.hpp: the GPU places' queued streams, running the CPU
+// kernels): the startup program staged on the host and copied in, feeds over the copy
+// stream, the loss-gradient scale and fetches as device copies, host_value(), a kernel
+// error reaching the caller, and traces whose spans come from the device clock and pass the
+// hazard checker. Runs everywhere; what only a real GPU shows is in the gpu_* tests.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "actors/hazard_check.hpp"
+#include "actors/parallel_executor.hpp"
+#include "actors/trace.hpp"
+#include "devices/error.hpp"
+#include "graph/exec/reference_executor.hpp"
+#include "graph/models/mlp.hpp"
+#include "tests/support/batches.hpp"
+#include "tests/support/host_gpu_device.hpp"
+
+namespace pe {
+namespace {
+
+class HostGpuExecutor : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { testing::simulate_gpu_places(); }
+
+  model_programs m = [] {
+    mlp_config c;
+    c.input_width = 16;
+    c.hidden = {24, 12};
+    c.classes = 4;
+    c.optimizer = "adam";
+    c.learning_rate = 0.01f;
+    c.seed = 5;
+    return build_mlp(c);
+  }();
+
+  feed_map feed(std::uint64_t seed) const {
+    auto b = testing::argmax_batch(24, 16, 4, seed);
+    return {{m.image, b.image}, {m.label, b.label}};
+  }
+};
+
+TEST_F(HostGpuExecutor, TrainingOnASimulatedGpuPlaceEqualsTheReference) {
+  for (sync_mode sync : {sync_mode::event, sync_mode::wait}) {
+    SCOPED_TRACE(sync == sync_mode::event ? "--sync event" : "--sync wait");
+    scope again;
+    reference_executor(m.startup, again).run({}, {});
+    reference_executor want(m.main, again);
+    parallel_executor exe({place::gpu(0)}, m.startup, m.main, {}, {1, sync});
+    for (int s = 0; s < 6; ++s) {
+      const float expected = want.run(feed(700 + s), {m.loss})[0].values<float>()[0];
+      const auto got = exe.run(feed(700 + s), {m.loss});
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_TRUE(got[0].where().type == place::kind::cpu); // fetched to the host
+      EXPECT_EQ(got[0].values<float>()[0], expected) << "step " << s; // the same kernels, in order
+    }
+    for (const auto& v : m.main.blocks(0).vars()) {
+      if (!v.is_parameter()) continue;
+      const tensor got = exe.host_value(v.name(), 0);
+      const auto a = got.values<float>();
+      const auto b = again.get(v.name()).values<float>();
+      ASSERT_EQ(a.size(), b.size()) << v.name();
+      for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << v.name() << "[" << i << "]";
+    }
+  }
+}
+
+TEST_F(HostGpuExecutor, AKernelErrorOnASimulatedGpuReachesTheCallerAndTheExecutorStaysUsable) {
+  parallel_executor exe({place::gpu(0)}, m.startup, m.main);
+  const feed_map good = feed(1);
+  const tensor before = exe.host_value("fc_0.w_0", 0);
+  feed_map bad = good;
+  bad[m.label] = good.at(m.label).clone();
+  bad[m.label].values<std::int64_t>()[3] = 9; // out of range for 4 classes
+  try {
+    exe.run(bad, {m.loss});
+    FAIL() << "a bad label trained";
+  } catch (const error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("on gpu:0"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("9"), std::string::npos) << msg;
+  }
+  const tensor after = exe.host_value("fc_0.w_0", 0);
+  const auto a = after.values<float>(), b = before.values<float>();
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())); // nothing was updated
+  EXPECT_NO_THROW(exe.run(good, {m.loss}));
+}
+
+TEST_F(HostGpuExecutor, TracedSpansComeFromTheDeviceClockAndPassTheHazardChecker) {
+  parallel_executor exe({place::gpu(0)}, m.startup, m.main);
+  trace_recorder recorder(2, 4);
+  exe.trace(&recorder);
+  const int read_before = testing::host_gpu_device::spans_read();
+  for (int s = 0; s < 5; ++s) exe.run(feed(40 + s), {m.loss});
+  exe.trace(nullptr);
+  const auto events = recorder.events();
+  // Every firing of steps 2..4, each span read from the device's markers by its stream.
+  ASSERT_EQ(events.size(), 3 * exe.graph().ops.size());
+  EXPECT_EQ(testing::host_gpu_device::spans_read() - read_before, static_cast<int>(events.size()));
+  for (const trace_event& e : events) {
+    EXPECT_LE(e.start_ns, e.end_ns);
+    EXPECT_LE(e.enqueued_ns, e.start_ns); // launched by the actor before it ran
+  }
+  for (const auto& v : check_hazards({exe.graph(), exe.program(), exe.place_names()}, events))
+    ADD_FAILURE() << v.message;
+}
+
+} // namespace
+} // namespace pe

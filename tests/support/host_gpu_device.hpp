@@ -1,0 +1,48 @@
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+
+#include "devices/device.hpp"
+#include "devices/queued_stream.hpp"
+
+namespace pe::testing {
+
+/// A GPU place simulated on the host, so that the executor's GPU paths run where there is no
+/// GPU: the startup program staged on the host and copied in, feeds going over on the copy
+/// stream with the compute stream waiting on an event, the loss-gradient scale and fetches
+/// as device copies (step_node::transfer_work), host_value(), and device-timed trace spans.
+///
+/// Its streams are queued_streams, the GPU places' host side, over a backend whose "device"
+/// has done the work by the time the launch code returns: the launch code runs the CPU
+/// kernels (kernel_kind() is cpu) on host memory, markers are complete when recorded, and
+/// timed markers are stamped with the host's steady clock then. What it cannot show is what
+/// only a GPU does: kernels running after their launch, device memory, the CUDA calls.
+class host_gpu_device final : public device {
+ public:
+  /// `where` must be a GPU place.
+  explicit host_gpu_device(place where);
+  ~host_gpu_device() override;
+
+  place where() const override { return place_; }
+  place::kind kernel_kind() const override { return place::kind::cpu; }
+  allocator& memory() override;
+  stream& get_stream(stream_kind kind) override;
+  std::unique_ptr<event> make_event() override;
+  stream::task copy_work(stream& on, tensor& dst, const tensor& src) override;
+  void stop() override;
+
+  /// How many spans of timed work the streams read from the simulated device clock, over
+  /// every host_gpu_device of the process.
+  static int spans_read();
+
+ private:
+  place place_;
+  std::array<std::unique_ptr<queued_stream>, 3> streams_; // by stream_kind
+};
+
+/// Makes GPU places of this process open as host_gpu_devices (register_device).
+void simulate_gpu_places();
+
+} // namespace pe::testing
