@@ -1,5 +1,8 @@
 #include "collectives/communicators.hpp"
 
+#include <map>
+#include <mutex>
+
 #include "collectives/cpu/inproc_communicator.hpp"
 #include "collectives/net/process_group.hpp"
 #include "devices/error.hpp"
@@ -25,15 +28,41 @@ std::unique_ptr<communicator> make_gpu(const std::vector<device*>& devices, proc
 #endif
 }
 
+std::unique_ptr<communicator> make_cpu(const std::vector<device*>& devices, process_group* group) {
+  if (group != nullptr) return group->make_communicator(static_cast<int>(devices.size()));
+  return std::make_unique<inproc_communicator>(static_cast<int>(devices.size()));
+}
+
+struct communicator_registry {
+  std::mutex mutex;
+  std::map<place::kind, communicator_factory> factories;
+};
+
+communicator_registry& registry() {
+  static auto* r = new communicator_registry{{}, {{place::kind::cpu, make_cpu}, {place::kind::gpu, make_gpu}}};
+  return *r; // never destroyed: executors may close during exit
+}
+
 } // namespace
+
+void register_communicator(place::kind kind, communicator_factory factory) {
+  communicator_registry& r = registry();
+  std::lock_guard<std::mutex> guard(r.mutex);
+  r.factories[kind] = std::move(factory);
+}
 
 std::unique_ptr<communicator> make_communicator(const std::vector<device*>& devices, process_group* group) {
   if (devices.empty()) throw error("make_communicator: no places");
   // One place in one process: nothing to exchange, so no NCCL communicator to set up.
   if (devices.size() == 1 && group == nullptr) return std::make_unique<inproc_communicator>(1);
-  if (devices.front()->where().type == place::kind::gpu) return make_gpu(devices, group);
-  if (group != nullptr) return group->make_communicator(static_cast<int>(devices.size()));
-  return std::make_unique<inproc_communicator>(static_cast<int>(devices.size()));
+  communicator_factory make;
+  {
+    communicator_registry& r = registry();
+    std::lock_guard<std::mutex> guard(r.mutex);
+    if (auto it = r.factories.find(devices.front()->where().type); it != r.factories.end()) make = it->second;
+  }
+  if (!make) throw error("no collectives for " + to_string(devices.front()->where()) + " in this build");
+  return make(devices, group);
 }
 
 } // namespace pe

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -16,5 +17,13 @@ class process_group;
 /// engine's own reduction when places share a GPU. Throws pe::error naming what this build
 /// or these places lack.
 std::unique_ptr<communicator> make_communicator(const std::vector<device*>& devices, process_group* group);
+
+/// Makes the communicator of several places of one kind (or of places in several processes).
+using communicator_factory =
+    std::function<std::unique_ptr<communicator>(const std::vector<device*>& devices, process_group* group)>;
+
+/// Makes make_communicator use `factory` for places of `kind` (the built-in ones are
+/// registered at first use; a test's simulated places register their own).
+void register_communicator(place::kind kind, communicator_factory factory);
 
 } // namespace pe

@@ -2,9 +2,12 @@
 // (tests/support/host_gpu_device.hpp: the GPU places' queued streams, running the CPU
 // kernels): the startup program staged on the host and copied in, feeds over the copy
 // stream, the loss-gradient scale and fetches as device copies, host_value(), a kernel
-// error reaching the caller, and traces whose spans come from the device clock and pass the
-// hazard checker. Runs everywhere; what only a real GPU shows is in the gpu_* tests.
+// error reaching the caller, logical places exchanging through the GPU collectives' meeting
+// (collective_rendezvous, sums on the host), and traces whose spans come from the device
+// clock, collectives' joined over their ranks, and pass the hazard checker. Runs everywhere;
+// what only a real GPU shows is in the gpu_* tests.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -104,6 +107,52 @@ TEST_F(HostGpuExecutor, TracedSpansComeFromTheDeviceClockAndPassTheHazardChecker
     EXPECT_LE(e.start_ns, e.end_ns);
     EXPECT_LE(e.enqueued_ns, e.start_ns); // launched by the actor before it ran
   }
+  for (const auto& v : check_hazards({exe.graph(), exe.program(), exe.place_names()}, events))
+    ADD_FAILURE() << v.message;
+}
+
+/// Two logical places on simulated GPU 0, or two CPU places.
+std::vector<place> two_places(place::kind kind) {
+  if (kind == place::kind::cpu) return {place::cpu(0), place::cpu(1)};
+  return {place::gpu(0, 0), place::gpu(1, 0)};
+}
+
+TEST_F(HostGpuExecutor, LogicalPlacesExchangeThroughTheGpuCollectivesMeetingAsCpuPlacesDo) {
+  for (auto mode : {build_strategy::reduce_mode::all_reduce, build_strategy::reduce_mode::reduce}) {
+    SCOPED_TRACE(mode == build_strategy::reduce_mode::reduce ? "reduce mode" : "all-reduce mode");
+    build_strategy build;
+    build.reduce = mode;
+    parallel_executor gpus(two_places(place::kind::gpu), m.startup, m.main, build);
+    parallel_executor cpus(two_places(place::kind::cpu), m.startup, m.main, build);
+    for (int s = 0; s < 5; ++s) {
+      const float want = cpus.run(feed(300 + s), {m.loss})[0].values<float>()[0];
+      const float got = gpus.run(feed(300 + s), {m.loss})[0].values<float>()[0];
+      EXPECT_NEAR(got, want, 1e-6f * std::abs(want)) << "step " << s;
+    }
+    for (int p = 0; p < 2; ++p) {
+      const tensor got = gpus.host_value("fc_1.w_0", p);
+      const auto a = got.values<float>(), b = cpus.place_scope(p).get("fc_1.w_0").values<float>();
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6f) << "place " << p << " [" << i << "]";
+    }
+  }
+}
+
+TEST_F(HostGpuExecutor, ATimedCollectiveJoinsItsRanksDeviceSpansAndTheHazardCheckerPasses) {
+  parallel_executor exe(two_places(place::kind::gpu), m.startup, m.main);
+  trace_recorder recorder(2, 3);
+  exe.trace(&recorder);
+  const int read_before = testing::host_gpu_device::spans_read();
+  for (int s = 0; s < 4; ++s) exe.run(feed(60 + s), {m.loss});
+  exe.trace(nullptr);
+  const auto events = recorder.events();
+  ASSERT_EQ(events.size(), 2 * exe.graph().ops.size());
+  std::size_t collectives = 0;
+  for (const trace_event& e : events)
+    if (is_collective(exe.graph().ops[static_cast<std::size_t>(e.op)].what)) ++collectives;
+  EXPECT_GT(collectives, 0u);
+  // One span per op and place of its own, and a collective's one per rank, joined into one event.
+  EXPECT_EQ(testing::host_gpu_device::spans_read() - read_before, static_cast<int>(events.size() + collectives));
   for (const auto& v : check_hazards({exe.graph(), exe.program(), exe.place_names()}, events))
     ADD_FAILURE() << v.message;
 }

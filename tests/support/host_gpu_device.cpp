@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include "collectives/communicators.hpp"
+#include "collectives/gpu/collective_rendezvous.hpp"
 #include "devices/cpu/host_allocator.hpp"
 #include "devices/error.hpp"
 #include "devices/steady_clock.hpp"
@@ -83,8 +85,56 @@ int host_gpu_device::spans_read() {
   return spans_read_count.load();
 }
 
+namespace {
+
+/// The GPU collectives of simulated places: the ranks' parts meet as on a GPU, and the last
+/// to arrive sums on the host, in rank order, what the shared-GPU reduction sums on the device.
+class host_gpu_communicator final : public communicator {
+ public:
+  explicit host_gpu_communicator(int ranks) : meeting_(ranks) {}
+
+  int world_size() const override { return meeting_.ranks(); }
+
+  void launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers, stream& on,
+              completion done) override {
+    meeting_.enqueue_part(local_rank, call, std::move(buffers), on, nullptr, std::move(done),
+                          [](std::vector<collective_rendezvous::arrival>& by_rank) { issue(by_rank); });
+  }
+
+  void abort() override { meeting_.abort("the executor is going away"); }
+
+ private:
+  static void issue(std::vector<collective_rendezvous::arrival>& by_rank) {
+    const collective_call& call = by_rank.front().call;
+    const auto root = static_cast<std::size_t>(call.root);
+    for (std::size_t v = 0; v < by_rank.front().buffers.size(); ++v) {
+      if (call.what == collective_call::kind::broadcast) {
+        for (std::size_t r = 0; r < by_rank.size(); ++r)
+          if (r != root) by_rank[r].buffers[v]->copy_from(*by_rank[root].buffers[v]);
+        continue;
+      }
+      tensor sum = by_rank.front().buffers[v]->clone();
+      for (std::size_t r = 1; r < by_rank.size(); ++r) {
+        const auto add = by_rank[r].buffers[v]->values<float>();
+        auto to = sum.values<float>();
+        for (std::size_t i = 0; i < to.size(); ++i) to[i] += add[i];
+      }
+      for (std::size_t r = 0; r < by_rank.size(); ++r)
+        if (call.what == collective_call::kind::all_reduce || r == root) by_rank[r].buffers[v]->copy_from(sum);
+    }
+  }
+
+  collective_rendezvous meeting_;
+};
+
+} // namespace
+
 void simulate_gpu_places() {
   register_device(place::kind::gpu, [](place p) { return std::make_unique<host_gpu_device>(p); });
+  register_communicator(place::kind::gpu, [](const std::vector<device*>& devices, process_group* group) {
+    if (group != nullptr) throw error("simulated GPU places train in one process only");
+    return std::make_unique<host_gpu_communicator>(static_cast<int>(devices.size()));
+  });
 }
 
 } // namespace pe::testing

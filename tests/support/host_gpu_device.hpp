@@ -42,7 +42,10 @@ class host_gpu_device final : public device {
   std::array<std::unique_ptr<queued_stream>, 3> streams_; // by stream_kind
 };
 
-/// Makes GPU places of this process open as host_gpu_devices (register_device).
+/// Makes GPU places of this process open as host_gpu_devices (register_device), and
+/// several of them exchange through the GPU collectives' meeting (collective_rendezvous, as
+/// NCCL and the shared-GPU reduction use it) with sums on the host in rank order
+/// (register_communicator).
 void simulate_gpu_places();
 
 } // namespace pe::testing
