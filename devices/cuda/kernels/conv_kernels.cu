@@ -151,56 +151,56 @@ int pick(const kernel_context& ctx, const std::vector<Perf>& results, int count,
            std::to_string(count) + " candidates)");
 }
 
-chosen ask_heuristics(const kernel_context& ctx, cudnnHandle_t h, const conv_descriptors& d, pass p) {
+/// One pass's heuristic query: how many results there can be, the results (fastest first),
+/// then the workspace of the one picked; `what` names the pass in errors.
+template <class Perf, class MaxCount, class Heuristics, class Workspace>
+chosen ask(const kernel_context& ctx, const char* what, MaxCount max_count, Heuristics heuristics,
+           Workspace workspace) {
   int max = 0, count = 0;
-  chosen c{0, 0};
-  switch (p) {
-    case pass::forward: {
-      check(ctx, cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max),
-            "cudnnGetConvolutionForwardAlgorithmMaxCount");
-      std::vector<cudnnConvolutionFwdAlgoPerf_t> r(static_cast<std::size_t>(max));
-      check(ctx, cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, max, &count, r.data()),
-            "cudnnGetConvolutionForwardAlgorithm_v7");
-      c.algo = pick(ctx, r, count, "conv forward");
-      check(ctx,
-            cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y,
-                                                    static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
-                                                    &c.workspace),
-            "cudnnGetConvolutionForwardWorkspaceSize");
-      break;
-    }
-    case pass::backward_data: {
-      check(ctx, cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max),
-            "cudnnGetConvolutionBackwardDataAlgorithmMaxCount");
-      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> r(static_cast<std::size_t>(max));
-      check(ctx,
-            cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, max, &count, r.data()),
-            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      c.algo = pick(ctx, r, count, "conv Input@GRAD");
-      check(ctx,
-            cudnnGetConvolutionBackwardDataWorkspaceSize(
-                h, d.w, d.y, d.conv, d.x, static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
-                &c.workspace),
-            "cudnnGetConvolutionBackwardDataWorkspaceSize");
-      break;
-    }
-    case pass::backward_filter: {
-      check(ctx, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max),
-            "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount");
-      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> r(static_cast<std::size_t>(max));
-      check(ctx,
-            cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max, &count, r.data()),
-            "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      c.algo = pick(ctx, r, count, "conv Filter@GRAD");
-      check(ctx,
-            cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                h, d.x, d.y, d.conv, d.w, static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
-                &c.workspace),
-            "cudnnGetConvolutionBackwardFilterWorkspaceSize");
-      break;
-    }
-  }
+  check(ctx, max_count(&max), "cudnnGetConvolution*AlgorithmMaxCount");
+  std::vector<Perf> results(static_cast<std::size_t>(max));
+  check(ctx, heuristics(max, &count, results.data()), "cudnnGetConvolution*Algorithm_v7");
+  chosen c{pick(ctx, results, count, what), 0};
+  check(ctx, workspace(c.algo, &c.workspace), "cudnnGetConvolution*WorkspaceSize");
   return c;
+}
+
+chosen ask_heuristics(const kernel_context& ctx, cudnnHandle_t h, const conv_descriptors& d, pass p) {
+  switch (p) {
+    case pass::forward:
+      return ask<cudnnConvolutionFwdAlgoPerf_t>(
+          ctx, "conv forward", [&](int* max) { return cudnnGetConvolutionForwardAlgorithmMaxCount(h, max); },
+          [&](int max, int* count, cudnnConvolutionFwdAlgoPerf_t* r) {
+            return cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, max, count, r);
+          },
+          [&](int algo, std::size_t* bytes) {
+            return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y,
+                                                           static_cast<cudnnConvolutionFwdAlgo_t>(algo), bytes);
+          });
+    case pass::backward_data:
+      return ask<cudnnConvolutionBwdDataAlgoPerf_t>(
+          ctx, "conv Input@GRAD",
+          [&](int* max) { return cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, max); },
+          [&](int max, int* count, cudnnConvolutionBwdDataAlgoPerf_t* r) {
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, max, count, r);
+          },
+          [&](int algo, std::size_t* bytes) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(
+                h, d.w, d.y, d.conv, d.x, static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), bytes);
+          });
+    case pass::backward_filter:
+      return ask<cudnnConvolutionBwdFilterAlgoPerf_t>(
+          ctx, "conv Filter@GRAD",
+          [&](int* max) { return cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, max); },
+          [&](int max, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* r) {
+            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max, count, r);
+          },
+          [&](int algo, std::size_t* bytes) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                h, d.x, d.y, d.conv, d.w, static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), bytes);
+          });
+  }
+  ctx.fail("unknown convolution pass");
 }
 
 /// The algorithm of pass `p` for this convolution on the current device: cached per key, so
