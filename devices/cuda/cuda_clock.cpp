@@ -12,7 +12,7 @@ namespace pe {
 namespace {
 
 /// How far past the anchor an event may read before it becomes the anchor.
-constexpr float anchor_span_ms = 1000.f;
+constexpr std::int64_t anchor_span_ns = 1'000'000'000;
 
 } // namespace
 
@@ -35,19 +35,29 @@ cuda_clock::cuda_clock(int device) : events_(device, /*timing=*/true) {
 
 cuda_clock::~cuda_clock() {
   if (anchor_ != nullptr) events_.give_back(anchor_);
+  if (previous_ != nullptr) events_.give_back(previous_);
 }
 
 std::int64_t cuda_clock::reached_ns(cudaEvent_t e) {
   std::lock_guard<std::mutex> guard(mutex_);
   float ms = 0.f;
-  const cudaError_t status = cudaEventElapsedTime(&ms, anchor_, e);
+  std::int64_t base_ns = anchor_ns_;
+  cudaError_t status = cudaEventElapsedTime(&ms, anchor_, e);
+  // An event of another stream read late may lie before the anchor: should CUDA refuse a
+  // negative time, the previous anchor, a second or more older, lies before it.
+  if (status != cudaSuccess && previous_ != nullptr) {
+    base_ns = previous_ns_;
+    status = cudaEventElapsedTime(&ms, previous_, e);
+  }
   if (status != cudaSuccess) {
     events_.give_back(e);
     check_cuda(status, "cudaEventElapsedTime on CUDA device " + std::to_string(events_.device()));
   }
-  const std::int64_t ns = anchor_ns_ + std::llround(static_cast<double>(ms) * 1e6);
-  if (ms > anchor_span_ms) {
-    events_.give_back(anchor_);
+  const std::int64_t ns = base_ns + std::llround(static_cast<double>(ms) * 1e6);
+  if (ns - anchor_ns_ > anchor_span_ns) {
+    if (previous_ != nullptr) events_.give_back(previous_);
+    previous_ = anchor_;
+    previous_ns_ = anchor_ns_;
     anchor_ = e;
     anchor_ns_ = ns;
   } else {

@@ -20,8 +20,9 @@ namespace pe {
 /// wait returns (a few microseconds late, the same for every event of the device). Elapsed
 /// times are floats in milliseconds, which lose microseconds after a few seconds, so an
 /// event more than a second past the anchor becomes the anchor: every reading stays within
-/// about a second of its anchor (an event recorded before the anchor reads as a negative
-/// elapsed time) and keeps the event's own resolution, about half a microsecond.
+/// about a second of its anchor and keeps the event's own resolution, about half a
+/// microsecond. An event recorded before the anchor (another stream's, read late) reads as
+/// a negative elapsed time, or, should CUDA refuse that, against the previous anchor.
 class cuda_clock {
  public:
   /// Throws pe::error naming the device when it cannot record or wait.
@@ -41,8 +42,10 @@ class cuda_clock {
  private:
   cuda_event_pool events_;
   std::mutex mutex_;
-  cudaEvent_t anchor_ = nullptr; // guarded by mutex_
-  std::int64_t anchor_ns_ = 0;   // guarded by mutex_
+  cudaEvent_t anchor_ = nullptr;   // guarded by mutex_
+  std::int64_t anchor_ns_ = 0;     // guarded by mutex_
+  cudaEvent_t previous_ = nullptr; // the anchor before: guarded by mutex_
+  std::int64_t previous_ns_ = 0;   // guarded by mutex_
 };
 
 /// The clock of CUDA device `device`, made on first use and shared by every place on it.
