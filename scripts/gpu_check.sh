@@ -20,7 +20,8 @@
 #      configure, build
 #   3. every gpu_* and cuda_* test binary (ctest -L gpu)
 #   4. compute-sanitizer --tool racecheck on one training step of the MLP on gpu:0
-#   5. the GPU benchmark (bench/gpu_bench), when the build has one
+#   5. a traced, hazard-checked run on gpu:0x2 (BUILD/gpu_check/gpu_trace.json)
+#   6. the GPU benchmark (bench/gpu_bench), when the build has one
 # Logs go to BUILD/gpu_check/ (and to $OUT/ when that is set, as on the device tool).
 set -uo pipefail
 
@@ -180,7 +181,16 @@ else
   stage racecheck 127
 fi
 
-# 5. The GPU benchmark.
+# 5. A traced run through the CLI: two logical places on gpu:0, their spans the device's
+# times, checked for hazards (exit 3 on a violation); the trace file comes back for a look
+# at the streams overlapping (Perfetto).
+"$build/apps/pe-actor-run" --places gpu:0x2 --steps 6 --batch-size 256 --trace "$logs/gpu_trace.json" \
+  --trace-steps 4:5 --check-hazards >"$logs/trace.log" 2>&1
+stage trace $?
+tail -3 "$logs/trace.log"
+save "$logs/gpu_trace.json"
+
+# 6. The GPU benchmark.
 if [[ -x $build/bench/gpu_bench ]]; then
   "$build/bench/gpu_bench" >"$logs/gpu_bench.log" 2>&1
   stage gpu-bench $?
@@ -191,7 +201,7 @@ fi
 
 save "$logs"/*.log
 echo "gpu_check: summary:"
-for k in build gpu-tests all-tests racecheck gpu-bench; do
+for k in build gpu-tests all-tests racecheck trace gpu-bench; do
   [[ -n ${result[$k]:-} ]] && echo "  $k: ${result[$k]}"
 done
 exit $failed
