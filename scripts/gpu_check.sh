@@ -56,12 +56,16 @@ logs=$build/gpu_check
 mkdir -p "$logs"
 declare -A result
 failed=0
+save() { [[ -n ${OUT:-} && -d ${OUT:-} ]] && cp "$@" "$OUT/" 2>/dev/null; return 0; }
 stage() { # stage NAME STATUS
   result[$1]=$([[ $2 == 0 ]] && echo PASS || echo "FAIL ($2)")
   [[ $2 == 0 ]] || failed=1
   echo "gpu_check: $1: ${result[$1]}"
+  # The logs so far, after every stage: a run the device tool stops at its time limit still
+  # brings back what it did. Run again on the warm machine: the build is incremental.
+  compgen -G "$logs/*.log" >/dev/null && save "$logs"/*.log
+  return 0
 }
-save() { [[ -n ${OUT:-} && -d ${OUT:-} ]] && cp "$@" "$OUT/" 2>/dev/null; return 0; }
 
 # 2. Dependencies, configure, build.
 prefix_args=()
