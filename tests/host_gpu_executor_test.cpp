@@ -18,6 +18,7 @@
 #include "actors/trace.hpp"
 #include "devices/error.hpp"
 #include "graph/exec/reference_executor.hpp"
+#include "graph/models/cnn.hpp"
 #include "graph/models/mlp.hpp"
 #include "tests/support/batches.hpp"
 #include "tests/support/host_gpu_device.hpp"
@@ -135,6 +136,42 @@ TEST_F(HostGpuExecutor, LogicalPlacesExchangeThroughTheGpuCollectivesMeetingAsCp
       ASSERT_EQ(a.size(), b.size());
       for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6f) << "place " << p << " [" << i << "]";
     }
+  }
+}
+
+TEST_F(HostGpuExecutor, TheCnnOnTwoSimulatedGpuPlacesTrainsAsOnTwoCpuPlacesUnderBothSyncModes) {
+  // conv2d, batch_norm (its running statistics updated in place) and pool2d, with momentum.
+  cnn_config c;
+  c.image_side = 12;
+  c.channels = {4, 6};
+  c.fc = {16};
+  c.classes = 5;
+  const model_programs cnn = build_cnn(c);
+  auto images = [&](std::uint64_t seed) {
+    auto b = testing::argmax_batch(8, 12 * 12, 5, seed);
+    tensor image(dtype::fp32, {8, 1, 12, 12});
+    std::copy_n(b.image.values<float>().begin(), image.numel(), image.values<float>().begin());
+    return feed_map{{cnn.image, image}, {cnn.label, b.label}};
+  };
+  for (sync_mode sync : {sync_mode::event, sync_mode::wait}) {
+    SCOPED_TRACE(sync == sync_mode::event ? "--sync event" : "--sync wait");
+    parallel_executor gpus(two_places(place::kind::gpu), cnn.startup, cnn.main, {}, {1, sync});
+    parallel_executor cpus(two_places(place::kind::cpu), cnn.startup, cnn.main, {}, {1, sync});
+    for (int s = 0; s < 4; ++s) {
+      const float want = cpus.run(images(90 + s), {cnn.loss})[0].values<float>()[0];
+      const float got = gpus.run(images(90 + s), {cnn.loss})[0].values<float>()[0];
+      EXPECT_NEAR(got, want, 1e-5f * std::max(1.f, std::abs(want))) << "step " << s;
+    }
+    int statistics = 0; // scale, bias, mean and variance of both batch_norms
+    for (const auto& v : cnn.main.blocks(0).vars()) {
+      if (!v.persistable() || v.name().find("batch_norm") == std::string::npos) continue;
+      ++statistics;
+      const tensor got = gpus.host_value(v.name(), 1);
+      const auto a = got.values<float>(), b = cpus.place_scope(1).get(v.name()).values<float>();
+      ASSERT_EQ(a.size(), b.size()) << v.name();
+      for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5f) << v.name() << "[" << i << "]";
+    }
+    EXPECT_GE(statistics, 8);
   }
 }
 
