@@ -105,6 +105,13 @@ struct job {
     }
   }
 
+  /// Every rank's standard error, each under a "-- rank r" line: for failure messages.
+  std::string errors() const {
+    std::string all;
+    for (std::size_t r = 0; r < ranks.size(); ++r) all += "-- rank " + std::to_string(r) + "\n" + ranks[r]->err();
+    return all;
+  }
+
   /// Every rank's exit status (nullopt: still running after the limit).
   std::vector<std::optional<int>> wait(std::chrono::milliseconds limit = 120s) {
     std::vector<std::optional<int>> out;
@@ -182,7 +189,8 @@ TEST_P(JobEqualsOneProcess, LossesMatchWithinFp32GroupingAndRepeatBitForBit) {
     const std::string metrics = dir.file("job" + std::to_string(run) + ".json");
     auto args = words(flags + " --places " + c.local_places + " --metrics " + metrics);
     job j(dir, c.processes, args);
-    for (auto status : j.wait()) ASSERT_EQ(status, 0) << j.ranks[0]->err() << j.ranks.back()->err();
+    const auto statuses = j.wait();
+    for (std::size_t r = 0; r < statuses.size(); ++r) ASSERT_EQ(statuses[r], 0) << "rank " << r << "\n" << j.errors();
     const auto got = losses(metrics);
     ASSERT_EQ(got.size(), expected.size());
     // The processes' gradients are summed per process first, then across processes:
@@ -223,15 +231,15 @@ TEST(JobCheckpoints, ARestartedJobContinuesTheLossCurve) {
   const std::string flags = "--places cpu:1 --optimizer adam --lr 0.01 --batch-size 40 ";
   {
     job whole(dir, 2, words(flags + "--steps 12 --metrics " + dir.file("whole.json")));
-    for (auto status : whole.wait()) ASSERT_EQ(status, 0) << whole.ranks[0]->err();
+    for (auto status : whole.wait()) ASSERT_EQ(status, 0) << whole.errors();
   }
   {
     job first(dir, 2, words(flags + "--steps 6 --save-params " + dir.file("ck")));
-    for (auto status : first.wait()) ASSERT_EQ(status, 0) << first.ranks[0]->err();
+    for (auto status : first.wait()) ASSERT_EQ(status, 0) << first.errors();
   }
   job rest(dir, 2, words(flags + "--steps 12 --load-params " + dir.file("ck") + " --metrics " +
                          dir.file("rest.json")));
-  for (auto status : rest.wait()) ASSERT_EQ(status, 0) << rest.ranks[0]->err() << rest.ranks[1]->err();
+  for (auto status : rest.wait()) ASSERT_EQ(status, 0) << rest.errors();
   const auto expected = losses_of_steps(dir.file("whole.json"), 7, 12);
   ASSERT_EQ(expected.size(), 6u);
   EXPECT_EQ(losses_of_steps(dir.file("rest.json"), 7, 12), expected);
@@ -295,7 +303,7 @@ TEST(JobFaults, AFrozenProcessIsFoundByHeartbeats) {
 TEST(JobFaults, AProcessWithAnotherProgramIsRefusedAtJoin) {
   temp_dir dir("mp_mismatch");
   job j(dir, 2, words("--places cpu:1 --steps 5"), {{}, {"--hidden", "32"}});
-  for (auto status : j.wait(60s)) EXPECT_EQ(status, 2);
+  for (auto status : j.wait(60s)) EXPECT_EQ(status, 2) << j.errors();
   EXPECT_NE(j.ranks[1]->err().find("the master refused this process"), std::string::npos) << j.ranks[1]->err();
   EXPECT_NE(j.ranks[0]->err().find("process rank 1 differs from rank 0 in"), std::string::npos)
       << j.ranks[0]->err();
@@ -304,9 +312,9 @@ TEST(JobFaults, AProcessWithAnotherProgramIsRefusedAtJoin) {
 TEST(JobFaults, APlaceCountMismatchIsNamed) {
   temp_dir dir("mp_places");
   job j(dir, 2, words("--steps 5"), {{"--places", "cpu:1"}, {"--places", "cpu:2"}});
-  for (auto status : j.wait(60s)) EXPECT_EQ(status, 2);
+  for (auto status : j.wait(60s)) EXPECT_EQ(status, 2) << j.errors();
   EXPECT_NE(j.ranks[0]->err().find("places per process: 2 there, 1 on rank 0"), std::string::npos)
-      << j.ranks[0]->err();
+      << j.errors();
 }
 
 } // namespace
