@@ -3,7 +3,6 @@
 #include <chrono>
 
 #include "devices/error.hpp"
-#include "devices/steady_clock.hpp"
 
 namespace pe {
 
@@ -304,12 +303,7 @@ void queued_stream::run_work(item& it, bool failed) {
   };
   if (!it.timed) return work();
   stream_backend::marker begin = backend_->record_timed();
-  if (begin == nullptr) { // no device clock: the launch code's own run
-    const std::int64_t start = steady_ns();
-    work();
-    it.timed({start, steady_ns()});
-    return;
-  }
+  if (begin == nullptr) return run_timed_on_host(work, it.timed); // no device clock
   stream_backend::marker end = nullptr;
   try {
     work();

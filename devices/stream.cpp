@@ -1,7 +1,5 @@
 #include "devices/stream.hpp"
 
-#include "devices/steady_clock.hpp"
-
 namespace pe {
 
 std::string to_string(stream_kind kind) {
@@ -13,22 +11,13 @@ std::string to_string(stream_kind kind) {
   return "?";
 }
 
-// Where the stream's thread runs the work itself (a CPU place, a device without a clock),
-// the task's own run is its span.
-
 void stream::enqueue_timed(task work, span_sink timed) {
-  enqueue([work = std::move(work), timed = std::move(timed)] {
-    const std::int64_t start = steady_ns();
-    work();
-    timed({start, steady_ns()});
-  });
+  enqueue([work = std::move(work), timed = std::move(timed)] { run_timed_on_host(work, timed); });
 }
 
 void stream::enqueue_always_timed(std::function<void(bool failed)> work, span_sink timed) {
   enqueue_always([work = std::move(work), timed = std::move(timed)](bool failed) {
-    const std::int64_t start = steady_ns();
-    work(failed);
-    timed({start, steady_ns()});
+    run_timed_on_host([&] { work(failed); }, timed);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "devices/place.hpp"
+#include "devices/steady_clock.hpp"
 
 namespace pe {
 
@@ -96,6 +97,17 @@ class stream {
 
   /// Lets later work run again after a failure. Call only while the stream is idle.
   virtual void clear_error() = 0;
+
+ protected:
+  /// Runs `work` on the calling thread and tells `timed` when it ran, unless it threw: the
+  /// span of work whose launch code is the work itself (a CPU place, a device without a
+  /// clock).
+  template <class Work>
+  static void run_timed_on_host(Work&& work, const span_sink& timed) {
+    const std::int64_t start = steady_ns();
+    work();
+    timed({start, steady_ns()});
+  }
 };
 
 } // namespace pe

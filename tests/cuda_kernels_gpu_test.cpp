@@ -22,6 +22,7 @@
 
 #include "devices/device.hpp"
 #include "devices/kernel.hpp"
+#include "tests/support/grad_check.hpp"
 
 namespace pe {
 namespace {
@@ -63,19 +64,12 @@ TEST(CudaKernelRegistry, EveryCpuOpHasAGpuKernel) {
   }
 }
 
+/// tests/support's random tensors, in the argument order these tests read best in.
 tensor random(const shape_t& dims, float lo, float hi, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  tensor t(dtype::fp32, dims);
-  for (float& v : t.values<float>()) v = u(g);
-  return t;
+  return testing::random_tensor(dims, seed, lo, hi);
 }
-
 tensor labels(const shape_t& dims, std::int64_t classes, unsigned seed) {
-  std::mt19937 g(seed);
-  tensor t(dtype::int64, dims);
-  for (auto& v : t.values<std::int64_t>()) v = static_cast<std::int64_t>(g() % classes);
-  return t;
+  return testing::random_labels(dims, classes, seed);
 }
 
 tensor scalar(float v) { return tensor::from_vector(std::vector<float>{v}, {1}); }

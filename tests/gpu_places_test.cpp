@@ -113,11 +113,12 @@ TEST(GpuPlaces, ThisMachinesInventoryIsConsistent) {
     EXPECT_EQ(parse_gpu_places("gpu:all", inv).size(), static_cast<std::size_t>(inv.count));
   } else {
     EXPECT_FALSE(inv.problem.empty());
-    if (inv.built) // the driver or the device is what is missing, and the message says so
+    if (inv.built) { // the driver or the device is what is missing, and the message says so
       EXPECT_TRUE(inv.problem.find("driver") != std::string::npos ||
                   inv.problem.find("device") != std::string::npos ||
                   inv.problem.find("GPU") != std::string::npos)
           << inv.problem;
+    }
     // Opening a GPU place fails with the same reason, naming the place.
     try {
       open_device(place::gpu(0));
@@ -125,7 +126,9 @@ TEST(GpuPlaces, ThisMachinesInventoryIsConsistent) {
     } catch (const error& e) {
       const std::string what = e.what();
       EXPECT_NE(what.find("gpu:0"), std::string::npos) << what;
-      if (inv.built) EXPECT_NE(what.find(inv.problem), std::string::npos) << what;
+      if (inv.built) {
+        EXPECT_NE(what.find(inv.problem), std::string::npos) << what;
+      }
     }
   }
 }

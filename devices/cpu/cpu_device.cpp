@@ -47,11 +47,15 @@ std::unique_ptr<event> cpu_device::make_event() {
   return std::make_unique<cpu_event>();
 }
 
-stream::task cpu_device::copy_work(stream&, tensor& dst, const tensor& src) {
+stream::task host_copy_work(tensor& dst, const tensor& src) {
   return [&dst, &src] {
     if (!src.initialized()) throw error("copy: the source tensor has no value");
     dst.copy_from(src);
   };
+}
+
+stream::task cpu_device::copy_work(stream&, tensor& dst, const tensor& src) {
+  return host_copy_work(dst, src);
 }
 
 void cpu_device::stop() {

@@ -13,6 +13,10 @@
 
 namespace pe {
 
+/// A copy between tensors in host memory, as a stream task (what cpu_device::copy_work
+/// gives): `dst` takes src's dtype, shape and values when the task runs.
+stream::task host_copy_work(tensor& dst, const tensor& src);
+
 /// A CPU place: host memory, three streams (compute, communication, copy), and one thread
 /// of its own that runs them: the device actor.
 ///

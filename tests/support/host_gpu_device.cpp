@@ -5,6 +5,7 @@
 
 #include "collectives/communicators.hpp"
 #include "collectives/gpu/collective_rendezvous.hpp"
+#include "devices/cpu/cpu_device.hpp"
 #include "devices/cpu/host_allocator.hpp"
 #include "devices/error.hpp"
 #include "devices/steady_clock.hpp"
@@ -71,10 +72,7 @@ std::unique_ptr<event> host_gpu_device::make_event() {
 }
 
 stream::task host_gpu_device::copy_work(stream&, tensor& dst, const tensor& src) {
-  return [&dst, &src] {
-    if (!src.initialized()) throw error("copy: the source tensor has no value");
-    dst.copy_from(src);
-  };
+  return host_copy_work(dst, src);
 }
 
 void host_gpu_device::stop() {
