@@ -147,11 +147,6 @@ parallel_executor::parallel_executor(std::vector<place> places, const proto::Pro
                                      execution_strategy exec)
     : runtime_(std::make_shared<executor_runtime>(std::move(places), exec.num_threads, exec.group)),
       state_(std::make_unique<executor_state>(main, build, exec.sync, exec.check_nan_inf)) {
-  if (exec.check_nan_inf)
-    for (const place& p : runtime_->ranks.local_places)
-      if (p.type != place::kind::cpu)
-        throw error("check_nan_inf reads every op's outputs on the host; it does not support " +
-                    to_string(p) + " yet");
   // Places run concurrently on their streams: one BLAS thread each keeps them from
   // over-subscribing the cores.
   set_blas_threads(1);

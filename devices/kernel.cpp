@@ -46,4 +46,13 @@ const kernel_fn* kernel_registry::find(std::string_view op_type, place::kind kin
   return it == kernels_.end() ? nullptr : &it->second;
 }
 
+void kernel_registry::add_finite_check(place::kind kind, finite_check_fn fn) {
+  finite_checks_[kind] = std::move(fn);
+}
+
+const finite_check_fn* kernel_registry::find_finite_check(place::kind kind) const {
+  auto it = finite_checks_.find(kind);
+  return it == finite_checks_.end() ? nullptr : &it->second;
+}
+
 } // namespace pe

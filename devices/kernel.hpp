@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,18 @@ class kernel_context {
 
 using kernel_fn = std::function<void(kernel_context&)>;
 
+/// An element of an FP32 tensor that is NaN or an infinity: what --check-nan-inf reports.
+struct nonfinite_element {
+  std::int64_t index = 0;
+  float value = 0;
+};
+
+/// Finds the first non-finite element of an initialised FP32 tensor on the context's place,
+/// after the work already on the context's stream. A GPU place's check runs on that stream
+/// and waits for it (the stream's host thread waits, not a CAF worker): it is a debugging
+/// mode, like Paddle's FLAGS_check_nan_inf, which synchronises too.
+using finite_check_fn = std::function<std::optional<nonfinite_element>(const kernel_context&, const tensor&)>;
+
 /// Kernels by (op type, place kind). Filled explicitly at first use by the
 /// register_*_kernels functions (no static-initialiser tricks that linkers drop).
 class kernel_registry {
@@ -90,8 +103,14 @@ class kernel_registry {
   /// nullptr when no kernel exists for that op on that kind of place.
   const kernel_fn* find(std::string_view op_type, place::kind kind) const;
 
+  /// The finite check of a kind of place's kernels (--check-nan-inf); one per kind.
+  void add_finite_check(place::kind kind, finite_check_fn fn);
+  /// nullptr when that kind of place has none.
+  const finite_check_fn* find_finite_check(place::kind kind) const;
+
  private:
   std::map<std::pair<std::string, place::kind>, kernel_fn, std::less<>> kernels_;
+  std::map<place::kind, finite_check_fn> finite_checks_;
 };
 
 } // namespace pe

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -20,6 +21,7 @@
 #include "devices/cuda/kernels/dropout_mask.hpp"
 #include "devices/cuda/kernels/element_maps.hpp"
 #include "devices/cuda/kernels/elementwise_functors.hpp"
+#include "devices/cuda/kernels/finite_maps.hpp"
 #include "devices/cuda/kernels/grid_math.hpp"
 #include "devices/cuda/kernels/loss_plans.hpp"
 #include "devices/cuda/kernels/optimizer_maps.hpp"
@@ -110,6 +112,37 @@ TEST(CudaGrid, GridStrideVisitsEveryElementOnce) {
         grid_stride(n, b, t, blocks, element_threads, [&](std::int64_t i) { ++seen[static_cast<std::size_t>(i)]; });
     EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](std::uint8_t v) { return v == 1; })) << n;
   }
+}
+
+// --- --check-nan-inf's finite check ---------------------------------------------------------
+
+TEST(CudaFunctors, FirstNonfiniteMapFindsTheFirstWhateverTheBlockOrder) {
+  const finite_check_fn& cpu = *kernel_registry::global().find_finite_check(place::kind::cpu);
+  const kernel_context no_op("check", {}, {}, {}, place::cpu());
+  const std::int64_t n = 3 * element_threads * 7 + 5; // several blocks, a partial last one
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // (position, value) of the planted non-finite elements; {} leaves the tensor finite.
+  const std::vector<std::vector<std::pair<std::int64_t, float>>> plants = {
+      {}, {{0, nan}}, {{n - 1, -inf}}, {{900, inf}, {17, nan}, {4000, -inf}}, {{300, -nan}, {301, inf}}};
+  for (const auto& planted : plants) {
+    tensor x = random({n}, -1e38f, 1e38f, 11);
+    for (const auto& [at, v] : planted) x.data<float>()[at] = v;
+    const auto want = cpu(no_op, x);
+    ASSERT_EQ(want.has_value(), !planted.empty());
+    // Blocks in reverse order: a later index must not win over an earlier one.
+    const std::int64_t blocks = grid_blocks(n);
+    unsigned long long first = no_nonfinite;
+    const first_nonfinite_map map{x.data<float>(), &first};
+    for (std::int64_t b = blocks - 1; b >= 0; --b)
+      for (unsigned t = element_threads; t-- > 0;) grid_stride(n, b, t, blocks, element_threads, map);
+    if (!want) {
+      EXPECT_EQ(first, no_nonfinite);
+      continue;
+    }
+    EXPECT_EQ(first, static_cast<unsigned long long>(want->index));
+  }
+  for (const float v : {0.f, -0.f, 1e-45f, -3.4028235e38f, 3.4028235e38f}) EXPECT_TRUE(is_finite_float(v)) << v;
+  for (const float v : {nan, -nan, inf, -inf}) EXPECT_FALSE(is_finite_float(v)) << v;
 }
 
 // --- activations -------------------------------------------------------------------------

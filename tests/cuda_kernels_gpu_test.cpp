@@ -10,7 +10,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
+#include <optional>
 #include <memory>
 #include <random>
 #include <set>
@@ -546,6 +548,44 @@ TEST_P(CudaKernels, ConvThroughCudnn) {
     expect_match({cc.op + "_grad",
                   {{"Input", x}, {"Filter", filter}, {"Output@GRAD", random(out.shape(), -1.f, 1.f, 83)}},
                   {"Input@GRAD"}, as});
+  }
+}
+
+TEST_P(CudaKernels, FiniteCheckFindsWhatTheCpuCheckFinds) {
+  // --check-nan-inf's check on the target's stream against the CPU's, on a tensor longer than
+  // one pass of the largest grid (65535 blocks of 256 threads), finite and with NaN and
+  // infinities planted.
+  const place::kind target = GetParam();
+  const finite_check_fn* cpu = kernel_registry::global().find_finite_check(place::kind::cpu);
+  const finite_check_fn* check = kernel_registry::global().find_finite_check(target);
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_NE(check, nullptr);
+  device& dev = *devices_.at(target);
+  stream& s = dev.get_stream(stream_kind::compute);
+  kernel_context cpu_ctx("check", {}, {}, {}, place::cpu(0));
+  kernel_context ctx("check", {}, {}, {}, {target, 0});
+  ctx.bind(&dev, &s);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::int64_t n = 17'000'003;
+  const tensor finite = random({n}, -1e30f, 1e30f, 21);
+  for (const auto& planted : std::vector<std::vector<std::pair<std::int64_t, float>>>{
+           {}, {{n - 1, inf}}, {{16'900'000, -inf}, {3, nan}}, {{123'456, nan}}}) {
+    tensor host = finite.clone();
+    for (const auto& [at, v] : planted) host.data<float>()[at] = v;
+    tensor on_target;
+    dev.copy(s, on_target, host);
+    std::optional<nonfinite_element> got;
+    s.enqueue([&] { got = (*check)(ctx, on_target); });
+    ASSERT_TRUE(s.synchronize()) << s.error().value_or("(no message)");
+    const auto want = (*cpu)(cpu_ctx, host);
+    ASSERT_EQ(got.has_value(), want.has_value());
+    ASSERT_EQ(want.has_value(), !planted.empty());
+    if (!want) continue;
+    EXPECT_EQ(got->index, want->index);
+    EXPECT_EQ(std::isnan(got->value), std::isnan(want->value));
+    if (!std::isnan(want->value)) {
+      EXPECT_EQ(got->value, want->value);
+    }
   }
 }
 

@@ -1,11 +1,13 @@
 // Training on GPU places (skipped without a GPU): 10 steps of the MLP on gpu:0 equal the
 // CPU reference executor within 1e-4 (losses and parameters); gpu:0x2 and gpu:0x4 (logical
 // places sharing GPU 0: the engine's own reduction) equal gpu:0 within 1e-5; reduce mode
-// and Adam too; fetched values come back to the host; the hazard checker passes on the
+// and Adam too; fetched values come back to the host; --check-nan-inf finds a NaN with its
+// kernel on the place's stream, naming op, place and variable; the hazard checker passes on the
 // traces of GPU steps, whose spans are the device's times, and those traces show the
 // compute, communication and copy streams overlapping.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "graph/exec/reference_executor.hpp"
 #include "graph/models/mlp.hpp"
 #include "tests/support/batches.hpp"
+#include "tests/support/expect_error.hpp"
 
 namespace pe {
 namespace {
@@ -113,6 +116,28 @@ TEST_P(GpuTraining, TheHazardCheckerPassesOnGpuTraces) {
   EXPECT_EQ(recorder.events().size(), 10 * exe.graph().ops.size());
   for (const auto& v : check_hazards({exe.graph(), exe.program(), exe.place_names()}, recorder.events()))
     ADD_FAILURE() << v.message;
+}
+
+TEST_P(GpuTraining, CheckNanInfNamesTheOpPlaceAndVariableAndTheNextStepTrains) {
+  const auto m = model(GetParam());
+  execution_strategy exec;
+  exec.check_nan_inf = true;
+  parallel_executor exe(logical_places(2), m.startup, m.main, {}, exec);
+  parallel_executor unchecked(logical_places(2), m.startup, m.main);
+  // Checked and unchecked steps agree while everything is finite.
+  std::vector<float> checked_losses, unchecked_losses;
+  for (int s = 0; s < 3; ++s) {
+    checked_losses.push_back(exe.run(batch_feed(m, 40 + s), {m.loss})[0].values<float>()[0]);
+    unchecked_losses.push_back(unchecked.run(batch_feed(m, 40 + s), {m.loss})[0].values<float>()[0]);
+  }
+  expect_close(checked_losses, unchecked_losses, 1e-6f, "checked against unchecked");
+  feed_map bad = batch_feed(m, 50);
+  bad[m.image] = bad.at(m.image).clone();
+  bad[m.image].values<float>()[20 * 16 + 3] = std::numeric_limits<float>::quiet_NaN(); // place 1's rows
+  testing::expect_error([&] { exe.run(bad, {m.loss}); },
+                        {"op #0 (mul) on gpu:1@dev0", "output variable 'fc_0.tmp_0'", "nan at element",
+                         "(--check-nan-inf)"});
+  EXPECT_NO_THROW(exe.run(batch_feed(m, 51), {m.loss}));
 }
 
 TEST(GpuTrace, ComputeCommunicationAndCopyOverlapOnTheDevice) {

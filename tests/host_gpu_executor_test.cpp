@@ -2,12 +2,13 @@
 // (tests/support/host_gpu_device.hpp: the GPU places' queued streams, running the CPU
 // kernels): the startup program staged on the host and copied in, feeds over the copy
 // stream, the loss-gradient scale and fetches as device copies, host_value(), a kernel
-// error reaching the caller, logical places exchanging through the GPU collectives' meeting
+// error and a --check-nan-inf failure reaching the caller, logical places exchanging through the GPU collectives' meeting
 // (collective_rendezvous, sums on the host), and traces whose spans come from the device
 // clock, collectives' joined over their ranks, and pass the hazard checker. Runs everywhere;
 // what only a real GPU shows is in the gpu_* tests.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "graph/models/cnn.hpp"
 #include "graph/models/mlp.hpp"
 #include "tests/support/batches.hpp"
+#include "tests/support/expect_error.hpp"
 #include "tests/support/host_gpu_device.hpp"
 
 namespace pe {
@@ -116,6 +118,30 @@ TEST_F(HostGpuExecutor, TracedSpansComeFromTheDeviceClockAndPassTheHazardChecker
 std::vector<place> two_places(place::kind kind) {
   if (kind == place::kind::cpu) return {place::cpu(0), place::cpu(1)};
   return {place::gpu(0, 0), place::gpu(1, 0)};
+}
+
+TEST_F(HostGpuExecutor, CheckNanInfOnSimulatedGpuPlacesNamesTheOpPlaceAndVariable) {
+  // The finite check is that of the place's kernels (the CPU's here: the simulated place runs
+  // CPU kernels), called after each kernel on the place's compute stream.
+  for (sync_mode sync : {sync_mode::event, sync_mode::wait}) {
+    SCOPED_TRACE(sync == sync_mode::event ? "--sync event" : "--sync wait");
+    execution_strategy exec;
+    exec.sync = sync;
+    exec.check_nan_inf = true;
+    parallel_executor exe(two_places(place::kind::gpu), m.startup, m.main, {}, exec);
+    EXPECT_NO_THROW(exe.run(feed(5), {m.loss}));
+    const tensor before = exe.host_value("fc_0.w_0", 0);
+    feed_map bad = feed(6);
+    bad[m.image] = bad.at(m.image).clone();
+    bad[m.image].values<float>()[23 * 16 + 2] = std::numeric_limits<float>::infinity(); // place 1's rows
+    testing::expect_error([&] { exe.run(bad, {m.loss}); },
+                          {"op #0 (mul) on gpu:1@dev0", "output variable 'fc_0.tmp_0'", "inf at element",
+                           "(--check-nan-inf)"});
+    const tensor after = exe.host_value("fc_0.w_0", 0);
+    const auto a = after.values<float>(), b = before.values<float>();
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())); // the failed step updated nothing
+    EXPECT_NO_THROW(exe.run(feed(7), {m.loss}));
+  }
 }
 
 TEST_F(HostGpuExecutor, LogicalPlacesExchangeThroughTheGpuCollectivesMeetingAsCpuPlacesDo) {

@@ -1,8 +1,5 @@
 #include "graph/exec/bound_op.hpp"
 
-#include <algorithm>
-#include <cmath>
-
 #include "graph/exec/scope.hpp"
 #include "graph/op_registry.hpp"
 
@@ -41,16 +38,14 @@ kernel_context make_context(const proto::OpDesc& op, scope& vars, place where, i
 }
 
 /// Throws pe::error naming the first of `outputs` that is FP32 and holds NaN or an infinity.
-void check_finite(const std::vector<std::pair<std::string, const tensor*>>& outputs) {
+void check_finite(const finite_check_fn& check, const kernel_context& ctx,
+                  const std::vector<std::pair<std::string, const tensor*>>& outputs) {
   for (const auto& [name, t] : outputs) {
     if (!t->initialized() || t->type() != dtype::fp32) continue;
-    const auto values = t->values<float>();
-    const auto bad = std::find_if(values.begin(), values.end(),
-                                  [](float v) { return !std::isfinite(v); });
-    if (bad != values.end())
+    if (const auto bad = check(ctx, *t))
       throw error("output variable '" + name + "' " + to_string(t->shape()) + " holds " +
-                  std::to_string(*bad) + " at element " +
-                  std::to_string(bad - values.begin()) + " (--check-nan-inf)");
+                  std::to_string(bad->value) + " at element " + std::to_string(bad->index) +
+                  " (--check-nan-inf)");
   }
 }
 
@@ -64,6 +59,9 @@ bound_op::bound_op(const proto::OpDesc& op, scope& vars, place where, int op_ind
   if (kernel_ == nullptr)
     throw error("op #" + std::to_string(op_index) + " (" + op.type() + "): no kernel for " +
                 to_string(where));
+  if (check_nan_inf &&
+      (finite_check_ = kernel_registry::global().find_finite_check(kernels.value_or(where.type))) == nullptr)
+    throw error("--check-nan-inf: " + to_string(where) + " has no finite check");
   for (const auto& slot : op.inputs())
     for (const auto& name : slot.arguments()) inputs_.emplace_back(name, vars.find(name));
   if (check_nan_inf)
@@ -81,7 +79,7 @@ void bound_op::run() {
                   "and not written by an earlier op)");
   try {
     (*kernel_)(context_);
-    check_finite(checked_outputs_);
+    if (finite_check_ != nullptr) check_finite(*finite_check_, context_, checked_outputs_);
   } catch (const std::exception& e) {
     throw error("op #" + std::to_string(index_) + " (" + type() + ") on " +
                 to_string(context_.where()) + ": " + e.what());

@@ -18,9 +18,10 @@ class bound_op {
  public:
   /// Throws pe::error naming the op when its type is unknown, it is a host op (feed,
   /// fetch) or no kernel exists for the place. With `check_nan_inf` (Paddle's
-  /// FLAGS_check_nan_inf) run() also checks the FP32 outputs after the kernel; without it
-  /// nothing is checked and nothing costs. The kernel is that of `kernels` places (default:
-  /// `where`'s kind; see device::kernel_kind).
+  /// FLAGS_check_nan_inf) run() also checks the FP32 outputs after the kernel, with the
+  /// finite check of the kernel's kind of place; without it nothing is checked and nothing
+  /// costs. The kernel is that of `kernels` places (default: `where`'s kind; see
+  /// device::kernel_kind).
   bound_op(const proto::OpDesc& op, scope& vars, place where, int op_index,
            bool check_nan_inf = false, std::optional<place::kind> kernels = std::nullopt);
 
@@ -40,6 +41,7 @@ class bound_op {
   const kernel_fn* kernel_;
   std::vector<std::pair<std::string, const tensor*>> inputs_; // to name an unset input
   std::vector<std::pair<std::string, const tensor*>> checked_outputs_; // with check_nan_inf
+  const finite_check_fn* finite_check_ = nullptr;                      // with check_nan_inf
   int index_;
 };
 

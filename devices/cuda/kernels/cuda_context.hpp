@@ -55,15 +55,21 @@ void copy_from_host(const kernel_context& ctx, tensor& dst, const tensor& host);
 /// Enqueues zeroing of `t`'s bytes.
 void zero(const kernel_context& ctx, tensor& t);
 
+/// The value at `device_value`, read back to the host: waits for the stream.
+template <class T>
+T read_back(const kernel_context& ctx, const T* device_value) {
+  T value{};
+  check(ctx, cudaMemcpyAsync(&value, device_value, sizeof(T), cudaMemcpyDeviceToHost, cuda_stream_of(ctx)),
+        "cudaMemcpyAsync (device to host)");
+  check(ctx, cudaStreamSynchronize(cuda_stream_of(ctx)), "cudaStreamSynchronize");
+  return value;
+}
+
 /// The value of a one-element device tensor, read back to the host: waits for the stream.
 /// For the rare inputs a kernel's host code must see (dropout's Seed).
 template <class T>
 T read_scalar(const kernel_context& ctx, const tensor& t) {
-  T value{};
-  check(ctx, cudaMemcpyAsync(&value, t.data<T>(), sizeof(T), cudaMemcpyDeviceToHost, cuda_stream_of(ctx)),
-        "cudaMemcpyAsync (device to host)");
-  check(ctx, cudaStreamSynchronize(cuda_stream_of(ctx)), "cudaStreamSynchronize");
-  return value;
+  return read_back(ctx, t.data<T>());
 }
 
 } // namespace pe::cuda

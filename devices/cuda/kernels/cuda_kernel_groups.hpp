@@ -36,5 +36,7 @@ void register_window_kernels(kernel_registry& r);
 void register_conv_kernels(kernel_registry& r);
 /// batch_norm and batch_norm_grad (batch_norm_kernels.cu).
 void register_batch_norm_kernels(kernel_registry& r);
+/// The GPU places' finite check of --check-nan-inf (finite_check_kernels.cu).
+void register_finite_check_kernels(kernel_registry& r);
 
 } // namespace pe::cuda

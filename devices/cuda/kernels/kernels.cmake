@@ -9,6 +9,7 @@ set(PE_CUDA_KERNEL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/cuda_kernels.cpp
   ${CMAKE_CURRENT_LIST_DIR}/cudnn_handles.cpp
   ${CMAKE_CURRENT_LIST_DIR}/elementwise_kernels.cu
+  ${CMAKE_CURRENT_LIST_DIR}/finite_check_kernels.cu
   ${CMAKE_CURRENT_LIST_DIR}/gemm_kernels.cu
   ${CMAKE_CURRENT_LIST_DIR}/init_dropout_kernels.cu
   ${CMAKE_CURRENT_LIST_DIR}/loss_kernels.cu
