@@ -74,6 +74,12 @@ struct caching_allocator::state {
     fenced.push_back(std::move(b));
   }
 
+  /// put_fence, then reclaim: an idle device has passed the new fence at once.
+  void fence_and_reclaim() {
+    put_fence();
+    reclaim();
+  }
+
   /// A cached block of at least `bytes` and at most twice that. With mutex held.
   void* take_cached(std::size_t bytes) {
     auto it = cached.lower_bound(bytes);
@@ -127,11 +133,15 @@ std::shared_ptr<std::byte> caching_allocator::allocate(std::size_t bytes) {
   state& s = *state_;
   std::lock_guard<std::mutex> guard(s.mutex);
   s.reclaim();
+  // Fence the frees as soon as the last fence is passed, not only at a miss: a fence put at
+  // a miss covers work just launched, is not passed yet on a busy device, and every miss
+  // would then reserve more memory. One fence in flight at a time bounds their cost (each
+  // records an event on every stream) by how fast the device gets through its work.
+  if (!s.pending.empty() && s.fenced.empty()) s.fence_and_reclaim();
   void* p = s.take_cached(size);
   std::size_t got = s.taken_size;
   if (p == nullptr && !s.pending.empty()) {
-    s.put_fence();
-    s.reclaim(); // an idle device is done at once
+    s.fence_and_reclaim();
     p = s.take_cached(size);
     got = s.taken_size;
   }

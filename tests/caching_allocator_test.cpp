@@ -1,9 +1,11 @@
 // The caching allocator's logic (size classes, stream-ordered reuse behind fences, the
 // out-of-memory path) with a fake device backend: it runs on any machine.
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -18,6 +20,7 @@ namespace {
 /// A fence the test completes by hand (as the device would by finishing its work).
 struct fake_fence_state {
   bool done = false;
+  long ready_at = -1; // with a fence delay: the device's tick at which it is passed
 };
 
 struct fake_device {
@@ -26,13 +29,17 @@ struct fake_device {
   std::size_t used = 0;
   std::vector<std::shared_ptr<fake_fence_state>> fences;
   bool fences_done_at_once = false;
+  long fence_delay = -1; // >= 0: a fence is passed that many ticks after it is put
+  long tick = 0;         // the device's progress, advanced by the test
   int waits = 0;
 };
 
 class fake_fence final : public memory_fence {
  public:
   fake_fence(fake_device& d, std::shared_ptr<fake_fence_state> s) : device_(d), state_(std::move(s)) {}
-  bool done() override { return state_->done; }
+  bool done() override {
+    return state_->done || (state_->ready_at >= 0 && device_.tick >= state_->ready_at);
+  }
   void wait() override {
     ++device_.waits;
     state_->done = true;
@@ -62,6 +69,7 @@ class fake_backend final : public memory_backend {
   std::unique_ptr<memory_fence> fence() override {
     auto s = std::make_shared<fake_fence_state>();
     s->done = device_.fences_done_at_once;
+    if (device_.fence_delay >= 0) s->ready_at = device_.tick + device_.fence_delay;
     device_.fences.push_back(s);
     return std::make_unique<fake_fence>(device_, s);
   }
@@ -120,6 +128,30 @@ TEST(CachingAllocator, SteadyTrainingLoopReservesNothingAfterWarmUp) {
   // One fence per batch of frees, not per free.
   EXPECT_LE(dev.fences.size(), 50u);
   EXPECT_EQ(a.statistics().in_use_bytes, 0u);
+}
+
+TEST(CachingAllocator, ABusyDeviceStopsReservingAfterWarmUp) {
+  // The device passes a fence only some launches after it is put (it runs behind the host),
+  // as a GPU in training does. The reserves must level off, whatever the lag.
+  const std::vector<std::size_t> sizes = {64 * 784 * 4, 64 * 256 * 4, 64 * 10 * 4, 256 * 128 * 4,
+                                          128 * 4, 10 * 4, 784 * 256 * 4};
+  for (const long lag : {1L, 3L, 7L}) {
+    SCOPED_TRACE("fences passed " + std::to_string(lag) + " ticks late");
+    fake_device dev;
+    dev.fence_delay = lag;
+    caching_allocator a(std::make_unique<fake_backend>(dev));
+    std::uint64_t reserves_at_step_20 = 0;
+    for (int step = 0; step < 200; ++step) {
+      std::vector<std::shared_ptr<std::byte>> held;
+      for (std::size_t s : sizes) {
+        held.push_back(a.allocate(s));
+        ++dev.tick; // one launch per allocation
+      }
+      if (step == 19) reserves_at_step_20 = a.statistics().reserves;
+    }
+    EXPECT_EQ(a.statistics().reserves, reserves_at_step_20);
+    EXPECT_LE(a.statistics().reserves, 3 * sizes.size()); // about two steps' worth in flight
+  }
 }
 
 TEST(CachingAllocator, DoesNotHandATinyRequestAHugeBlock) {
