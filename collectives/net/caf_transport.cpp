@@ -23,6 +23,7 @@ namespace {
 using hello_atom = caf::atom_constant<caf::atom("pe_hello")>;
 using peers_atom = caf::atom_constant<caf::atom("pe_peers")>;
 using clock_atom = caf::atom_constant<caf::atom("pe_clock")>;
+using mesh_atom = caf::atom_constant<caf::atom("pe_mesh")>;
 
 /// "2.5 s".
 std::string seconds(std::chrono::milliseconds t) {
@@ -61,7 +62,7 @@ std::string difference(const std::vector<std::string>& mine, const std::vector<s
 struct node_state {
   node_state(int rank, int size)
       : inbox(rank, size, [] { cpu_device::notify_progress(); }),
-        peers(static_cast<std::size_t>(size)) {}
+        peers(static_cast<std::size_t>(size)), endpoints(static_cast<std::size_t>(size)) {}
 
   net_inbox inbox;
   std::vector<std::string> fingerprint;
@@ -74,6 +75,8 @@ struct node_state {
   std::optional<std::string> join_error;
   std::vector<std::pair<caf::strong_actor_ptr, net_packet>> early; // before the peers were known
   std::map<int, caf::response_promise> waiting;                    // rank 0: joined, unanswered
+  std::vector<std::string> endpoints; // rank 0: "host:port" where each rank listens, as seen here
+  std::vector<caf::response_promise> meshed; // rank 0: ranks connected to all, unanswered
 
   /// The rank whose mailbox `who` is, or -1; call with mutex held.
   int rank_of(const caf::strong_actor_ptr& who) const {
@@ -138,39 +141,74 @@ struct node_state {
   }
 };
 
-/// Rank 0 answers each process's hello once all have joined: the mailboxes of every rank,
-/// or the reason it is refused.
-caf::response_promise hello(caf::event_based_actor* self, node_state& st, int rank,
-                            const std::vector<std::string>& fingerprint, const caf::actor& mailbox) {
-  auto promise = self->make_response_promise();
+/// Rank 0 answers every hello once all processes have joined and their addresses are known:
+/// the mailboxes of every rank and where each listens, or the reason it is refused.
+void answer_when_complete(caf::event_based_actor* self, node_state& st) {
   const int size = st.inbox.size();
+  if (static_cast<int>(st.waiting.size()) != size - 1) return;
+  if (std::any_of(st.endpoints.begin() + 1, st.endpoints.end(), [](const std::string& e) { return e.empty(); }))
+    return;
+  std::vector<caf::actor> all;
+  {
+    std::lock_guard<std::mutex> guard(st.mutex);
+    st.peers[0] = caf::actor_cast<caf::actor>(self);
+    all = st.peers;
+  }
+  for (auto& [r, p] : st.waiting) p.deliver(all, st.endpoints, std::string{});
+  st.waiting.clear();
+  st.form(self, all);
+}
+
+caf::response_promise hello(caf::event_based_actor* self, std::shared_ptr<node_state> st, int rank,
+                            const std::vector<std::string>& fingerprint, const caf::actor& mailbox,
+                            std::uint16_t port) {
+  auto promise = self->make_response_promise();
+  const int size = st->inbox.size();
   std::string refusal;
-  if (st.inbox.rank() != 0) refusal = "process rank " + std::to_string(st.inbox.rank()) + " is not the master";
+  if (st->inbox.rank() != 0) refusal = "process rank " + std::to_string(st->inbox.rank()) + " is not the master";
   else if (rank <= 0 || rank >= size)
     refusal = "a process claims rank " + std::to_string(rank) + " in a job of " + std::to_string(size);
-  else if (st.waiting.count(rank) != 0 || st.formed)
+  else if (st->waiting.count(rank) != 0 || st->formed)
     refusal = "two processes claim rank " + std::to_string(rank);
-  else refusal = difference(st.fingerprint, fingerprint, rank);
+  else if (!mailbox)
+    refusal = "process rank " + std::to_string(rank) + " sent no mailbox";
+  else refusal = difference(st->fingerprint, fingerprint, rank);
   if (!refusal.empty()) {
-    promise.deliver(std::vector<caf::actor>{}, refusal);
-    st.refuse("refused a process: " + refusal);
+    promise.deliver(std::vector<caf::actor>{}, std::vector<std::string>{}, refusal);
+    st->refuse("refused a process: " + refusal);
     return promise;
   }
   {
-    std::lock_guard<std::mutex> guard(st.mutex);
-    st.peers[static_cast<std::size_t>(rank)] = mailbox;
+    std::lock_guard<std::mutex> guard(st->mutex);
+    st->peers[static_cast<std::size_t>(rank)] = mailbox;
   }
-  st.waiting.emplace(rank, promise);
-  if (static_cast<int>(st.waiting.size()) == size - 1) {
-    std::vector<caf::actor> all;
-    {
-      std::lock_guard<std::mutex> guard(st.mutex);
-      st.peers[0] = caf::actor_cast<caf::actor>(self);
-      all = st.peers;
-    }
-    for (auto& [r, p] : st.waiting) p.deliver(all, std::string{});
-    st.waiting.clear();
-    st.form(self, all);
+  st->waiting.emplace(rank, promise);
+  // Where the others reach this process: the address its connection to rank 0 comes from
+  // (the middleman knows it) and the port it listens on.
+  self->request(self->home_system().middleman().actor_handle(), caf::infinite, caf::get_atom::value,
+                mailbox.node())
+      .then(
+          [self, st, rank, port](const caf::node_id&, const std::string& host, std::uint16_t) {
+            if (host.empty()) {
+              st->refuse("process rank " + std::to_string(rank) + " has no direct connection to rank 0");
+              return;
+            }
+            st->endpoints[static_cast<std::size_t>(rank)] = host + ":" + std::to_string(port);
+            answer_when_complete(self, *st);
+          },
+          [st, rank](caf::error& e) {
+            st->refuse("cannot find process rank " + std::to_string(rank) + "'s address: " + caf::to_string(e));
+          });
+  return promise;
+}
+
+/// Rank 0 answers every "connected to all" once all processes have said it.
+caf::response_promise mesh(caf::event_based_actor* self, node_state& st) {
+  auto promise = self->make_response_promise();
+  st.meshed.push_back(promise);
+  if (static_cast<int>(st.meshed.size()) == st.inbox.size() - 1) {
+    for (auto& p : st.meshed) p.deliver(caf::unit);
+    st.meshed.clear();
   }
   return promise;
 }
@@ -180,7 +218,8 @@ caf::behavior mailbox(caf::event_based_actor* self, std::shared_ptr<node_state> 
   return {
       [self, st](net_packet& p) { st->receive(self->current_sender(), std::move(p)); },
       [self, st](hello_atom, int rank, const std::vector<std::string>& fingerprint,
-                 const caf::actor& peer) { return hello(self, *st, rank, fingerprint, peer); },
+                 const caf::actor& peer, std::uint16_t port) { return hello(self, st, rank, fingerprint, peer, port); },
+      [self, st](mesh_atom) { return mesh(self, *st); },
       [self, st](peers_atom, std::vector<caf::actor>& all) { st->form(self, std::move(all)); },
       [](clock_atom) { return steady_ns(); },
   };
@@ -200,7 +239,10 @@ class caf_transport final : public net_transport {
     const auto timeout = std::chrono::duration_cast<caf::timespan>(o.peer_timeout);
     config_.set("middleman.heartbeat-interval", timeout / 5);
     config_.set("middleman.connection-timeout", timeout);
-    config_.set("middleman.enable-automatic-connections", true);
+    // No automatic connections: when two processes learn of each other at once, both connect,
+    // and CAF 0.17 may close both connections as redundant, each side purging the other
+    // (remote_link_unreachable mid-job). join() connects every pair once instead.
+    config_.set("middleman.enable-automatic-connections", false);
     system_.emplace(config_);
     mailbox_ = system_->spawn(mailbox, state_);
   }
@@ -257,31 +299,89 @@ class caf_transport final : public net_transport {
     }
     caf::scoped_actor self{*system_};
     std::optional<std::string> failure;
-    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    self->request(root, std::max(remaining, std::chrono::milliseconds(1)), hello_atom::value, o.rank,
-                  state_->fingerprint, mailbox_)
+    std::vector<caf::actor> all;
+    std::vector<std::string> endpoints;
+    self->request(root, remaining_until(deadline), hello_atom::value, o.rank, state_->fingerprint, mailbox_, *port)
         .receive(
-            [&](std::vector<caf::actor>& all, std::string& refusal) {
+            [&](std::vector<caf::actor>& peers, std::vector<std::string>& where, std::string& refusal) {
               if (!refusal.empty()) failure = "the master refused this process: " + refusal;
-              else if (static_cast<int>(all.size()) != o.size)
-                failure = "the master sent " + std::to_string(all.size()) + " peers for a job of " +
-                          std::to_string(o.size);
-              else caf::anon_send(mailbox_, peers_atom::value, std::move(all));
+              else if (static_cast<int>(peers.size()) != o.size || static_cast<int>(where.size()) != o.size)
+                failure = "the master sent " + std::to_string(peers.size()) + " peers and " +
+                          std::to_string(where.size()) + " addresses for a job of " + std::to_string(o.size);
+              all = std::move(peers);
+              endpoints = std::move(where);
             },
             [&](caf::error& e) {
               failure = "the processes did not all join within " + seconds(o.join_timeout) + " (" +
                         system_->render(e) + ")";
             });
     if (failure) throw error(*failure);
+    caf::anon_send(mailbox_, peers_atom::value, all);
     {
       // Nothing may be sent before the mailbox knows every peer.
       std::unique_lock<std::mutex> lock(state_->mutex);
       state_->changed.wait(lock, [this] { return state_->formed; });
     }
+    connect_mesh(self, o, all, endpoints, deadline);
     return clock_offset(self, root);
   }
 
  private:
+  /// Time left until `deadline`, at least 1 ms (a request's timeout).
+  static std::chrono::milliseconds remaining_until(std::chrono::steady_clock::time_point deadline) {
+    return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()),
+                    std::chrono::milliseconds(1));
+  }
+
+  /// Connects this process to every process of a lower rank but 0 (one connection per pair,
+  /// opened by the higher rank: see the constructor), waits until the middleman has a direct
+  /// connection to every peer, then until rank 0 says that every process has: from then on no
+  /// packet goes through rank 0, so none can overtake another.
+  void connect_mesh(caf::scoped_actor& self, const process_group_options& o, const std::vector<caf::actor>& all,
+                    const std::vector<std::string>& endpoints, std::chrono::steady_clock::time_point deadline) {
+    auto& mm = system_->middleman();
+    for (int k = 1; k < o.rank; ++k) {
+      const std::string& at = endpoints[static_cast<std::size_t>(k)];
+      const auto colon = at.rfind(':');
+      const auto port = colon == std::string::npos ? 0 : std::stoul(at.substr(colon + 1));
+      if (colon == std::string::npos || port == 0 || port > 65535)
+        throw error("the master sent '" + at + "' as process rank " + std::to_string(k) + "'s address");
+      auto found = mm.remote_actor(at.substr(0, colon), static_cast<std::uint16_t>(port));
+      if (!found)
+        throw error("cannot connect to process rank " + std::to_string(k) + " at " + at + ": " +
+                    system_->render(found.error()));
+      if (*found != all[static_cast<std::size_t>(k)])
+        throw error("the process listening at " + at + " is not process rank " + std::to_string(k));
+    }
+    for (int k = 1; k < o.size; ++k) {
+      if (k == o.rank) continue;
+      while (!directly_connected(self, all[static_cast<std::size_t>(k)].node(), deadline)) {
+        if (std::chrono::steady_clock::now() > deadline)
+          throw error("process rank " + std::to_string(k) + " did not connect to this process within " +
+                      seconds(o.join_timeout));
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    }
+    std::optional<std::string> failure;
+    self->request(all[0], remaining_until(deadline), mesh_atom::value)
+        .receive([] {},
+                 [&](caf::error& e) {
+                   failure = "the processes did not all connect to one another within " +
+                             seconds(o.join_timeout) + " (" + system_->render(e) + ")";
+                 });
+    if (failure) throw error(*failure);
+  }
+
+  /// Whether the middleman has a connection of its own to `node` (not a route through rank 0).
+  bool directly_connected(caf::scoped_actor& self, const caf::node_id& node,
+                          std::chrono::steady_clock::time_point deadline) {
+    bool direct = false;
+    self->request(system_->middleman().actor_handle(), remaining_until(deadline), caf::get_atom::value, node)
+        .receive([&](const caf::node_id&, const std::string& host, std::uint16_t) { direct = !host.empty(); },
+                 [](caf::error&) {});
+    return direct;
+  }
+
   std::int64_t wait_for_peers(std::chrono::steady_clock::time_point deadline,
                               std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(state_->mutex);
