@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <mutex>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -16,15 +17,6 @@ namespace {
 void check_nccl(ncclResult_t r, const std::string& what) {
   if (r != ncclSuccess && r != ncclInProgress)
     throw error(what + " failed: " + ncclGetErrorString(r));
-}
-
-/// A non-blocking communicator's pending operation, finished (or failed) before returning.
-void wait_nccl(ncclComm_t comm, const std::string& what) {
-  ncclResult_t state = ncclInProgress;
-  do {
-    check_nccl(ncclCommGetAsyncError(comm, &state), what);
-  } while (state == ncclInProgress);
-  check_nccl(state, what);
 }
 
 } // namespace
@@ -87,7 +79,10 @@ nccl_communicator::nccl_communicator(const std::vector<device*>& devices, const 
                "ncclCommInitRankConfig");
   }
   check_nccl(ncclGroupEnd(), "ncclGroupEnd");
-  for (ncclComm_t c : comms_->handles) wait_nccl(c, "joining the job's NCCL communicator");
+  {
+    std::unique_lock lock(nccl_mutex_);
+    for (std::size_t r = 0; r < comms_->handles.size(); ++r) wait_nccl(lock, r, "joining the job's NCCL communicator");
+  }
   watchdog_ = std::thread([this, health = std::move(health)] {
     while (!stopping_) {
       if (auto why = health ? health() : std::nullopt) {
@@ -132,6 +127,9 @@ void nccl_communicator::issue(std::vector<collective_rendezvous::arrival>& by_ra
       if (!t->initialized() || t->type() != dtype::fp32)
         throw error("the buffer on " + to_string(devices_[r]->where()) + " is missing or not FP32 (a broadcast "
                     "from another process needs it allocated with the root's size)");
+  // The watchdog's ncclCommAbort frees the communicators: no call on them may run beside it.
+  std::unique_lock lock(nccl_mutex_);
+  if (aborted_) throw error(call.label + ": the NCCL communicator was aborted");
   check_nccl(ncclGroupStart(), call.label + ": ncclGroupStart");
   for (std::size_t r = 0; r < by_rank.size(); ++r) {
     ncclComm_t comm = comms_->handles[r];
@@ -154,7 +152,20 @@ void nccl_communicator::issue(std::vector<collective_rendezvous::arrival>& by_ra
   }
   check_nccl(ncclGroupEnd(), call.label + ": ncclGroupEnd");
   if (comms_->non_blocking)
-    for (ncclComm_t c : comms_->handles) wait_nccl(c, call.label + ": issuing the NCCL group");
+    for (std::size_t r = 0; r < comms_->handles.size(); ++r) wait_nccl(lock, r, call.label + ": issuing the NCCL group");
+}
+
+void nccl_communicator::wait_nccl(std::unique_lock<std::mutex>& lock, std::size_t rank, const std::string& what) {
+  ncclResult_t state = ncclInProgress;
+  for (;;) {
+    if (aborted_) throw error(what + ": the NCCL communicator was aborted");
+    check_nccl(ncclCommGetAsyncError(comms_->handles[rank], &state), what);
+    if (state != ncclInProgress) break;
+    lock.unlock(); // lets an abort in
+    std::this_thread::yield();
+    lock.lock();
+  }
+  check_nccl(state, what);
 }
 
 void nccl_communicator::abort() {
@@ -163,6 +174,8 @@ void nccl_communicator::abort() {
 
 void nccl_communicator::abort_nccl(const std::string& why) {
   meeting_.abort(why);
+  // Non-blocking communicators never block inside a call, so the lock is free soon.
+  std::lock_guard lock(nccl_mutex_);
   if (aborted_.exchange(true)) return;
   for (ncclComm_t c : comms_->handles) ncclCommAbort(c);
 }

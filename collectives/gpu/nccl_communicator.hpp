@@ -3,6 +3,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -48,12 +49,16 @@ class nccl_communicator final : public communicator {
   void issue(std::vector<collective_rendezvous::arrival>& by_rank);
   /// Aborts the NCCL communicators once (unblocks kernels waiting for a lost peer).
   void abort_nccl(const std::string& why);
+  /// Polls a non-blocking communicator until its pending operation is done, releasing `lock`
+  /// (nccl_mutex_) between polls; throws once the communicators are aborted.
+  void wait_nccl(std::unique_lock<std::mutex>& lock, std::size_t rank, const std::string& what);
 
   std::vector<device*> devices_;
   int world_;
   int first_rank_;
   std::unique_ptr<comms> comms_;
   collective_rendezvous meeting_;
+  std::mutex nccl_mutex_; // NCCL calls on comms_ against ncclCommAbort, which frees them
   std::atomic<bool> aborted_{false};
   std::atomic<bool> stopping_{false};
   std::thread watchdog_;

@@ -134,18 +134,22 @@ bool sums_directly(cudnnConvolutionBwdFilterAlgo_t a) {
 }
 
 /// The first heuristic result (cuDNN orders them fastest first) that succeeded with FMA math,
-/// sums directly, and needs a workspace within workspace_limit. A result reported with
-/// CUDNN_DEFAULT_MATH is taken when no FMA one qualifies: the descriptor's CUDNN_FMA_MATH
-/// still rules out tensor-op (TF32) math when it runs. Tensor-op results are never taken.
+/// sums directly, is deterministic, and needs a workspace within workspace_limit. A result
+/// reported with CUDNN_DEFAULT_MATH is taken when no FMA one qualifies: the descriptor's
+/// CUDNN_FMA_MATH still rules out tensor-op (TF32) math when it runs. Tensor-op results are
+/// never taken. Deterministic algorithms come first, so that a step repeats bit for bit
+/// (some backward algorithms sum with atomics); a non-deterministic one only when no other
+/// qualifies, rather than no convolution at all.
 template <class Perf>
 int pick(const kernel_context& ctx, const std::vector<Perf>& results, int count, const char* what) {
-  for (const cudnnMathType_t math : {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH})
-    for (int i = 0; i < count; ++i) {
-      const Perf& r = results[static_cast<std::size_t>(i)];
-      if (r.status == CUDNN_STATUS_SUCCESS && r.mathType == math && sums_directly(r.algo) &&
-          r.memory <= workspace_limit)
-        return static_cast<int>(r.algo);
-    }
+  for (const cudnnDeterminism_t determinism : {CUDNN_DETERMINISTIC, CUDNN_NON_DETERMINISTIC})
+    for (const cudnnMathType_t math : {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH})
+      for (int i = 0; i < count; ++i) {
+        const Perf& r = results[static_cast<std::size_t>(i)];
+        if (r.status == CUDNN_STATUS_SUCCESS && r.mathType == math && r.determinism == determinism &&
+            sums_directly(r.algo) && r.memory <= workspace_limit)
+          return static_cast<int>(r.algo);
+      }
   ctx.fail(std::string(what) + ": cuDNN proposed no direct-summation FMA algorithm with a " +
            "workspace of at most " + std::to_string(workspace_limit) + " bytes (" +
            std::to_string(count) + " candidates)");

@@ -13,7 +13,7 @@
 
 namespace pe::cuda {
 
-/// The handle of `stream` (made on first use, on the calling thread's current device, with
+/// The handle of `stream` on the calling thread's current device (made on first use, with
 /// CUBLAS_DEFAULT_MATH: no TF32, so FP32 GEMMs stay FP32 as on the CPU). Handles live until the
 /// process exits.
 cublasHandle_t cublas_handle(const kernel_context& ctx, cudaStream_t stream);

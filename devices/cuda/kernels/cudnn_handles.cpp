@@ -3,6 +3,9 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
+
+#include "devices/cuda/kernels/cuda_context.hpp"
 
 namespace pe::cuda {
 
@@ -14,9 +17,12 @@ void check(const kernel_context& ctx, cudnnStatus_t status, const char* what) {
 
 cudnnHandle_t cudnn_handle(const kernel_context& ctx, cudaStream_t stream) {
   static std::mutex mutex;
-  static auto* handles = new std::map<cudaStream_t, cudnnHandle_t>; // never destroyed
+  // By device and stream: a destroyed stream's address may come back for another device's.
+  static auto* handles = new std::map<std::pair<int, cudaStream_t>, cudnnHandle_t>; // never destroyed
+  int device = 0;
+  check(ctx, cudaGetDevice(&device), "cudaGetDevice");
   std::lock_guard lock(mutex);
-  auto it = handles->find(stream);
+  auto it = handles->find({device, stream});
   if (it != handles->end()) return it->second;
   cudnnHandle_t h = nullptr;
   check(ctx, cudnnCreate(&h), "cudnnCreate");
@@ -25,7 +31,7 @@ cudnnHandle_t cudnn_handle(const kernel_context& ctx, cudaStream_t stream) {
     cudnnDestroy(h);
     check(ctx, bound, "cudnnSetStream");
   }
-  handles->emplace(stream, h);
+  handles->emplace(std::pair{device, stream}, h);
   return h;
 }
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "devices/cuda/kernels/cublas_handles.hpp"
 #include "devices/cuda/kernels/cuda_kernel_groups.hpp"
@@ -21,15 +22,18 @@ void check(const kernel_context& ctx, cublasStatus_t status, const char* what) {
 
 cublasHandle_t cublas_handle(const kernel_context& ctx, cudaStream_t stream) {
   static std::mutex mutex;
-  static auto* handles = new std::map<cudaStream_t, cublasHandle_t>; // never destroyed
+  // By device and stream: a destroyed stream's address may come back for another device's.
+  static auto* handles = new std::map<std::pair<int, cudaStream_t>, cublasHandle_t>; // never destroyed
+  int device = 0;
+  check(ctx, cudaGetDevice(&device), "cudaGetDevice");
   std::lock_guard lock(mutex);
-  auto it = handles->find(stream);
+  auto it = handles->find({device, stream});
   if (it != handles->end()) return it->second;
   cublasHandle_t h = nullptr;
   check(ctx, cublasCreate(&h), "cublasCreate");
   check(ctx, cublasSetStream(h, stream), "cublasSetStream");
   check(ctx, cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-  handles->emplace(stream, h);
+  handles->emplace(std::pair{device, stream}, h);
   return h;
 }
 
