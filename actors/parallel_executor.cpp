@@ -65,29 +65,36 @@ void receive_rank0_persistables(executor_runtime& rt,
 }
 
 /// Every process's per-place fetches and rows, in global rank order: each process adds its
-/// own to what the others sent.
+/// own to what the others sent. `stop_vote` (0 when not given) travels after the rows, and
+/// comes back as the first non-zero vote in rank order.
 void gather_fetches(process_group& group, std::vector<std::vector<tensor>>& fetched,
-                    std::vector<std::int64_t>& rows) {
-  const tensor my_rows = tensor::from_vector(rows, {static_cast<std::int64_t>(rows.size())});
+                    std::vector<std::int64_t>& rows, int* stop_vote) {
+  std::vector<std::int64_t> rows_and_vote = rows;
+  rows_and_vote.push_back(stop_vote != nullptr ? *stop_vote : 0);
+  const tensor my_rows = tensor::from_vector(rows_and_vote, {static_cast<std::int64_t>(rows_and_vote.size())});
   std::vector<const tensor*> mine{&my_rows};
   for (const auto& per_place : fetched)
     for (const auto& t : per_place) mine.push_back(&t);
   const auto all = group.all_gather(encode_tensors(mine));
   std::vector<std::vector<tensor>> world(fetched.size());
   std::vector<std::int64_t> world_rows;
+  std::int64_t agreed = 0;
   const std::size_t places = rows.size();
   for (std::size_t p = 0; p < all.size(); ++p) {
     const std::string source = "process rank " + std::to_string(p);
     auto theirs = decode_tensors(all[p], source);
     if (theirs.size() != 1 + fetched.size() * places || theirs[0].type() != dtype::int64 ||
-        theirs[0].numel() != static_cast<std::int64_t>(places))
+        theirs[0].numel() != static_cast<std::int64_t>(places) + 1)
       throw error(source + " sent fetches for another fetch list or number of places");
-    for (std::int64_t r : theirs[0].values<std::int64_t>()) world_rows.push_back(r);
+    const auto their_rows = theirs[0].values<std::int64_t>();
+    world_rows.insert(world_rows.end(), their_rows.begin(), their_rows.end() - 1);
+    if (agreed == 0) agreed = their_rows.back();
     for (std::size_t k = 0; k < fetched.size(); ++k)
       for (std::size_t q = 0; q < places; ++q) world[k].push_back(theirs[1 + k * places + q]);
   }
   fetched = std::move(world);
   rows = std::move(world_rows);
+  if (stop_vote != nullptr) *stop_vote = static_cast<int>(agreed);
 }
 
 } // namespace
@@ -260,13 +267,13 @@ std::vector<tensor> parallel_executor::run(const feed_map& feeds,
 }
 
 std::vector<tensor> parallel_executor::run_share(const feed_map& my_rows, std::int64_t global_batch,
-                                                 const std::vector<std::string>& fetch_list) {
+                                                 const std::vector<std::string>& fetch_list, int* stop_vote) {
   const auto [first, count] = share_of(global_batch);
   if (batch_size(my_rows) != count)
     throw error("run_share: the feeds hold " + std::to_string(batch_size(my_rows)) +
                 " rows; this process's share of a global batch of " + std::to_string(global_batch) +
                 " is " + std::to_string(count));
-  return merged(run_rows(my_rows, global_batch, first, fetch_list), fetch_list);
+  return merged(run_rows(my_rows, global_batch, first, fetch_list), fetch_list, stop_vote);
 }
 
 std::pair<std::int64_t, std::int64_t> parallel_executor::share_of(std::int64_t global_batch) const {
@@ -279,9 +286,9 @@ std::pair<std::int64_t, std::int64_t> parallel_executor::share_of(std::int64_t g
 }
 
 std::vector<tensor> parallel_executor::merged(std::vector<std::vector<tensor>> per_place,
-                                              const std::vector<std::string>& fetch_list) {
+                                              const std::vector<std::string>& fetch_list, int* stop_vote) {
   std::vector<std::int64_t> rows = state_->rows;
-  if (runtime_->group != nullptr) gather_fetches(*runtime_->group, per_place, rows);
+  if (runtime_->group != nullptr) gather_fetches(*runtime_->group, per_place, rows, stop_vote);
   std::vector<tensor> out;
   for (std::size_t k = 0; k < per_place.size(); ++k)
     out.push_back(merge_fetch(per_place[k], fetch_list[k], state_->declared.at(fetch_list[k]).dims,

@@ -100,8 +100,11 @@ class parallel_executor {
   /// `my_rows` holds the rows of this process's global ranks (split_rows of `global_batch`
   /// over the world, in rank order), and nothing of the other processes' rows. Throws
   /// pe::error when the feeds hold another number of rows than that share.
+  /// With `stop_vote`, this process's vote (a signal number, 0 for none) travels with the
+  /// gathered fetches, and on return it holds the job's: the first non-zero vote in rank
+  /// order, the same on every process, without a round trip of its own.
   std::vector<tensor> run_share(const feed_map& my_rows, std::int64_t global_batch,
-                                const std::vector<std::string>& fetch_list);
+                                const std::vector<std::string>& fetch_list, int* stop_vote = nullptr);
 
   /// The rows [first, first + count) of a global batch of `global_batch` rows that this
   /// process's places take, for the caller of run_share.
@@ -152,7 +155,7 @@ class parallel_executor {
                                             std::int64_t first,
                                             const std::vector<std::string>& fetch_list);
   std::vector<tensor> merged(std::vector<std::vector<tensor>> per_place,
-                             const std::vector<std::string>& fetch_list);
+                             const std::vector<std::string>& fetch_list, int* stop_vote = nullptr);
 };
 
 } // namespace pe

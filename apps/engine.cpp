@@ -158,9 +158,11 @@ class actor_engine final : public engine {
   }
 
   std::vector<tensor> train_share(const feed_map& my_rows, std::int64_t global_batch,
-                                  const std::vector<std::string>& fetch_list) override {
-    return train_.run_share(my_rows, global_batch, fetch_list);
+                                  const std::vector<std::string>& fetch_list, int& stop_vote) override {
+    return train_.run_share(my_rows, global_batch, fetch_list, &stop_vote);
   }
+
+  bool in_job() const override { return group_ != nullptr; }
 
   int agreed_signal(int mine) override {
     if (!group_) return mine;

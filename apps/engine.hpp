@@ -59,12 +59,18 @@ class engine {
   }
 
   /// train() for a process that feeds only its share (share_of) of a global batch of
-  /// `global_batch` rows; the fetches are still global-batch values.
+  /// `global_batch` rows; the fetches are still global-batch values. In a job, `stop_vote`
+  /// (this process's signal, 0 for none) travels with the step's fetches and comes back as
+  /// the job's (see agreed_signal); alone it is left as it is.
   virtual std::vector<tensor> train_share(const feed_map& my_rows, std::int64_t global_batch,
-                                          const std::vector<std::string>& fetch_list) {
+                                          const std::vector<std::string>& fetch_list, int& stop_vote) {
     (void)global_batch;
+    (void)stop_vote;
     return train(my_rows, fetch_list);
   }
+
+  /// Whether this process trains in a job of several (--nnodes).
+  virtual bool in_job() const { return false; }
 
   /// The signal that stops the job at this step boundary: the first non-zero `mine` of
   /// every process in rank order, so that all stop together; alone, `mine`.

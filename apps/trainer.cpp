@@ -251,17 +251,20 @@ int run_training(const run_options& o, std::ostream& out) {
   run_metrics metrics;
   metrics.start();
   std::int64_t step = outcome.resumed_from, saved = -1;
-  while (step < steps) {
-    // Every process stops at the same boundary, whichever of them got the signal.
-    if ((outcome.signal = executor->agreed_signal(interrupts.signal())) != 0) break;
+  // Every process stops at the same boundary, whichever of them got the signal: before the
+  // first step by a vote of its own, after each step by the votes that travelled with its
+  // fetches (no round trip of their own).
+  outcome.signal = executor->agreed_signal(interrupts.signal());
+  while (outcome.signal == 0 && step < steps) {
     ++step;
     // This process copies only its share of the global batch.
     const std::int64_t rows = batches.next_rows();
     const auto [first, count] = executor->share_of(rows);
     auto share = batches.next(first, count);
     double loss = 0;
+    int vote = interrupts.signal();
     try {
-      loss = scalar(executor->train_share(feeds_of(model, share), rows, {model.loss})[0], model.loss);
+      loss = scalar(executor->train_share(feeds_of(model, share), rows, {model.loss}, vote)[0], model.loss);
     } catch (const error& e) {
       // A failed step (--check-nan-inf, a kernel's refusal, a lost peer) still leaves the
       // metrics of the steps before it.
@@ -281,6 +284,8 @@ int run_training(const run_options& o, std::ostream& out) {
       save_checkpoint(*executor, model.main, o.save_params, batches, identity, out);
       saved = step;
     }
+    // Alone, a signal that came during the step counts at once.
+    outcome.signal = executor->in_job() ? vote : interrupts.signal();
   }
   if (outcome.signal != 0)
     out << "training interrupted by " << signal_name(outcome.signal) << " at step " << step

@@ -271,6 +271,30 @@ TEST(JobSignals, SigtermToTheLauncherStopsEveryRankAtTheSameStep) {
   EXPECT_TRUE(std::filesystem::exists(dir.file("ck") + "/checkpoint.json"));
 }
 
+TEST(JobSignals, ASignalToOneRankStopsEveryRankAtTheSameStep) {
+  // Only rank 2 is signalled: its vote travels with a step's fetches, and all three stop
+  // after that step, each saying so and exiting 143.
+  temp_dir dir("mp_vote");
+  job j(dir, 3, words("--places cpu:1 --steps 1000000 --metrics " + dir.file("m.json")));
+  ASSERT_TRUE(j.ranks[0]->printed("step 20/", 60s)) << j.errors();
+  ::kill(j.ranks[2]->pid(), SIGTERM);
+  const auto statuses = j.wait(60s);
+  std::vector<std::string> stopped_at;
+  for (std::size_t r = 0; r < statuses.size(); ++r) {
+    ASSERT_TRUE(statuses[r].has_value()) << "rank " << r << " still runs after rank 2's SIGTERM";
+    EXPECT_EQ(*statuses[r], 143) << "rank " << r << "\n" << j.errors();
+    const std::string out = j.ranks[r]->out(), line = "training interrupted by SIGTERM at step ";
+    const auto at = out.find(line);
+    ASSERT_NE(at, std::string::npos) << "rank " << r << ": " << out;
+    stopped_at.push_back(out.substr(at + line.size(), out.find(' ', at + line.size()) - at - line.size()));
+  }
+  EXPECT_EQ(stopped_at[0], stopped_at[1]);
+  EXPECT_EQ(stopped_at[0], stopped_at[2]);
+  std::ifstream metrics(dir.file("m.json"));
+  ASSERT_TRUE(metrics.good());
+  EXPECT_EQ(std::to_string(nlohmann::json::parse(metrics).at("steps").size()), stopped_at[0]);
+}
+
 TEST(JobFaults, AKilledProcessEndsTheOthersNamingIt) {
   temp_dir dir("mp_kill");
   job j(dir, 3, words("--places cpu:1 --steps 1000000 --peer-timeout 5"));
