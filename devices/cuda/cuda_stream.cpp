@@ -14,7 +14,24 @@ cuda_stream_backend::cuda_stream_backend(place where, stream_kind kind,
 cuda_stream_backend::~cuda_stream_backend() {
   if (handle_ == nullptr) return;
   untrack_stream(this);
+  if (!library_states_.empty()) {
+    // Library handles are released on their device (cublasDestroy and cudnnDestroy wait for
+    // the device's work), then the caller's device is restored.
+    int caller = 0;
+    const bool restore = cudaGetDevice(&caller) == cudaSuccess;
+    (void)cudaSetDevice(place_.device);
+    library_states_.clear();
+    if (restore) (void)cudaSetDevice(caller);
+  }
   (void)cudaStreamDestroy(handle_); // at exit the context may be gone
+}
+
+std::shared_ptr<void> cuda_stream_backend::library_state(const void* key,
+                                                         const std::function<std::shared_ptr<void>()>& make) {
+  std::lock_guard<std::mutex> guard(library_mutex_);
+  auto it = library_states_.find(key);
+  if (it == library_states_.end()) it = library_states_.emplace(key, make()).first;
+  return it->second;
 }
 
 std::string cuda_stream_backend::describe() const {
@@ -79,12 +96,14 @@ void cuda_stream_backend::drop_span(marker begin, marker end) {
     if (m != nullptr) clock_->events().give_back(static_cast<cudaEvent_t>(m));
 }
 
-cudaStream_t cuda_handle(stream& s) {
+cuda_stream_backend& cuda_backend_of(stream& s) {
   auto* c = dynamic_cast<cuda_stream*>(&s);
   if (c == nullptr)
     throw error("a CUDA kernel was given the " + to_string(s.kind()) + " stream of " +
                 to_string(s.where()) + ", which is not a CUDA stream");
-  return c->handle();
+  return c->cuda_backend();
 }
+
+cudaStream_t cuda_handle(stream& s) { return cuda_backend_of(s).handle(); }
 
 } // namespace pe

@@ -1,6 +1,9 @@
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <cuda_runtime_api.h>
@@ -37,6 +40,11 @@ class cuda_stream_backend final : public stream_backend {
   cudaStream_t handle() const { return handle_; }
   const std::shared_ptr<cuda_event_pool>& event_pool() const { return events_; }
 
+  /// What a kernel library keeps per stream (a cuBLAS or cuDNN handle bound to it), made by
+  /// `make` on first use under `key`. Released with the stream, on its device, before the
+  /// CUDA stream is destroyed: an executor's handles and their workspaces go with it.
+  std::shared_ptr<void> library_state(const void* key, const std::function<std::shared_ptr<void>()>& make);
+
  private:
   /// An event of `pool` recorded on this stream.
   marker record_from(cuda_event_pool& pool);
@@ -46,6 +54,8 @@ class cuda_stream_backend final : public stream_backend {
   std::shared_ptr<cuda_event_pool> events_;
   std::shared_ptr<cuda_clock> clock_;
   cudaStream_t handle_ = nullptr;
+  std::mutex library_mutex_;
+  std::map<const void*, std::shared_ptr<void>> library_states_;
 };
 
 /// A stream of a GPU place: the host side of queued_stream over a cuda_stream_backend.
@@ -59,11 +69,15 @@ class cuda_stream final : public queued_stream {
       : queued_stream(where, kind, std::make_shared<cuda_stream_backend>(where, kind, std::move(events),
                                                                          std::move(clock))) {}
 
-  cudaStream_t handle() const { return static_cast<const cuda_stream_backend&>(backend()).handle(); }
+  cudaStream_t handle() const { return cuda_backend().handle(); }
+  cuda_stream_backend& cuda_backend() const { return static_cast<cuda_stream_backend&>(backend()); }
 };
 
 /// The CUDA stream behind a pe::stream of a GPU place, for kernels' launch code
 /// (ctx.on()). Throws pe::error when `s` is not a CUDA stream.
 cudaStream_t cuda_handle(stream& s);
+
+/// The backend of a GPU place's stream; throws pe::error when `s` is not a CUDA stream.
+cuda_stream_backend& cuda_backend_of(stream& s);
 
 } // namespace pe

@@ -254,7 +254,7 @@ void conv_forward(kernel_context& ctx) {
       return;
     }
     const conv_descriptors d(ctx, s.cc);
-    const cudnnHandle_t h = cudnn_handle(ctx, cuda_stream_of(ctx));
+    const cudnnHandle_t h = cudnn_handle(ctx);
     const chosen a = algorithm(ctx, h, d, s.cc, pass::forward);
     tensor copy, ws = workspace(ctx, a.workspace);
     const float* x = cudnn_input(ctx, s, copy);
@@ -273,7 +273,7 @@ void conv_backward(kernel_context& ctx) {
   // Nothing flows when there is no output element, no input element or no filter tap: the
   // grads are zeros (cuDNN takes no empty tensors).
   const bool empty = dout.numel() == 0 || s.input.numel() == 0 || s.filter.numel() == 0;
-  const cudnnHandle_t h = empty ? nullptr : cudnn_handle(ctx, cuda_stream_of(ctx));
+  const cudnnHandle_t h = empty ? nullptr : cudnn_handle(ctx);
   if (ctx.has_output("Filter@GRAD"))
     write_unaliased(ctx.output("Filter@GRAD"), {&dout, &s.input, &s.filter}, [&](tensor& dw) {
       resize_output(ctx, dw, dtype::fp32, s.filter.shape());

@@ -2,7 +2,8 @@
 
 // cuBLAS handles, one per CUDA stream: a handle is bound to its stream (cublasSetStream) and
 // must not be used by two threads at once; each stream's launch code runs on that stream's
-// own thread, so a handle per stream needs no further locking.
+// own thread, so a handle per stream needs no further locking. The stream owns it
+// (cuda_stream_backend::library_state).
 
 #include <cstdint>
 
@@ -13,10 +14,10 @@
 
 namespace pe::cuda {
 
-/// The handle of `stream` on the calling thread's current device (made on first use, with
-/// CUBLAS_DEFAULT_MATH: no TF32, so FP32 GEMMs stay FP32 as on the CPU). Handles live until the
-/// process exits.
-cublasHandle_t cublas_handle(const kernel_context& ctx, cudaStream_t stream);
+/// The cuBLAS handle of the kernel's stream (made on the stream's thread on first use, bound
+/// to the stream, with CUBLAS_DEFAULT_MATH: no TF32, so FP32 GEMMs stay FP32 as on the CPU;
+/// released with the stream).
+cublasHandle_t cublas_handle(const kernel_context& ctx);
 
 /// Throws pe::error prefixed with the op unless `status` is CUBLAS_STATUS_SUCCESS.
 void check(const kernel_context& ctx, cublasStatus_t status, const char* what);

@@ -51,6 +51,18 @@ const tensor& gpu_fp32_input(const kernel_context& ctx, std::string_view slot, s
   return t;
 }
 
+std::shared_ptr<void> stream_library_state(const kernel_context& ctx, const void* key,
+                                           const std::function<std::shared_ptr<void>()>& make) {
+  if (ctx.on() == nullptr) ctx.fail("a GPU kernel needs a stream, but its context is bound to none");
+  cuda_stream_backend* backend = nullptr;
+  try {
+    backend = &cuda_backend_of(*ctx.on());
+  } catch (const error& e) {
+    ctx.fail(e.what());
+  }
+  return backend->library_state(key, make);
+}
+
 void check(const kernel_context& ctx, cudaError_t status, const char* what) {
   if (status != cudaSuccess)
     ctx.fail(std::string(what) + " on " + to_string(ctx.where()) + ": " + cuda_error_text(status));

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string_view>
 
 #include <cuda_runtime_api.h>
@@ -38,6 +40,11 @@ const tensor& gpu_input(const kernel_context& ctx, std::string_view slot, std::s
 
 /// gpu_input, also checked to be FP32.
 const tensor& gpu_fp32_input(const kernel_context& ctx, std::string_view slot, std::size_t i = 0);
+
+/// What a kernel library keeps per stream (its handle), for the kernel's stream: made by
+/// `make` on first use under `key` and released with the stream (cuda_stream_backend).
+std::shared_ptr<void> stream_library_state(const kernel_context& ctx, const void* key,
+                                           const std::function<std::shared_ptr<void>()>& make);
 
 /// Fails (naming the op) when the last launch on this thread failed.
 void check_launch(const kernel_context& ctx, const char* kernel);

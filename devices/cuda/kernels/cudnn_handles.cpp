@@ -1,9 +1,7 @@
 #include "devices/cuda/kernels/cudnn_handles.hpp"
 
-#include <map>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <utility>
 
 #include "devices/cuda/kernels/cuda_context.hpp"
 
@@ -15,24 +13,16 @@ void check(const kernel_context& ctx, cudnnStatus_t status, const char* what) {
              cudnnGetErrorString(status));
 }
 
-cudnnHandle_t cudnn_handle(const kernel_context& ctx, cudaStream_t stream) {
-  static std::mutex mutex;
-  // By device and stream: a destroyed stream's address may come back for another device's.
-  static auto* handles = new std::map<std::pair<int, cudaStream_t>, cudnnHandle_t>; // never destroyed
-  int device = 0;
-  check(ctx, cudaGetDevice(&device), "cudaGetDevice");
-  std::lock_guard lock(mutex);
-  auto it = handles->find({device, stream});
-  if (it != handles->end()) return it->second;
-  cudnnHandle_t h = nullptr;
-  check(ctx, cudnnCreate(&h), "cudnnCreate");
-  const cudnnStatus_t bound = cudnnSetStream(h, stream);
-  if (bound != CUDNN_STATUS_SUCCESS) {
-    cudnnDestroy(h);
-    check(ctx, bound, "cudnnSetStream");
-  }
-  handles->emplace(std::pair{device, stream}, h);
-  return h;
+cudnnHandle_t cudnn_handle(const kernel_context& ctx) {
+  static const char key = 0;
+  const auto state = stream_library_state(ctx, &key, [&] {
+    cudnnHandle_t h = nullptr;
+    check(ctx, cudnnCreate(&h), "cudnnCreate");
+    std::shared_ptr<void> owned(h, [](void* p) { (void)cudnnDestroy(static_cast<cudnnHandle_t>(p)); });
+    check(ctx, cudnnSetStream(h, cuda_stream_of(ctx)), "cudnnSetStream");
+    return owned;
+  });
+  return static_cast<cudnnHandle_t>(state.get());
 }
 
 } // namespace pe::cuda

@@ -12,9 +12,9 @@
 
 namespace pe::cuda {
 
-/// The handle of `stream` (made on first use, on the calling thread's current device). Handles
-/// live until the process exits.
-cudnnHandle_t cudnn_handle(const kernel_context& ctx, cudaStream_t stream);
+/// The cuDNN handle of the kernel's stream (made on the stream's thread on first use, bound
+/// to the stream, released with it).
+cudnnHandle_t cudnn_handle(const kernel_context& ctx);
 
 /// Throws pe::error prefixed with the op, naming `what` and cuDNN's message, unless `status`
 /// is CUDNN_STATUS_SUCCESS.

@@ -2,10 +2,8 @@
 // grad products of devices/gemm_ops.hpp (shared with the CPU kernels) run by cuBLAS. Row-major operands through the transposed trick: row-major C = op(A) op(B) is
 // column-major C^T = op(B)^T op(A)^T, so cuBLAS is called with the operands swapped.
 #include <cstdint>
-#include <map>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <utility>
 
 #include "devices/cuda/kernels/cublas_handles.hpp"
 #include "devices/cuda/kernels/cuda_kernel_groups.hpp"
@@ -20,21 +18,17 @@ void check(const kernel_context& ctx, cublasStatus_t status, const char* what) {
              cublasGetStatusName(status) + " (" + cublasGetStatusString(status) + ")");
 }
 
-cublasHandle_t cublas_handle(const kernel_context& ctx, cudaStream_t stream) {
-  static std::mutex mutex;
-  // By device and stream: a destroyed stream's address may come back for another device's.
-  static auto* handles = new std::map<std::pair<int, cudaStream_t>, cublasHandle_t>; // never destroyed
-  int device = 0;
-  check(ctx, cudaGetDevice(&device), "cudaGetDevice");
-  std::lock_guard lock(mutex);
-  auto it = handles->find({device, stream});
-  if (it != handles->end()) return it->second;
-  cublasHandle_t h = nullptr;
-  check(ctx, cublasCreate(&h), "cublasCreate");
-  check(ctx, cublasSetStream(h, stream), "cublasSetStream");
-  check(ctx, cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-  handles->emplace(std::pair{device, stream}, h);
-  return h;
+cublasHandle_t cublas_handle(const kernel_context& ctx) {
+  static const char key = 0;
+  const auto state = stream_library_state(ctx, &key, [&] {
+    cublasHandle_t h = nullptr;
+    check(ctx, cublasCreate(&h), "cublasCreate");
+    std::shared_ptr<void> owned(h, [](void* p) { (void)cublasDestroy(static_cast<cublasHandle_t>(p)); });
+    check(ctx, cublasSetStream(h, cuda_stream_of(ctx)), "cublasSetStream");
+    check(ctx, cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    return owned;
+  });
+  return static_cast<cublasHandle_t>(state.get());
 }
 
 namespace {
@@ -58,7 +52,7 @@ void batched_sgemm(const kernel_context& ctx, std::int64_t batch, bool trans_a, 
             "cudaMemsetAsync");
     return;
   }
-  cublasHandle_t h = cublas_handle(ctx, stream);
+  cublasHandle_t h = cublas_handle(ctx);
   const int mi = as_int(ctx, m, "m"), ni = as_int(ctx, n, "n"), ki = as_int(ctx, k, "k");
   // Leading dims of the row-major operands as stored (at least 1, as cuBLAS requires).
   const int lda = std::max(1, trans_a ? mi : ki);
