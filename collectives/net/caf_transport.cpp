@@ -356,6 +356,7 @@ class caf_transport final : public net_transport {
     for (int k = 1; k < o.size; ++k) {
       if (k == o.rank) continue;
       while (!directly_connected(self, all[static_cast<std::size_t>(k)].node(), deadline)) {
+        if (auto why = state_->inbox.broken()) throw error(*why); // a peer was lost meanwhile
         if (std::chrono::steady_clock::now() > deadline)
           throw error("process rank " + std::to_string(k) + " did not connect to this process within " +
                       seconds(o.join_timeout));
