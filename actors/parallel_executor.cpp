@@ -184,6 +184,12 @@ void parallel_executor::set_persistable(const std::string& name, const tensor& v
   copy_to_places(*runtime_, 0, {{name, &value}}, "copying '" + name + "' to ");
 }
 
+void parallel_executor::set_steps_done(std::uint64_t steps) {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  if (state_->active_runs > 0) throw error("parallel_executor::set_steps_done: a step is running");
+  state_->step = steps;
+}
+
 parallel_executor::parallel_executor(const proto::ProgramDesc& main,
                                      const parallel_executor& share_vars_from,
                                      build_strategy build)
@@ -404,6 +410,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
                                           st.in.loss_scale.begin() + ranks.global_rank(0) + ranks.local_size());
   st.in.reset(fetch_list.size(), st.rows.size());
   st.graph->reset_counts();
+  st.graph->set_steps_before(st.step);
   st.env.sequence_base = st.graph_steps++ * st.graph->collectives_per_step();
 
   std::unique_lock<std::mutex> lock(st.mutex);

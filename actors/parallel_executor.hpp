@@ -117,6 +117,11 @@ class parallel_executor {
   /// not a persistable of the program or a step is running.
   void set_persistable(const std::string& name, const tensor& value);
 
+  /// The steps already run on these parameters (a run resumed from a checkpoint of step
+  /// `steps`): the next run counts as step steps + 1, so random ops (dropout) draw what the
+  /// uninterrupted run would have. Call between steps.
+  void set_steps_done(std::uint64_t steps);
+
   int num_places() const;
   int num_threads() const;
   sync_mode sync() const;

@@ -192,6 +192,11 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
   reset_counts();
 }
 
+void step_graph::set_steps_before(std::uint64_t steps) {
+  for (step_node& n : nodes_)
+    if (n.op_) n.op_->set_steps_before(steps);
+}
+
 void step_graph::reset_counts() {
   for (std::size_t i = 0; i < full_counts_.size(); ++i)
     counts_[i].store(full_counts_[i], std::memory_order_relaxed);

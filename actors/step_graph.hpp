@@ -112,6 +112,10 @@ class step_graph {
   /// Sets every reference count to its full value; call before each step.
   void reset_counts();
 
+  /// Tells every computation how many steps ran before this one (bound_op::set_steps_before);
+  /// call before each step.
+  void set_steps_before(std::uint64_t steps);
+
   /// Drops one reference of each count `node` holds, freeing tensors that reach zero. Called
   /// from the stream that ran the node's work, after it ran: the release is stream-ordered.
   void release(const step_node& node);

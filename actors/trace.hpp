@@ -47,7 +47,8 @@ class trace_recorder {
  public:
   static constexpr std::uint64_t all_steps = std::numeric_limits<std::uint64_t>::max();
 
-  /// Records steps first..last (inclusive, counted from 1 per executor).
+  /// Records steps first..last (inclusive, counted from 1 per executor, or on from the step
+  /// it resumed at: parallel_executor::set_steps_done).
   explicit trace_recorder(std::uint64_t first_step = 1, std::uint64_t last_step = all_steps);
   ~trace_recorder();
   trace_recorder(const trace_recorder&) = delete;

@@ -47,6 +47,8 @@ class reference_engine final : public engine {
     vars_.var(name) = value.clone();
   }
 
+  void set_steps_done(std::int64_t steps) override { train_.set_steps_done(static_cast<std::uint64_t>(steps)); }
+
   tensor persistable(const std::string& name) const override { return vars_.get(name); }
 
   std::string training_graph_dot() const override {
@@ -134,6 +136,8 @@ class actor_engine final : public engine {
   void set_persistable(const std::string& name, const tensor& value) override {
     train_.set_persistable(name, value);
   }
+
+  void set_steps_done(std::int64_t steps) override { train_.set_steps_done(static_cast<std::uint64_t>(steps)); }
 
   tensor persistable(const std::string& name) const override { return train_.host_value(name, 0); }
 

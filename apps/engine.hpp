@@ -32,6 +32,10 @@ class engine {
   /// (--load-params); call between steps.
   virtual void set_persistable(const std::string& name, const tensor& value) = 0;
 
+  /// The steps a checkpoint had run (--load-params): the next step counts as steps + 1,
+  /// so that dropout draws what the uninterrupted run would have.
+  virtual void set_steps_done(std::int64_t steps) = 0;
+
   /// The persistable `name` as place 0 holds it, in host memory (--save-params); call
   /// between steps.
   virtual tensor persistable(const std::string& name) const = 0;

@@ -234,8 +234,10 @@ int run_training(const run_options& o, std::ostream& out) {
     check_checkpoint_target("--save-params", o.save_params, persistable_names(model.main));
   auto executor = make_engine(o, model);
   run_outcome outcome;
-  if (!o.load_params.empty())
+  if (!o.load_params.empty()) {
     outcome.resumed_from = load_parameters(*executor, model.main, o.load_params, identity, out);
+    executor->set_steps_done(outcome.resumed_from);
+  }
 
   batcher batches(data.train, o.batch_size, o.seed);
   batches.advance(outcome.resumed_from); // the data position of the checkpoint

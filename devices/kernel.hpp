@@ -61,6 +61,11 @@ class kernel_context {
   /// step and every data-parallel replica its own, reproducible draw.
   std::uint64_t next_call() { return calls_++; }
 
+  /// Makes the next next_call() return `calls`. Executors set it to the steps run before
+  /// each step, so that a rebuilt graph or a run resumed from a checkpoint draws what one
+  /// uninterrupted run would.
+  void set_calls(std::uint64_t calls) { calls_ = calls; }
+
  private:
   static std::size_t count(const slot_map& m, std::string_view slot) {
     auto i = m.find(slot);

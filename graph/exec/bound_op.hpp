@@ -33,6 +33,9 @@ class bound_op {
   /// The device and stream the kernel runs on (see kernel_context).
   void bind(device* d, stream* s) { context_.bind(d, s); }
 
+  /// The steps run before the next run (see kernel_context::set_calls).
+  void set_steps_before(std::uint64_t steps) { context_.set_calls(steps); }
+
   const std::string& type() const { return context_.op_type(); }
   int index() const { return index_; }
 

@@ -19,7 +19,11 @@ std::vector<tensor> reference_executor::run(const feed_map& feeds,
   feeds_.check(feeds);
   for (const auto& [name, value] : feeds)
     vars_.var(name) = feeds_.written(name) ? value.clone() : value;
-  for (auto& op : ops_) op.run();
+  const std::uint64_t before = steps_++;
+  for (auto& op : ops_) {
+    op.set_steps_before(before);
+    op.run();
+  }
   std::vector<tensor> results;
   results.reserve(fetch_list.size());
   for (const auto& name : fetch_list) results.push_back(vars_.get(name).clone());

@@ -34,10 +34,14 @@ class reference_executor {
   /// Runs one step. Throws pe::error when a feed is missing or malformed or a kernel fails.
   std::vector<tensor> run(const feed_map& feeds, const std::vector<std::string>& fetch_list);
 
+  /// The steps already run on these variables (see parallel_executor::set_steps_done).
+  void set_steps_done(std::uint64_t steps) { steps_ = steps; }
+
  private:
   scope& vars_;
   feed_check feeds_;
   std::vector<bound_op> ops_; // program order, feed and fetch ops left out
+  std::uint64_t steps_ = 0;   // runs before the next one
 };
 
 } // namespace pe
