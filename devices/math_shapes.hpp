@@ -325,22 +325,32 @@ shape_t concat_dims(const C& ctx, const std::vector<shape_t>& xs, std::int32_t a
 /// split's Out dims, one per output, as Paddle: `num` > 0 cuts X's `axis` dim (negative:
 /// from the back) into `num` equal parts; otherwise `sections` lists the parts' sizes, one
 /// of them -1 to take what the others leave. An unknown X dim leaves the inferred sizes -1.
+/// The parts must be as many as the `outputs` variables Out binds: checked before anything
+/// is sized by num, which a hostile program may set to 2^31 - 1.
 template <failure_sink C>
 std::vector<shape_t> split_dims(const C& ctx, const shape_t& x, std::int32_t axis,
-                                std::int32_t num, const std::vector<std::int32_t>& sections) {
+                                std::int32_t num, const std::vector<std::int32_t>& sections,
+                                std::size_t outputs) {
   const std::size_t a = normalize_axis(ctx, "axis", axis, x.size());
   const std::int64_t total = x[a];
   const auto which = [&] {
     return "X " + to_string(x) + " at axis " + std::to_string(axis) + " with num " +
            std::to_string(num) + ", sections " + to_string(sections);
   };
+  const auto expect_parts = [&](std::size_t parts) {
+    if (parts != outputs)
+      ctx.fail("Out binds " + std::to_string(outputs) + " variables for " + std::to_string(parts) +
+               " parts: " + which());
+  };
   std::vector<std::int64_t> sizes;
   if (num > 0) {
     if (!sections.empty()) ctx.fail("give num or sections, not both: " + which());
+    expect_parts(static_cast<std::size_t>(num));
     if (total >= 0 && total % num != 0) ctx.fail("X's axis dim does not divide evenly: " + which());
     sizes.assign(static_cast<std::size_t>(num), total < 0 ? -1 : total / num);
   } else {
     if (sections.empty()) ctx.fail("num must be > 0 or sections non-empty: " + which());
+    expect_parts(sections.size());
     std::size_t inferred = sections.size();
     std::int64_t known = 0;
     for (std::size_t i = 0; i < sections.size(); ++i) {

@@ -74,8 +74,8 @@ split_plan split_plan_of(const kernel_context& ctx, input_fn input) {
     ctx.fail("the AxisTensor and SectionsTensorList inputs are not supported; give the axis "
              "and num or sections attributes");
   const tensor& x = input(ctx, "X", 0);
-  std::vector<shape_t> parts = split_dims(ctx, x.shape(), axis_attr(ctx),
-                                          ctx.attrs().get<std::int32_t>("num"), ints(ctx, "sections"));
+  std::vector<shape_t> parts = split_dims(ctx, x.shape(), axis_attr(ctx), ctx.attrs().get<std::int32_t>("num"),
+                                          ints(ctx, "sections"), ctx.output_count("Out"));
   return {x, normalize_axis(ctx, "axis", axis_attr(ctx), x.rank()), std::move(parts)};
 }
 

@@ -453,6 +453,12 @@ TEST(Split, RejectsBadSections) {
   message = infer_error(with({{"num", std::int32_t{3}}, {"axis", std::int32_t{1}}}),
                         {{"x", {pe::dtype::fp32, {2, 6}}}});
   EXPECT_NE(message.find("Out binds 2 variables for 3 parts"), std::string::npos) << message;
+  // A hostile num is refused before anything is sized by it (it once made a 16 GiB vector).
+  message = infer_error(with({{"num", std::int32_t{2147483647}}}), x);
+  EXPECT_NE(message.find("Out binds 2 variables for 2147483647 parts"), std::string::npos) << message;
+  vars.var("x") = tensor::zeros(pe::dtype::fp32, {2, 5});
+  message = error_of(with({{"num", std::int32_t{2147483647}}}), vars);
+  EXPECT_NE(message.find("Out binds 2 variables for 2147483647 parts"), std::string::npos) << message;
   message = infer_error(multi_op("split", {{"X", {"x"}}, {"SectionsTensorList", {"s"}}},
                                  {{"Out", {"p", "q"}}}, {{"num", std::int32_t{2}}}),
                         {{"x", {pe::dtype::fp32, {2, 6}}}, {"s", {pe::dtype::int32, {1}}}});

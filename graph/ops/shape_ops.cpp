@@ -112,10 +112,7 @@ void infer_split(shape_context& ctx) {
   const attribute_map& a = ctx.attrs();
   const std::vector<shape_t> outs =
       split_dims(ctx, ctx.input_dims("X"), a.get<std::int32_t>("axis"), a.get<std::int32_t>("num"),
-                 ints(ctx, "sections"));
-  ctx.expect(ctx.output_count("Out") == outs.size(),
-             "Out binds " + std::to_string(ctx.output_count("Out")) + " variables for " +
-                 std::to_string(outs.size()) + " parts");
+                 ints(ctx, "sections"), ctx.output_count("Out"));
   for (std::size_t i = 0; i < outs.size(); ++i)
     ctx.set_output("Out", i, outs[i], ctx.input_dtype("X"));
 }
