@@ -1,6 +1,7 @@
 // join_processes(): the CAF io::middleman implementation of net_transport, and the
 // rendezvous that forms a job. The only file of collectives/ that includes CAF.
 #include <algorithm>
+#include <charconv>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -343,10 +344,12 @@ class caf_transport final : public net_transport {
     for (int k = 1; k < o.rank; ++k) {
       const std::string& at = endpoints[static_cast<std::size_t>(k)];
       const auto colon = at.rfind(':');
-      const auto port = colon == std::string::npos ? 0 : std::stoul(at.substr(colon + 1));
-      if (colon == std::string::npos || port == 0 || port > 65535)
+      std::uint16_t port = 0;
+      const char* digits = colon == std::string::npos ? at.data() + at.size() : at.data() + colon + 1;
+      const auto [end, failed] = std::from_chars(digits, at.data() + at.size(), port);
+      if (colon == std::string::npos || failed != std::errc() || end != at.data() + at.size() || port == 0)
         throw error("the master sent '" + at + "' as process rank " + std::to_string(k) + "'s address");
-      auto found = mm.remote_actor(at.substr(0, colon), static_cast<std::uint16_t>(port));
+      auto found = mm.remote_actor(at.substr(0, colon), port);
       if (!found)
         throw error("cannot connect to process rank " + std::to_string(k) + " at " + at + ": " +
                     system_->render(found.error()));
