@@ -6,6 +6,9 @@
 #include "collectives/cpu/inproc_communicator.hpp"
 #include "collectives/net/process_group.hpp"
 #include "devices/error.hpp"
+#if PE_WITH_GPU_COLLECTIVES
+#include "collectives/gpu/gpu_communicators.hpp"
+#endif
 #if PE_WITH_NCCL
 #include "collectives/gpu/nccl_communicator.hpp"
 #include "collectives/gpu/nccl_id.hpp"
@@ -16,14 +19,17 @@ namespace pe {
 namespace {
 
 std::unique_ptr<communicator> make_gpu(const std::vector<device*>& devices, process_group* group) {
-#if PE_WITH_NCCL
+#if PE_WITH_GPU_COLLECTIVES
   if (group == nullptr) return make_gpu_communicator(devices);
+#endif
+#if PE_WITH_NCCL
   const int local = static_cast<int>(devices.size());
   return std::make_unique<nccl_communicator>(devices, share_nccl_id(*group), group->size() * local,
                                              group->rank() * local, [group] { return group->broken(); });
 #else
   (void)group;
   throw error("GPU collectives over " + to_string(devices.front()->where()) +
+              (group != nullptr ? " across processes" : "") +
               " need NCCL, which this build lacks (the CUDA toolkit under /usr/local/cuda ships it)");
 #endif
 }

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "collectives/gpu/gpu_communicators.hpp"
 #include "devices/cuda/cuda_stream.hpp"
 #include "devices/error.hpp"
 
@@ -18,16 +19,6 @@ void check_nccl(ncclResult_t r, const std::string& what) {
   if (r != ncclSuccess && r != ncclInProgress)
     throw error(what + " failed: " + ncclGetErrorString(r));
 }
-
-} // namespace
-
-cuda_stream& cuda_stream_of(stream& on, const std::string& label) {
-  auto* s = dynamic_cast<cuda_stream*>(&on);
-  if (s == nullptr) throw error(label + ": GPU collectives run on GPU streams, not on " + to_string(on.where()));
-  return *s;
-}
-
-namespace {
 
 /// The buffers of every rank sized for a broadcast from `root` (allocation happens here,
 /// before any NCCL group starts).
@@ -178,18 +169,6 @@ void nccl_communicator::abort_nccl(const std::string& why) {
   std::lock_guard lock(nccl_mutex_);
   if (aborted_.exchange(true)) return;
   for (ncclComm_t c : comms_->handles) ncclCommAbort(c);
-}
-
-std::unique_ptr<communicator> make_gpu_communicator(const std::vector<device*>& devices) {
-  std::vector<int> ordinals;
-  for (device* d : devices) {
-    if (d->where().type != place::kind::gpu)
-      throw error("GPU collectives: " + to_string(d->where()) + " is not a GPU place (places of one kind only)");
-    for (int o : ordinals)
-      if (o == d->where().device) return std::make_unique<shared_gpu_communicator>(devices);
-    ordinals.push_back(d->where().device);
-  }
-  return std::make_unique<nccl_communicator>(devices);
 }
 
 } // namespace pe

@@ -1,6 +1,6 @@
 #include <cuda_runtime_api.h>
 
-#include "collectives/gpu/nccl_communicator.hpp"
+#include "collectives/gpu/gpu_communicators.hpp"
 #include "collectives/gpu/rank_sum.hpp"
 #include "devices/cuda/cuda_stream.hpp"
 #include "devices/error.hpp"
