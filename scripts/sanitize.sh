@@ -13,7 +13,11 @@ cd "$(dirname "$0")/.."
 kind=${1:?usage: scripts/sanitize.sh thread|address}
 build=build-${kind}san
 scripts/install_deps.sh
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPE_SANITIZE="$kind"
+# The TSan build's binaries look for the instrumented CAF first (RUNPATH), so that running one
+# by hand (build-threadsan/apps/pe-actor-run) does not report Debian's CAF's internals.
+rpath=()
+[[ "$kind" == thread ]] && rpath=(-DCMAKE_BUILD_RPATH="$PWD/build-caf-tsan/lib")
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPE_SANITIZE="$kind" "${rpath[@]}"
 tests=(device_test communicator_test cpu_collective_test parallel_executor_test
        reference_executor_test ssa_graph_test hazard_test trace_test param_files_test
        dropout_ops_test cnn_model_test paddle_training_test net_communicator_test
