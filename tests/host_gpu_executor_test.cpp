@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -46,6 +47,18 @@ class HostGpuExecutor : public ::testing::Test {
   feed_map feed(std::uint64_t seed) const {
     auto b = testing::argmax_batch(24, 16, 4, seed);
     return {{m.image, b.image}, {m.label, b.label}};
+  }
+
+  /// Runs `steps` steps (feeds from `seed` on) recording steps first..last: their events, and
+  /// how many spans the simulated device read meanwhile.
+  std::pair<std::vector<trace_event>, int> traced_run(parallel_executor& exe, std::uint64_t first,
+                                                      std::uint64_t last, int steps, std::uint64_t seed) const {
+    trace_recorder recorder(first, last);
+    exe.trace(&recorder);
+    const int read_before = testing::host_gpu_device::spans_read();
+    for (int s = 0; s < steps; ++s) exe.run(feed(seed + static_cast<std::uint64_t>(s)), {m.loss});
+    exe.trace(nullptr);
+    return {recorder.events(), testing::host_gpu_device::spans_read() - read_before};
   }
 };
 
@@ -97,15 +110,10 @@ TEST_F(HostGpuExecutor, AKernelErrorOnASimulatedGpuReachesTheCallerAndTheExecuto
 
 TEST_F(HostGpuExecutor, TracedSpansComeFromTheDeviceClockAndPassTheHazardChecker) {
   parallel_executor exe({place::gpu(0)}, m.startup, m.main);
-  trace_recorder recorder(2, 4);
-  exe.trace(&recorder);
-  const int read_before = testing::host_gpu_device::spans_read();
-  for (int s = 0; s < 5; ++s) exe.run(feed(40 + s), {m.loss});
-  exe.trace(nullptr);
-  const auto events = recorder.events();
+  const auto [events, spans_read] = traced_run(exe, 2, 4, 5, 40);
   // Every firing of steps 2..4, each span read from the device's markers by its stream.
   ASSERT_EQ(events.size(), 3 * exe.graph().ops.size());
-  EXPECT_EQ(testing::host_gpu_device::spans_read() - read_before, static_cast<int>(events.size()));
+  EXPECT_EQ(spans_read, static_cast<int>(events.size()));
   for (const trace_event& e : events) {
     EXPECT_LE(e.start_ns, e.end_ns);
     EXPECT_LE(e.enqueued_ns, e.start_ns); // launched by the actor before it ran
@@ -203,19 +211,14 @@ TEST_F(HostGpuExecutor, TheCnnOnTwoSimulatedGpuPlacesTrainsAsOnTwoCpuPlacesUnder
 
 TEST_F(HostGpuExecutor, ATimedCollectiveJoinsItsRanksDeviceSpansAndTheHazardCheckerPasses) {
   parallel_executor exe(two_places(place::kind::gpu), m.startup, m.main);
-  trace_recorder recorder(2, 3);
-  exe.trace(&recorder);
-  const int read_before = testing::host_gpu_device::spans_read();
-  for (int s = 0; s < 4; ++s) exe.run(feed(60 + s), {m.loss});
-  exe.trace(nullptr);
-  const auto events = recorder.events();
+  const auto [events, spans_read] = traced_run(exe, 2, 3, 4, 60);
   ASSERT_EQ(events.size(), 2 * exe.graph().ops.size());
   std::size_t collectives = 0;
   for (const trace_event& e : events)
     if (is_collective(exe.graph().ops[static_cast<std::size_t>(e.op)].what)) ++collectives;
   EXPECT_GT(collectives, 0u);
   // One span per op and place of its own, and a collective's one per rank, joined into one event.
-  EXPECT_EQ(testing::host_gpu_device::spans_read() - read_before, static_cast<int>(events.size() + collectives));
+  EXPECT_EQ(spans_read, static_cast<int>(events.size() + collectives));
   for (const auto& v : check_hazards({exe.graph(), exe.program(), exe.place_names()}, events))
     ADD_FAILURE() << v.message;
 }
