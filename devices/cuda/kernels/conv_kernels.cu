@@ -6,15 +6,18 @@
 // zero-padded copy of the input, and Input@GRAD is then computed into such a copy and cropped
 // (window_maps.hpp's cudnn_axis_of, pad_map, crop_map). The algorithms come from cuDNN's
 // heuristics (the _v7 queries) once per shape and device, then from a cache; only those that
-// sum the products directly (no FFT, no Winograd) are taken.
+// sum the products directly (no FFT, no Winograd) are taken, and one that cannot run gives
+// way to the next (conv_algorithms.hpp).
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "devices/cuda/kernels/conv_algorithms.hpp"
 #include "devices/cuda/kernels/cuda_kernel_groups.hpp"
 #include "devices/cuda/kernels/cudnn_descriptors.hpp"
 #include "devices/cuda/kernels/cudnn_handles.hpp"
@@ -101,12 +104,6 @@ struct conv_descriptors {
 
 enum class pass : std::int64_t { forward, backward_data, backward_filter };
 
-/// An algorithm of one pass and the workspace it needs.
-struct chosen {
-  int algo;
-  std::size_t workspace;
-};
-
 /// What the choice depends on: the pass, the device, and every extent and attribute.
 using algo_key = std::array<std::int64_t, 17>;
 
@@ -133,43 +130,43 @@ bool sums_directly(cudnnConvolutionBwdFilterAlgo_t a) {
          a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
 }
 
-/// The first heuristic result (cuDNN orders them fastest first) that succeeded with FMA math,
-/// sums directly, is deterministic, and needs a workspace within workspace_limit. A result
-/// reported with CUDNN_DEFAULT_MATH is taken when no FMA one qualifies: the descriptor's
-/// CUDNN_FMA_MATH still rules out tensor-op (TF32) math when it runs. Tensor-op results are
-/// never taken. Deterministic algorithms come first, so that a step repeats bit for bit
-/// (some backward algorithms sum with atomics); a non-deterministic one only when no other
-/// qualifies, rather than no convolution at all.
+/// A heuristic result of any pass in the terms of conv_algorithms.hpp's ranking.
 template <class Perf>
-int pick(const kernel_context& ctx, const std::vector<Perf>& results, int count, const char* what) {
-  for (const cudnnDeterminism_t determinism : {CUDNN_DETERMINISTIC, CUDNN_NON_DETERMINISTIC})
-    for (const cudnnMathType_t math : {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH})
-      for (int i = 0; i < count; ++i) {
-        const Perf& r = results[static_cast<std::size_t>(i)];
-        if (r.status == CUDNN_STATUS_SUCCESS && r.mathType == math && r.determinism == determinism &&
-            sums_directly(r.algo) && r.memory <= workspace_limit)
-          return static_cast<int>(r.algo);
-      }
-  ctx.fail(std::string(what) + ": cuDNN proposed no direct-summation FMA algorithm with a " +
-           "workspace of at most " + std::to_string(workspace_limit) + " bytes (" +
-           std::to_string(count) + " candidates)");
+heuristic_result described(const Perf& r) {
+  using m = heuristic_result::math;
+  return {static_cast<int>(r.algo), r.status == CUDNN_STATUS_SUCCESS,
+          r.mathType == CUDNN_FMA_MATH       ? m::fma
+          : r.mathType == CUDNN_DEFAULT_MATH ? m::default_math
+                                             : m::tensor_op,
+          r.determinism == CUDNN_DETERMINISTIC, sums_directly(r.algo), r.memory};
 }
 
 /// One pass's heuristic query: how many results there can be, the results (fastest first),
-/// then the workspace of the one picked; `what` names the pass in errors.
+/// ranked by rank_algorithms, each with its workspace; `what` names the pass in errors.
 template <class Perf, class MaxCount, class Heuristics, class Workspace>
-chosen ask(const kernel_context& ctx, const char* what, MaxCount max_count, Heuristics heuristics,
-           Workspace workspace) {
+std::vector<conv_algorithm> ask(const kernel_context& ctx, const char* what, MaxCount max_count,
+                                Heuristics heuristics, Workspace workspace) {
   int max = 0, count = 0;
   check(ctx, max_count(&max), "cudnnGetConvolution*AlgorithmMaxCount");
   std::vector<Perf> results(static_cast<std::size_t>(max));
   check(ctx, heuristics(max, &count, results.data()), "cudnnGetConvolution*Algorithm_v7");
-  chosen c{pick(ctx, results, count, what), 0};
-  check(ctx, workspace(c.algo, &c.workspace), "cudnnGetConvolution*WorkspaceSize");
-  return c;
+  std::vector<heuristic_result> described_results;
+  for (int i = 0; i < count; ++i) described_results.push_back(described(results[static_cast<std::size_t>(i)]));
+  std::vector<conv_algorithm> candidates;
+  for (const int algo : rank_algorithms(described_results, workspace_limit)) {
+    std::size_t bytes = 0;
+    if (workspace(algo, &bytes) == CUDNN_STATUS_SUCCESS && bytes <= workspace_limit)
+      candidates.push_back({algo, bytes});
+  }
+  if (candidates.empty())
+    ctx.fail(std::string(what) + ": cuDNN proposed no direct-summation algorithm without tensor-op " +
+             "math and with a workspace of at most " + std::to_string(workspace_limit) + " bytes (" +
+             std::to_string(count) + " candidates)");
+  return candidates;
 }
 
-chosen ask_heuristics(const kernel_context& ctx, cudnnHandle_t h, const conv_descriptors& d, pass p) {
+std::vector<conv_algorithm> ask_heuristics(const kernel_context& ctx, cudnnHandle_t h,
+                                           const conv_descriptors& d, pass p) {
   switch (p) {
     case pass::forward:
       return ask<cudnnConvolutionFwdAlgoPerf_t>(
@@ -207,23 +204,23 @@ chosen ask_heuristics(const kernel_context& ctx, cudnnHandle_t h, const conv_des
   ctx.fail("unknown convolution pass");
 }
 
-/// The algorithm of pass `p` for this convolution on the current device: cached per key, so
-/// a training step does not ask the heuristics again.
-chosen algorithm(const kernel_context& ctx, cudnnHandle_t h, const conv_descriptors& d,
-                 const cudnn_conv& cc, pass p) {
+/// The candidate algorithms of pass `p` for this convolution on the current device: asked of
+/// the heuristics once per key, so a training step does not ask again.
+algorithm_candidates& candidates_of(const kernel_context& ctx, cudnnHandle_t h, const conv_descriptors& d,
+                                    const cudnn_conv& cc, pass p) {
   static std::mutex mutex;
-  static auto* cache = new std::map<algo_key, chosen>; // never destroyed
+  static auto* cache = new std::map<algo_key, std::unique_ptr<algorithm_candidates>>; // never destroyed
   int device = 0;
   check(ctx, cudaGetDevice(&device), "cudaGetDevice");
   const algo_key key = key_of(p, device, cc);
   {
     std::lock_guard lock(mutex);
     const auto it = cache->find(key);
-    if (it != cache->end()) return it->second;
+    if (it != cache->end()) return *it->second;
   }
-  const chosen c = ask_heuristics(ctx, h, d, p); // outside the lock: may take a while
+  auto asked = std::make_unique<algorithm_candidates>(ask_heuristics(ctx, h, d, p)); // may take a while
   std::lock_guard lock(mutex);
-  return cache->emplace(key, c).first->second;
+  return *cache->emplace(key, std::move(asked)).first->second;
 }
 
 /// A workspace of `bytes` in the place's memory (an empty tensor for 0 bytes).
@@ -233,6 +230,29 @@ tensor workspace(const kernel_context& ctx, std::size_t bytes) {
 }
 
 void* raw_or_null(tensor& t) { return t.initialized() && t.bytes() > 0 ? t.raw() : nullptr; }
+
+/// Runs pass `p` with the first candidate algorithm that can (conv_algorithms.hpp):
+/// `launch(algo, workspace, bytes)` issues the cuDNN call and returns its status. A refusal
+/// (cuDNN's NOT_SUPPORTED or EXECUTION_FAILED categories) or a workspace the place's memory
+/// cannot hold moves on to the next candidate; any other status fails the op at once.
+template <class Launch>
+void run_pass(const kernel_context& ctx, cudnnHandle_t h, const conv_descriptors& d, const cudnn_conv& cc,
+              pass p, const char* what, Launch launch) {
+  const auto failure = candidates_of(ctx, h, d, cc, p).run([&](const conv_algorithm& a) -> attempt {
+    tensor ws;
+    try {
+      ws = workspace(ctx, a.workspace);
+    } catch (const error& e) {
+      return {attempt::kind::unusable, "its workspace of " + std::to_string(a.workspace) + " bytes: " + e.what()};
+    }
+    const cudnnStatus_t status = launch(a.algo, raw_or_null(ws), a.workspace);
+    if (status == CUDNN_STATUS_SUCCESS) return {};
+    const int category = CUDNN_STATUS_CATEGORY(status);
+    const bool refused = category == CUDNN_STATUS_NOT_SUPPORTED || category == CUDNN_STATUS_EXECUTION_FAILED;
+    return {refused ? attempt::kind::unusable : attempt::kind::fatal, cudnnGetErrorString(status)};
+  });
+  if (failure) ctx.fail(std::string(what) + " on " + to_string(ctx.where()) + ": " + *failure);
+}
 
 /// The input as cuDNN reads it: Input itself, or its zero-padded copy (kept in `copy`).
 const float* cudnn_input(const kernel_context& ctx, const conv_setup& s, tensor& copy) {
@@ -255,14 +275,13 @@ void conv_forward(kernel_context& ctx) {
     }
     const conv_descriptors d(ctx, s.cc);
     const cudnnHandle_t h = cudnn_handle(ctx);
-    const chosen a = algorithm(ctx, h, d, s.cc, pass::forward);
-    tensor copy, ws = workspace(ctx, a.workspace);
+    tensor copy;
     const float* x = cudnn_input(ctx, s, copy);
-    check(ctx,
-          cudnnConvolutionForward(h, &one, d.x, x, d.w, s.filter.data<float>(), d.conv,
-                                  static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), raw_or_null(ws),
-                                  a.workspace, &nothing, d.y, out.data<float>()),
-          "cudnnConvolutionForward");
+    run_pass(ctx, h, d, s.cc, pass::forward, "cudnnConvolutionForward", [&](int algo, void* ws, std::size_t bytes) {
+      return cudnnConvolutionForward(h, &one, d.x, x, d.w, s.filter.data<float>(), d.conv,
+                                     static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &nothing, d.y,
+                                     out.data<float>());
+    });
   });
 }
 
@@ -282,15 +301,14 @@ void conv_backward(kernel_context& ctx) {
         return;
       }
       const conv_descriptors d(ctx, s.cc);
-      const chosen a = algorithm(ctx, h, d, s.cc, pass::backward_filter);
-      tensor copy, ws = workspace(ctx, a.workspace);
+      tensor copy;
       const float* x = cudnn_input(ctx, s, copy);
-      check(ctx,
-            cudnnConvolutionBackwardFilter(h, &one, d.x, x, d.y, dout.data<float>(), d.conv,
-                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
-                                           raw_or_null(ws), a.workspace, &nothing, d.w,
-                                           dw.data<float>()),
-            "cudnnConvolutionBackwardFilter");
+      run_pass(ctx, h, d, s.cc, pass::backward_filter, "cudnnConvolutionBackwardFilter",
+               [&](int algo, void* ws, std::size_t bytes) {
+                 return cudnnConvolutionBackwardFilter(h, &one, d.x, x, d.y, dout.data<float>(), d.conv,
+                                                       static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws,
+                                                       bytes, &nothing, d.w, dw.data<float>());
+               });
     });
   if (ctx.has_output("Input@GRAD"))
     write_unaliased(ctx.output("Input@GRAD"), {&dout, &s.filter}, [&](tensor& dx) {
@@ -300,17 +318,16 @@ void conv_backward(kernel_context& ctx) {
         return;
       }
       const conv_descriptors d(ctx, s.cc);
-      const chosen a = algorithm(ctx, h, d, s.cc, pass::backward_data);
-      tensor ws = workspace(ctx, a.workspace);
       // Into a padded scratch when the input was copied: the padding's share is then dropped.
       tensor padded = s.cc.copied() ? scratch(ctx, dtype::fp32, s.cc.input_dims()) : tensor();
       float* target = s.cc.copied() ? padded.data<float>() : dx.data<float>();
-      check(ctx,
-            cudnnConvolutionBackwardData(h, &one, d.w, s.filter.data<float>(), d.y,
-                                         dout.data<float>(), d.conv,
-                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo),
-                                         raw_or_null(ws), a.workspace, &nothing, d.x, target),
-            "cudnnConvolutionBackwardData");
+      run_pass(ctx, h, d, s.cc, pass::backward_data, "cudnnConvolutionBackwardData",
+               [&](int algo, void* ws, std::size_t bytes) {
+                 return cudnnConvolutionBackwardData(h, &one, d.w, s.filter.data<float>(), d.y,
+                                                     dout.data<float>(), d.conv,
+                                                     static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
+                                                     bytes, &nothing, d.x, target);
+               });
       if (s.cc.copied())
         for_each(ctx, dx.numel(), crop_map{padded.data<float>(), dx.data<float>(), pad_plan::of(s.cc)});
     });
