@@ -187,6 +187,22 @@ pool_geometry infer_pool(const C& ctx, const shape_t& x, const attribute_map& a)
   }
   auto axes = window_axes(ctx, {x[2], x[3]}, w);
   if (global) axes[0].out = axes[1].out = 1;
+  // A window over padding alone (a padding of at least the kernel, or ceil_mode's last window
+  // starting past the input) holds no element. Paddle writes its start value there (the
+  // lowest float for max, NaN for an average dividing by zero elements); oneDNN refuses the
+  // exclusive average. Refused for every type, as PyTorch does, so that no place computes it.
+  for (std::size_t i = 0; i < 2 && !global; ++i) {
+    const window_axis& ax = axes[i];
+    if (ax.in < 0) continue; // unknown until run time
+    const bool first_empty = ax.pad_begin >= ax.kernel, last_empty = ax.exact_pad_end() >= ax.kernel;
+    if (first_empty || last_empty)
+      ctx.fail(std::string(i == 0 ? "height" : "width") + ": the " + (first_empty ? "first" : "last") +
+               " window holds only padding (input " + std::to_string(ax.in) + ", kernel " +
+               std::to_string(ax.kernel) + ", stride " + std::to_string(ax.stride) + ", paddings " +
+               std::to_string(ax.pad_begin) + " + " + std::to_string(ax.pad_end) +
+               (w.ceil_mode ? ", ceil_mode" : "") + "); use paddings below the kernel" +
+               (w.ceil_mode ? " or ceil_mode = false" : ""));
+  }
   return {type == "max", a.get<bool>("exclusive"), axes, {x[0], x[1], axes[0].out, axes[1].out}};
 }
 

@@ -306,6 +306,22 @@ TEST(Pool2d, RejectsWhatItDoesNotImplement) {
                        "ksize must be 2 positive values (height, width), got [2]"));
   EXPECT_TRUE(contains(message(with({{"ksize", ints{9, 2}}})),
                        "height: the window spans 9 but the padded input has only 8"));
+  // Windows over padding alone: Paddle would write -FLT_MAX or NaN there.
+  EXPECT_TRUE(contains(message(with({{"ksize", ints{2, 2}}, {"paddings", ints{2, 2}}})),
+                       "height: the first window holds only padding (input 8, kernel 2, stride 1, "
+                       "paddings 2 + 2); use paddings below the kernel"));
+  EXPECT_TRUE(contains(message(with({{"ksize", ints{3, 2}}, {"paddings", ints{0, 0, 2, 0}}})),
+                       "width: the first window holds only padding"));
+  EXPECT_TRUE(contains(message({{"pooling_type", std::string("avg")},
+                                {"ksize", ints{2, 2}},
+                                {"strides", ints{3, 3}},
+                                {"paddings", ints{1, 1}},
+                                {"ceil_mode", true}}),
+                       "height: the last window holds only padding (input 8, kernel 2, stride 3, "
+                       "paddings 1 + 1, ceil_mode); use paddings below the kernel or ceil_mode = false"));
+  EXPECT_EQ(message(with({{"ksize", ints{2, 2}}, {"strides", ints{3, 3}}, {"paddings", ints{1, 1}}})), "")
+      << "without ceil_mode the last window [5, 7) holds input";
+  EXPECT_EQ(message(with({{"ksize", ints{3, 3}}, {"paddings", ints{2, 2}}})), "");
   EXPECT_TRUE(
       contains(message(with({{"ksize", ints{2, 2}}}), "v"), "X must be [N, C, H, W], got [-1, 8]"));
   EXPECT_TRUE(

@@ -12,6 +12,7 @@
 //     between cuDNN's padding and a zero-padded copy of the input (cudnn_axis_of), and the
 //     pad / crop maps of that copy and of Input@GRAD's.
 
+#include <cfloat>
 #include <cstdint>
 
 #include "devices/cuda/kernels/host_device.hpp"
@@ -82,8 +83,8 @@ struct pool_forward_map {
     const std::int64_t ow = i % p.w.out, oh = i / p.w.out % p.h.out, plane = i / (p.w.out * p.h.out);
     const float* xp = x + plane * p.h.in * p.w.in;
     const std::int64_t hb = p.h.begin(oh), he = p.h.end(oh), wb = p.w.begin(ow), we = p.w.end(ow);
-    if (hb >= he || wb >= we) {
-      out[i] = 0.f;
+    if (hb >= he || wb >= we) { // padding alone (infer_pool refuses it): Paddle's start value
+      out[i] = p.max ? -FLT_MAX : 0.f;
       return;
     }
     if (p.max) {
