@@ -175,6 +175,22 @@ TEST(BatchNorm, GlobalStatisticsUseAndKeepTheRunningOnes) {
                                      normalized(r.x, st.mean, st.var, r.scale, r.bias, 1e-5)));
 }
 
+TEST(BatchNorm, APlaceWithoutRowsKeepsItsRunningStatistics) {
+  // An uneven split can leave a place no rows: nothing to normalise, and its running
+  // statistics must not take the mean of nothing (0 / 0, or whatever memory held).
+  for (const shape_t& dims : {shape_t{0, 3, 4, 4}, shape_t{0, 8, 2, 2}, shape_t{0, 5}}) {
+    SCOPED_TRACE(pe::to_string(dims));
+    bn_run r;
+    run_bn(r, dims, {{"momentum", 0.8f}}, 51);
+    const std::int64_t c = dims[1];
+    EXPECT_EQ(r.vars.get("y").shape(), dims);
+    EXPECT_TRUE(pe::testing::tensor_is(r.vars.get("mean"), r.mean));
+    EXPECT_TRUE(pe::testing::tensor_is(r.vars.get("var"), r.var));
+    EXPECT_TRUE(pe::testing::tensor_is(r.vars.get("saved_mean"), {c}, std::vector<float>(c, 0.f)));
+    EXPECT_TRUE(pe::testing::tensor_is(r.vars.get("saved_var"), {c}, std::vector<float>(c, 0.f)));
+  }
+}
+
 TEST(BatchNorm, SeparateRunningOutputs) {
   // MeanOut and VarianceOut bound to their own variables leave Mean and Variance alone.
   pe::scope vars;

@@ -250,6 +250,11 @@ TEST_P(CudaKernels, Gemm) {
   expect_match({"mul", {{"X", a}, {"Y", b}}, {"Out"}, mul_as});
   expect_match({"mul_grad", {{"X", a}, {"Y", b}, {"Out@GRAD", random({8, 7}, -1.f, 1.f, 9)}},
                 {"X@GRAD", "Y@GRAD"}, mul_as});
+  // A place an uneven split left without rows: Y@GRAD sums over no row (k = 0), zeros.
+  const tensor no_rows = random({0, 3, 5}, -1.f, 1.f, 7);
+  expect_match({"mul", {{"X", no_rows}, {"Y", b}}, {"Out"}, mul_as});
+  expect_match({"mul_grad", {{"X", no_rows}, {"Y", b}, {"Out@GRAD", random({0, 7}, -1.f, 1.f, 9)}},
+                {"X@GRAD", "Y@GRAD"}, mul_as});
   struct mm {
     shape_t x, y;
     bool tx, ty;
@@ -492,6 +497,18 @@ TEST_P(CudaKernels, PoolConvBatchNorm) {
                    {"MeanOut", mean}, {"VarianceOut", variance}},
                   {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}, as});
   }
+  // A place an uneven split left without rows: running statistics unchanged, no NaN.
+  const tensor no_rows = random({0, 3, 5, 5}, -1.f, 1.f, 56);
+  const attrs training = {{"momentum", 0.9f},         {"epsilon", 1e-5f},
+                          {"is_test", false},         {"trainable_statistics", false},
+                          {"use_global_stats", false}, {"data_layout", std::string("NCHW")}};
+  expect_match({"batch_norm",
+                {{"X", no_rows}, {"Scale", scale}, {"Bias", bias}, {"Mean", mean}, {"Variance", variance}},
+                {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"}, training});
+  expect_match({"batch_norm_grad",
+                {{"X", no_rows}, {"Scale", scale}, {"Bias", bias}, {"Y@GRAD", no_rows}, {"SavedMean", mean},
+                 {"SavedVariance", variance}, {"MeanOut", mean}, {"VarianceOut", variance}},
+                {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}, training});
 }
 
 TEST_P(CudaKernels, ConvThroughCudnn) {

@@ -7,7 +7,8 @@
 //   - SavedMean is the batch mean, SavedVariance the inverse std 1 / sqrt(var + epsilon);
 //   - global statistics (is_test without trainable_statistics, or use_global_stats) normalise
 //     with Mean and Variance and leave them unchanged;
-//   - one element per channel (N * spatial == 1) in training: Y = X, statistics untouched.
+//   - at most one element per channel (N * spatial <= 1; 0 on a place an uneven split left
+//     without rows) in training: Y = X, statistics untouched.
 // X of rank 2 to 5 is viewed as [N, C, spatial, 1] (NCHW, rank 2 being [N, C]). When C is a
 // multiple of the channel block, the primitives run on that view's blocked layout
 // (dnnl_blocked), where oneDNN has jit kernels (about twice as fast as its plain-layout one,
@@ -76,8 +77,10 @@ void batch_norm_forward(kernel_context& ctx) {
   // The statistics Y is normalised with: Mean and Variance, or the batch's.
   tensor used_mean = global ? mean : tensor(dtype::fp32, {v.c});
   tensor used_variance = global ? variance : tensor(dtype::fp32, {v.c});
-  if (!global && v.n * v.spatial == 1) {
-    if (&y != &x) std::memcpy(y.raw(), x.raw(), x.bytes());
+  // At most one element per channel (Paddle's rule for one; none on a place that an uneven
+  // split left without rows): Y = X, saved statistics zero, running ones unchanged.
+  if (!global && v.n * v.spatial <= 1) {
+    if (&y != &x && x.bytes() > 0) std::memcpy(y.raw(), x.raw(), x.bytes());
     std::memset(used_mean.raw(), 0, used_mean.bytes());
     std::memset(used_variance.raw(), 0, used_variance.bytes());
     write_channel(ctx, "SavedMean", v, used_mean.data<float>());
@@ -158,7 +161,9 @@ void batch_norm_backward(kernel_context& ctx) {
   };
   tensor& dscale = target("Scale@GRAD", dscale_scratch, {v.c});
   tensor& dbias = target("Bias@GRAD", dbias_scratch, {v.c});
-  if (!global && v.n * v.spatial == 1) {
+  // At most one element per channel: the forward passed X through, so X@GRAD = Y@GRAD and
+  // nothing reaches Scale and Bias.
+  if (!global && v.n * v.spatial <= 1) {
     std::memset(dscale.raw(), 0, dscale.bytes());
     std::memset(dbias.raw(), 0, dbias.bytes());
     if (ctx.has_output("X@GRAD")) ctx.output("X@GRAD").copy_from(dy);

@@ -51,8 +51,9 @@ void batch_norm_forward(kernel_context& ctx) {
   tensor& y = ctx.output("Y");
   resize_output(ctx, y, dtype::fp32, x.shape()); // in place on X is fine: element-wise
 
-  if (!global && v.per_channel == 1) {
-    // One element per channel: Y = X, saved statistics zero, running ones unchanged.
+  if (!global && v.per_channel <= 1) {
+    // At most one element per channel (none: a place an uneven split left without rows): Y =
+    // X, saved statistics zero, running ones unchanged, as on the CPU.
     copy_on_device(ctx, y.raw(), x.raw(), x.bytes());
     float* saved_mean = channel_output(ctx, "SavedMean", v);
     float* saved_variance = channel_output(ctx, "SavedVariance", v);
@@ -104,7 +105,7 @@ void batch_norm_backward(kernel_context& ctx) {
   // Built aside and bound at the end: an output may be an input still to be read.
   tensor dscale = scratch(ctx, dtype::fp32, {v.c}), dbias = scratch(ctx, dtype::fp32, {v.c});
   tensor dx;
-  if (!global && v.per_channel == 1) {
+  if (!global && v.per_channel <= 1) {
     for_each(ctx, v.c, fill_map<float>{dscale.data<float>(), 0.f});
     for_each(ctx, v.c, fill_map<float>{dbias.data<float>(), 0.f});
     if (ctx.has_output("X@GRAD")) {

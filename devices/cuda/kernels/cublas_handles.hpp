@@ -25,7 +25,7 @@ void check(const kernel_context& ctx, cublasStatus_t status, const char* what);
 /// C_i = alpha * op(A_i) * op(B_i) for i < batch on the kernel's stream, all matrices dense
 /// and row-major (op(A) m x k, op(B) k x n, C m x n), operands `*_stride` elements apart; a
 /// stride of 0 reuses one matrix, and a C shared by every entry (c_stride 0) receives the sum
-/// of the products (zeros for batch 0). The CPU kernels' batched_sgemm, through cuBLAS.
+/// of the products (zeros for batch 0 or k 0). The CPU kernels' batched_sgemm, through cuBLAS.
 void batched_sgemm(const kernel_context& ctx, std::int64_t batch, bool trans_a, bool trans_b,
                    std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
                    std::int64_t a_stride, const float* b, std::int64_t b_stride, float* c,

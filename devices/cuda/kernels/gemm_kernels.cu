@@ -46,10 +46,16 @@ void batched_sgemm(const kernel_context& ctx, std::int64_t batch, bool trans_a, 
                    std::int64_t c_stride) {
   const cudaStream_t stream = cuda_stream_of(ctx);
   if (m == 0 || n == 0) return;
-  if (batch == 0) {
-    if (c_stride == 0)
-      check(ctx, cudaMemsetAsync(c, 0, static_cast<std::size_t>(m * n) * sizeof(float), stream),
+  // Sums of nothing (no batch to sum over, or k = 0, as a grad over a place without rows
+  // has) are zeros, written here: cuBLAS documents no k = 0 case.
+  if (batch == 0 || k == 0) {
+    const auto zero = [&](float* at) {
+      check(ctx, cudaMemsetAsync(at, 0, static_cast<std::size_t>(m * n) * sizeof(float), stream),
             "cudaMemsetAsync");
+    };
+    if (c_stride == 0) zero(c);
+    else
+      for (std::int64_t i = 0; i < batch; ++i) zero(c + i * c_stride);
     return;
   }
   cublasHandle_t h = cublas_handle(ctx);
