@@ -1,9 +1,9 @@
 // Every op's GPU kernel against its CPU kernel: the same host inputs are run through the CPU
 // kernel and, copied to gpu:0, through the GPU kernel on the place's compute stream; every
-// output must come back within 1e-5 relative (plus 1e-6 absolute; integers and masks
-// exactly). The gpu instances skip with a message when the build has no CUDA kernels or no
-// GPU can be opened (no driver, no device: the CUDA device reports what cudaGetDeviceCount
-// said). The cpu_harness instances run the same cases with cpu:1 as the target, on every
+// output, starting as poison, must come back within 1e-5 relative (plus 1e-6 absolute;
+// integers and masks exactly). The gpu instances skip with a message when the build has no
+// CUDA kernels or no GPU can be opened (no driver, no device: the CUDA device reports what
+// cudaGetDeviceCount said). The cpu_harness instances run the same cases with cpu:1 as the target, on every
 // machine: they check this file's plumbing and that every kernel accepts each case's
 // attributes. The registry coverage test needs no GPU: it runs in every CUDA build.
 #include <algorithm>
@@ -161,6 +161,16 @@ class CudaKernels : public ::testing::TestWithParam<place::kind> {
     device& dev = *devices_.at(target);
     stream& s = dev.get_stream(stream_kind::compute);
     for (std::size_t i = 0; i < c.inputs.size(); ++i) dev.copy(s, gpu_in[i], c.inputs[i].second);
+    // Outputs start as poison of the CPU result's type and dims (every byte 0xFF: NaN in
+    // FP32), which a kernel resizing them keeps: an element the target's kernel leaves
+    // unwritten then fails the comparison, instead of passing on what fresh memory held.
+    std::vector<tensor> poison(c.outputs.size());
+    for (std::size_t i = 0; i < c.outputs.size(); ++i) {
+      if (c.in_place.contains(i) || !cpu_out[i].initialized()) continue;
+      poison[i] = tensor(cpu_out[i].type(), cpu_out[i].shape());
+      if (poison[i].bytes() > 0) std::memset(poison[i].raw(), 0xFF, poison[i].bytes());
+      dev.copy(s, gpu_out[i], poison[i]);
+    }
     auto [gi, go] = slots(gpu_in, gpu_out);
     // The target's place index is 0 like cpu:0's, so that dropout draws the same mask.
     kernel_context gpu_ctx(c.op, gi, go, a, {target, 0});
