@@ -63,7 +63,7 @@ TEST(ConvAlgorithms, TheFirstCandidateThatRunsIsTheOnlyOneTried) {
   EXPECT_EQ(c.snapshot().size(), 2u);
 }
 
-TEST(ConvAlgorithms, AnUnusableCandidateGivesWayAndIsNotTriedAgain) {
+TEST(ConvAlgorithms, AnUnusableCandidateGivesWayAndGoesLast) {
   algorithm_candidates c({{3, 1u << 30}, {1, 64}, {0, 0}});
   std::vector<int> tried;
   auto attempt_of = [&](const conv_algorithm& a) {
@@ -76,8 +76,12 @@ TEST(ConvAlgorithms, AnUnusableCandidateGivesWayAndIsNotTriedAgain) {
   tried.clear();
   EXPECT_FALSE(c.run(attempt_of).has_value()); // the next step starts at the one that ran
   EXPECT_EQ(tried, (std::vector<int>{1}));
-  ASSERT_EQ(c.snapshot().size(), 2u);
-  EXPECT_EQ(c.snapshot()[0].algo, 1);
+  const auto order = c.snapshot();
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order[0].algo, 1);
+  EXPECT_EQ(order[1].algo, 0);
+  EXPECT_EQ(order[2].algo, 3);
+  EXPECT_EQ(order[2].workspace, 1u << 30);
 }
 
 TEST(ConvAlgorithms, AFatalErrorStopsAtOnceAndKeepsTheCandidate) {
@@ -93,7 +97,7 @@ TEST(ConvAlgorithms, AFatalErrorStopsAtOnceAndKeepsTheCandidate) {
   EXPECT_EQ(c.snapshot().size(), 2u);
 }
 
-TEST(ConvAlgorithms, WhenEveryCandidateIsUnusableTheErrorNamesEachReason) {
+TEST(ConvAlgorithms, WhenEveryCandidateIsUnusableTheErrorNamesEachReasonAndNoneIsLost) {
   algorithm_candidates c({{3, 0}, {1, 0}});
   const auto failure = c.run([](const conv_algorithm& a) {
     return attempt{attempt::kind::unusable, a.algo == 3 ? "CUDNN_STATUS_NOT_SUPPORTED" : "out of memory"};
@@ -101,13 +105,18 @@ TEST(ConvAlgorithms, WhenEveryCandidateIsUnusableTheErrorNamesEachReason) {
   ASSERT_TRUE(failure.has_value());
   EXPECT_EQ(*failure, "every candidate algorithm failed; algorithm 3: CUDNN_STATUS_NOT_SUPPORTED; "
                       "algorithm 1: out of memory");
-  EXPECT_TRUE(c.snapshot().empty());
-  const auto again = c.run([](const conv_algorithm&) { return attempt{}; });
-  ASSERT_TRUE(again.has_value());
-  EXPECT_EQ(*again, "no candidate algorithm is left");
+  // Memory freed since: the next call runs, with the first candidate again.
+  std::vector<int> tried;
+  EXPECT_FALSE(c.run([&](const conv_algorithm& a) {
+                  tried.push_back(a.algo);
+                  return attempt{};
+                }).has_value());
+  EXPECT_EQ(tried, (std::vector<int>{3}));
+  EXPECT_EQ(algorithm_candidates({}).run([](const conv_algorithm&) { return attempt{}; }),
+            std::optional<std::string>("there is no candidate algorithm"));
 }
 
-TEST(ConvAlgorithms, PlacesFallingBackAtOnceAllRunAndDropTheCandidateOnce) {
+TEST(ConvAlgorithms, PlacesFallingBackAtOnceAllRunAndTheRefusedCandidateEndsLast) {
   // Four stream threads hit the same shape at once, and its first candidate is refused.
   algorithm_candidates c({{7, 0}, {3, 0}, {1, 0}});
   std::atomic<int> done{0}, refused{0};
@@ -128,9 +137,11 @@ TEST(ConvAlgorithms, PlacesFallingBackAtOnceAllRunAndDropTheCandidateOnce) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(done.load(), 200);
   EXPECT_GE(refused.load(), 1);
-  EXPECT_LE(refused.load(), 4); // each thread tries it at most once, before it is dropped
-  ASSERT_EQ(c.snapshot().size(), 2u);
-  EXPECT_EQ(c.snapshot()[0].algo, 3);
+  EXPECT_LE(refused.load(), 4); // each thread tries it at most once, before it goes last
+  const auto order = c.snapshot();
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order[0].algo, 3);
+  EXPECT_EQ(order[2].algo, 7);
 }
 
 } // namespace

@@ -7,7 +7,9 @@
 //
 // As PyTorch's cuDNN convolutions do, an algorithm that cuDNN refuses at run time (not
 // supported, execution failed) or whose workspace cannot be allocated gives way to the next
-// candidate rather than failing the step; the one that ran stays first for later calls.
+// candidate rather than failing the step. It then goes to the back of the list: later calls
+// start with one that ran, and a workspace refused for a moment's lack of memory is tried
+// again once the others have failed too.
 
 #include <algorithm>
 #include <cstddef>
@@ -68,8 +70,8 @@ struct attempt {
 
 /// The candidate algorithms of one convolution pass for one shape and device, best first,
 /// shared by every call with that key (on any place's stream thread). An unusable candidate
-/// is dropped for every later call, so a step does not retry a refused algorithm or empty the
-/// memory cache again for a workspace that did not fit.
+/// goes last for every later call, so a step does not retry a refused algorithm, or empty the
+/// memory cache again for a workspace that did not fit, before the ones that ran.
 class algorithm_candidates {
  public:
   explicit algorithm_candidates(std::vector<conv_algorithm> best_first)
@@ -86,10 +88,10 @@ class algorithm_candidates {
       const attempt result = try_one(a);
       if (result.what == attempt::kind::done) return std::nullopt;
       if (result.what == attempt::kind::fatal) return result.why;
-      drop(a.algo);
+      demote(a.algo);
       reasons += "; algorithm " + std::to_string(a.algo) + ": " + result.why;
     }
-    if (reasons.empty()) return std::string("no candidate algorithm is left");
+    if (reasons.empty()) return std::string("there is no candidate algorithm");
     return "every candidate algorithm failed" + reasons;
   }
 
@@ -100,9 +102,11 @@ class algorithm_candidates {
   }
 
  private:
-  void drop(int algo) {
+  void demote(int algo) {
     std::lock_guard lock(mutex_);
-    std::erase_if(candidates_, [&](const conv_algorithm& a) { return a.algo == algo; });
+    const auto it = std::find_if(candidates_.begin(), candidates_.end(),
+                                 [&](const conv_algorithm& a) { return a.algo == algo; });
+    if (it != candidates_.end()) std::rotate(it, it + 1, candidates_.end());
   }
 
   mutable std::mutex mutex_;
