@@ -17,6 +17,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -76,6 +77,22 @@ tensor labels(const shape_t& dims, std::int64_t classes, unsigned seed) {
 
 tensor scalar(float v) { return tensor::from_vector(std::vector<float>{v}, {1}); }
 
+/// Runs `op`'s CPU kernel on cpu:0 and returns its outputs, one per slot of `outputs`: the
+/// dims and values a case's grad op reads (Out, Mask, Indices, the saved statistics).
+std::vector<tensor> cpu_outputs(const std::string& op, const named& inputs,
+                                const std::vector<std::string>& outputs, const attrs& as) {
+  attribute_map a;
+  for (const auto& [n, v] : as) a.set(n, v);
+  std::vector<tensor> in, out(outputs.size());
+  for (const auto& [slot, t] : inputs) in.push_back(t.clone());
+  kernel_context::slot_map ins, outs;
+  for (std::size_t i = 0; i < inputs.size(); ++i) ins[inputs[i].first].push_back(&in[i]);
+  for (std::size_t i = 0; i < outputs.size(); ++i) outs[outputs[i]].push_back(&out[i]);
+  kernel_context ctx(op, ins, outs, a, place::cpu(0));
+  (*kernel_registry::global().find(op, place::kind::cpu))(ctx);
+  return out;
+}
+
 /// One op run: inputs by slot (a slot may repeat: X[0], X[1], ...), output slots (repeats
 /// likewise), attributes. Outputs named in `shape_only` are compared by dims (XShape).
 struct op_case {
@@ -87,6 +104,10 @@ struct op_case {
   /// Output index -> input index: that output is bound to the input's tensor (in place, as
   /// the engine binds ParamOut to Param).
   std::map<std::size_t, std::size_t> in_place = {};
+  /// How often the kernel runs on each side, through one kernel_context (whose next_call()
+  /// then counts 0, 1, ...: dropout draws a new mask per call); outputs are compared after
+  /// the last call.
+  int calls = 1;
 };
 
 ::testing::AssertionResult same(const tensor& gpu, const tensor& cpu, bool shape_only) {
@@ -103,6 +124,7 @@ struct op_case {
   auto b = cpu.values<float>();
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    if (a[i] == b[i]) continue; // equal infinities (their difference is NaN)
     if (!(std::abs(a[i] - b[i]) <= 1e-5f * std::max(std::abs(a[i]), std::abs(b[i])) + 1e-6f))
       return ::testing::AssertionFailure() << "element " << i << ": GPU " << a[i] << ", CPU " << b[i];
   }
@@ -156,7 +178,7 @@ class CudaKernels : public ::testing::TestWithParam<place::kind> {
     kernel_context cpu_ctx(c.op, ci, co, a, place::cpu(0));
     const kernel_fn* cpu = kernel_registry::global().find(c.op, place::kind::cpu);
     ASSERT_NE(cpu, nullptr);
-    (*cpu)(cpu_ctx);
+    for (int call = 0; call < c.calls; ++call) (*cpu)(cpu_ctx);
 
     device& dev = *devices_.at(target);
     stream& s = dev.get_stream(stream_kind::compute);
@@ -177,8 +199,10 @@ class CudaKernels : public ::testing::TestWithParam<place::kind> {
     gpu_ctx.bind(&dev, &s);
     const kernel_fn* gpu = kernel_registry::global().find(c.op, target);
     ASSERT_NE(gpu, nullptr);
-    s.enqueue([&] { (*gpu)(gpu_ctx); });
-    ASSERT_TRUE(s.synchronize()) << s.error().value_or("(no message)");
+    for (int call = 0; call < c.calls; ++call) {
+      s.enqueue([&] { (*gpu)(gpu_ctx); });
+      ASSERT_TRUE(s.synchronize()) << s.error().value_or("(no message)");
+    }
     // The outputs are bound once the kernel's host code has run: copy them back now.
     // An in-place output is the input tensor it was bound to.
     const auto result = [&](std::vector<tensor>& ins, std::vector<tensor>& outs, std::size_t i) -> tensor& {
@@ -648,6 +672,512 @@ TEST_P(CudaKernels, InPlaceAsTheEngineBindsThem) {
                 {{"momentum", 0.9f}, {"epsilon", 1e-5f}, {"is_test", false}, {"trainable_statistics", false},
                  {"use_global_stats", false}, {"data_layout", std::string("NCHW")}},
                 {}, {{1, 3}, {2, 4}}});
+}
+
+// --- The cases below widen the coverage towards the GPU kernels' own code paths: each says
+// which branch of devices/cuda/kernels/ it is for. Inputs are chosen so that no compared
+// value is a sum cancelling to near zero (summation orders differ between the places).
+
+TEST_P(CudaKernels, PoolWindows) {
+  // window_maps.hpp's pool_forward_map / pool_backward_map over the window geometries beyond
+  // PoolConvBatchNorm's 3x3 / stride 2 / padding 1. Positive inputs (an average's sum does
+  // not cancel), ties planted for max's first_equal. avg's grad gets no Out, as the GPU kernel
+  // reads Out only for max (pool_backward's out == nullptr branch).
+  using ints = std::vector<std::int32_t>;
+  tensor x = random({2, 3, 9, 8}, 0.5f, 1.5f, 90);
+  for (std::int64_t i = 0; i < x.numel(); i += 3) x.data<float>()[i] = 1.25f;
+  struct pool_case {
+    const char* why;
+    ints ksize, strides, paddings;
+    std::string algorithm;
+    bool global, adaptive, ceil_mode;
+  };
+  for (const pool_case& pc : {
+           pool_case{"global_pooling: kernel = the plane, out [1, 1], paddings and strides ignored",
+                     {3, 3}, {2, 2}, {1, 1}, "EXPLICIT", true, false, false},
+           pool_case{"adaptive with ksize [1, 1]: the global case by the other attribute",
+                     {1, 1}, {1, 1}, {0, 0}, "EXPLICIT", false, true, false},
+           pool_case{"SAME, stride 2: pads 1 + 1 high, 0 + 1 wide (pad_end > pad_begin: "
+                     "paddle_divisor clips at in + pad_begin)",
+                     {3, 3}, {2, 2}, {0, 0}, "SAME", false, false, false},
+           pool_case{"SAME, stride 1, kernel [2, 3]: pads 0 + 1 high, 1 + 1 wide; paddings ignored",
+                     {2, 3}, {1, 1}, {5, 5}, "SAME", false, false, false},
+           pool_case{"VALID: no padding, the paddings attribute ignored",
+                     {3, 3}, {2, 2}, {2, 2}, "VALID", false, false, false},
+           pool_case{"VALID with ceil_mode: the last width window runs past the input (clipped end)",
+                     {3, 3}, {2, 2}, {0, 0}, "VALID", false, false, true},
+           pool_case{"four paddings (top 0, bottom 2, left 1, right 0)",
+                     {3, 3}, {2, 2}, {0, 2, 1, 0}, "EXPLICIT", false, false, false},
+           pool_case{"four paddings (top 2, bottom 1, left 0, right 1) with ceil_mode",
+                     {3, 3}, {2, 2}, {2, 1, 0, 1}, "EXPLICIT", false, false, true},
+           pool_case{"ceil_mode with begin paddings only (top 1, left 1): the last windows end past "
+                     "in + pad_end; exclusive divides by 1 element where non-exclusive divides by 2",
+                     {3, 2}, {2, 2}, {1, 0, 1, 0}, "EXPLICIT", false, false, true},
+           pool_case{"stride 1: overlapping windows, an input in up to 9 (first_cover..last_cover)",
+                     {3, 3}, {1, 1}, {1, 1}, "EXPLICIT", false, false, false},
+           pool_case{"stride 1, kernel [2, 3], no padding",
+                     {2, 3}, {1, 1}, {0, 0}, "EXPLICIT", false, false, false},
+           pool_case{"stride 3 > kernel 2: inputs between windows covered by none (zero grad)",
+                     {2, 2}, {3, 3}, {0, 0}, "EXPLICIT", false, false, false}}) {
+    SCOPED_TRACE(pc.why);
+    for (const auto& [type, exclusive] : std::vector<std::pair<std::string, bool>>{
+             {"max", true}, {"avg", true}, {"avg", false}}) {
+      SCOPED_TRACE(type + (exclusive ? " exclusive" : " non-exclusive"));
+      const attrs as = {{"pooling_type", type},          {"ksize", pc.ksize},
+                        {"strides", pc.strides},         {"paddings", pc.paddings},
+                        {"exclusive", exclusive},        {"ceil_mode", pc.ceil_mode},
+                        {"global_pooling", pc.global},   {"adaptive", pc.adaptive},
+                        {"padding_algorithm", pc.algorithm},
+                        {"data_format", std::string("NCHW")}};
+      const tensor out = cpu_outputs("pool2d", {{"X", x}}, {"Out"}, as)[0];
+      expect_match({"pool2d", {{"X", x}}, {"Out"}, as});
+      const tensor dout = random(out.shape(), 0.5f, 1.5f, 91);
+      named in = {{"X", x}, {"Out@GRAD", dout}};
+      if (type == "max") in.push_back({"Out", out});
+      expect_match({"pool2d_grad", in, {"X@GRAD"}, as});
+    }
+  }
+}
+
+TEST_P(CudaKernels, BatchNormBranches) {
+  // batch_norm_kernels.cu's branches beyond PoolConvBatchNorm's NCHW training / inference.
+  // No compared sum may cancel: X in [0, 2]; Y@GRAD = 0.5 X + noise in [0.2, 1] (Bias@GRAD
+  // positive; in training Scale@GRAD = sum dy * xhat is dominated by 0.5 * count * std); the
+  // running Mean in [-1.5, -0.5], below every X, so that under global statistics each term
+  // dy * (x - Mean) * inv_std of Scale@GRAD is positive. The grad reads the CPU forward's
+  // outputs, as the engine hands them over.
+  const tensor scale = random({3}, 0.5f, 1.5f, 100), bias = random({3}, -1.f, 1.f, 101);
+  const tensor mean = random({3}, -1.5f, -0.5f, 102), variance = random({3}, 0.5f, 2.f, 103);
+  struct bn_case {
+    const char* why;
+    shape_t dims;
+    bool is_test, trainable_statistics, use_global_stats;
+  };
+  for (const bn_case& bc : {
+           bn_case{"use_global_stats in training: normalised with Mean and Variance (global "
+                   "bn_stats_map, MeanOut = Mean), grad through bn_inverse_std_map and the global "
+                   "bn_backward_map",
+                   {4, 3, 5, 5}, false, false, true},
+           bn_case{"is_test with trainable_statistics: batch statistics at inference (not global); "
+                   "the grad is global (is_test)",
+                   {4, 3, 5, 5}, true, true, false},
+           bn_case{"rank-2 X [N, C]: spatial 1, the reduce_geometry of one reduced run",
+                   {16, 3}, false, false, false},
+           bn_case{"rank-2 X [N, C] at inference", {16, 3}, true, false, false},
+           bn_case{"rank-3 X [N, C, L]", {4, 3, 7}, false, false, false},
+           bn_case{"rank-5 X [N, C, D, H, W]", {2, 3, 2, 3, 2}, false, false, false},
+           bn_case{"one element per channel, X [1, C, 1, 1]: the GPU's own per_channel <= 1 "
+                   "branch (Y = X copied, saved statistics zero, MeanOut / VarianceOut copied when "
+                   "not in place); its grad: X@GRAD = Y@GRAD, zero Scale@GRAD and Bias@GRAD",
+                   {1, 3, 1, 1}, false, false, false},
+           bn_case{"one element per channel with use_global_stats: the reducing branch, global",
+                   {1, 3, 1, 1}, false, false, true},
+           bn_case{"one element per channel at inference", {1, 3, 1, 1}, true, false, false}}) {
+    SCOPED_TRACE(bc.why);
+    const attrs as = {{"momentum", 0.9f},
+                      {"epsilon", 1e-5f},
+                      {"is_test", bc.is_test},
+                      {"trainable_statistics", bc.trainable_statistics},
+                      {"use_global_stats", bc.use_global_stats},
+                      {"data_layout", std::string("NCHW")}};
+    const tensor x = random(bc.dims, 0.f, 2.f, 104);
+    const named in = {{"X", x}, {"Scale", scale}, {"Bias", bias}, {"Mean", mean}, {"Variance", variance}};
+    const std::vector<std::string> outs = {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"};
+    // MeanOut and VarianceOut not in place (their own tensors), then in place as the engine
+    // binds them (MeanOut = Mean, VarianceOut = Variance).
+    expect_match({"batch_norm", in, outs, as});
+    expect_match({"batch_norm", in, outs, as, {}, {{1, 3}, {2, 4}}});
+    // Only Y bound: every statistics output is optional on the GPU (channel_output's null).
+    expect_match({"batch_norm", in, {"Y"}, as});
+
+    const std::vector<tensor> fwd = cpu_outputs("batch_norm", in, outs, as);
+    tensor dy = random(bc.dims, 0.2f, 1.f, 105);
+    for (std::int64_t i = 0; i < dy.numel(); ++i) dy.data<float>()[i] += 0.5f * x.data<float>()[i];
+    const named grad_in = {{"X", x},          {"Scale", scale},        {"Bias", bias},
+                           {"Y@GRAD", dy},    {"SavedMean", fwd[3]},   {"SavedVariance", fwd[4]},
+                           {"MeanOut", fwd[1]}, {"VarianceOut", fwd[2]}};
+    expect_match({"batch_norm_grad", grad_in, {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}, as});
+    // X@GRAD alone (the sums still run), and the parameters' grads alone (no X@GRAD map).
+    expect_match({"batch_norm_grad", grad_in, {"X@GRAD"}, as});
+    expect_match({"batch_norm_grad", grad_in, {"Scale@GRAD", "Bias@GRAD"}, as});
+  }
+}
+
+TEST_P(CudaKernels, DropoutBranches) {
+  // init_dropout_kernels.cu's dropout: the mask is drawn on the host (dropout_ops.hpp) and
+  // applied on the device; the Seed input is read from device memory (read_scalar), a
+  // missing Mask output gets a scratch mask, and a second call through the same context draws
+  // the next mask (next_call() = 1) unless fix_seed or Seed fixes it. The grad applies the CPU
+  // forward's Mask.
+  const tensor x = random({31, 17}, -1.f, 1.f, 110);
+  const tensor dout = random(x.shape(), -1.f, 1.f, 111);
+  const tensor seed = tensor::from_vector(std::vector<std::int32_t>{11}, {1});
+  const auto dropout_as = [](float prob, const std::string& mode, bool is_test, std::int32_t seed_attr,
+                             bool fix_seed) -> attrs {
+    return {{"dropout_prob", prob}, {"dropout_implementation", mode}, {"is_test", is_test},
+            {"seed", seed_attr},    {"fix_seed", fix_seed}};
+  };
+  for (const std::string mode : {"upscale_in_train", "downgrade_in_infer"}) {
+    SCOPED_TRACE(mode);
+    // The Seed input (11) overrides the seed attribute (7), on the second call too.
+    const attrs seeded = dropout_as(0.3f, mode, false, 7, false);
+    expect_match({"dropout", {{"X", x}, {"Seed", seed}}, {"Out", "Mask"}, seeded});
+    expect_match({"dropout", {{"X", x}, {"Seed", seed}}, {"Out", "Mask"}, seeded, {}, {}, 2});
+    // fix_seed: every call draws the first mask; without it the second call draws another.
+    for (const bool fix_seed : {true, false})
+      for (const int calls : {1, 2})
+        expect_match({"dropout", {{"X", x}}, {"Out", "Mask"}, dropout_as(0.3f, mode, false, 7, fix_seed), {}, {},
+                      calls});
+    // No Mask output: the GPU applies a scratch mask; a third call's mask.
+    expect_match({"dropout", {{"X", x}}, {"Out"}, dropout_as(0.3f, mode, false, 9, false), {}, {}, 3});
+    // dropout_prob 0 (keeps all; upscale by 1) and 1 (drops all; keep_prob 0 never divides).
+    for (const float prob : {0.f, 1.f})
+      for (const bool is_test : {false, true}) {
+        SCOPED_TRACE("dropout_prob " + std::to_string(prob) + (is_test ? " is_test" : " training"));
+        const attrs as = dropout_as(prob, mode, is_test, 7, true);
+        expect_match({"dropout", {{"X", x}}, {"Out", "Mask"}, as});
+        const tensor mask = cpu_outputs("dropout", {{"X", x}}, {"Out", "Mask"}, as)[1];
+        expect_match({"dropout_grad", {{"Out@GRAD", dout}, {"Mask", mask}}, {"X@GRAD"}, as});
+      }
+    // The grad of a seeded training forward, with that forward's Mask.
+    const tensor mask = cpu_outputs("dropout", {{"X", x}, {"Seed", seed}}, {"Out", "Mask"}, seeded)[1];
+    expect_match({"dropout_grad", {{"Out@GRAD", dout}, {"Mask", mask}}, {"X@GRAD"}, seeded});
+  }
+}
+
+TEST_P(CudaKernels, OptimizerInputs) {
+  // optimizer_maps.hpp: momentum_fn's rescale and decay; adam_inputs' device_scalar read from
+  // Beta1Tensor / Beta2Tensor / EpsilonTensor (values unlike the attributes, so using the
+  // attribute shows), adam_pow_map's keep under use_global_beta_pow or a true SkipUpdate,
+  // adam_map's copy under a true SkipUpdate and its update under a false one, adamw's lr_ratio
+  // and with_decay = false (coeff then ignored). Each out of place and in place.
+  const shape_t dims = {37, 11};
+  const tensor p = random(dims, -1.f, 1.f, 120), g = random(dims, -1.f, 1.f, 121);
+  const tensor v = random(dims, -0.1f, 0.1f, 122), lr = scalar(0.05f);
+  for (const auto& [rescale, method, coeff] : std::vector<std::tuple<float, std::string, float>>{
+           {0.5f, "l2_decay", 0.02f}, {2.f, "", 0.f}, {0.25f, "l2_decay", 0.f}})
+    for (const bool nesterov : {false, true}) {
+      SCOPED_TRACE("momentum rescale_grad " + std::to_string(rescale) + " '" + method + "' " +
+                   std::to_string(coeff) + (nesterov ? " nesterov" : ""));
+      const attrs as = {{"multi_precision", false}, {"mu", 0.9f}, {"use_nesterov", nesterov},
+                        {"rescale_grad", rescale}, {"regularization_method", method},
+                        {"regularization_coeff", coeff}};
+      const named in = {{"Param", p}, {"Grad", g}, {"Velocity", v}, {"LearningRate", lr}};
+      expect_match({"momentum", in, {"ParamOut", "VelocityOut"}, as});
+      expect_match({"momentum", in, {"ParamOut", "VelocityOut"}, as, {}, {{0, 0}, {1, 2}}});
+    }
+  const tensor m1 = random(dims, -0.1f, 0.1f, 123), m2 = random(dims, 0.f, 0.1f, 124);
+  struct adam_case {
+    const char* why;
+    std::string op;
+    bool scalar_tensors, global_beta_pow;
+    std::optional<bool> skip;
+    float lr_ratio;
+    bool with_decay;
+  };
+  for (const adam_case& ac : {
+           adam_case{"Beta1Tensor, Beta2Tensor, EpsilonTensor", "adam", true, false, std::nullopt, 1.f, true},
+           adam_case{"use_global_beta_pow: the powers kept", "adam", false, true, std::nullopt, 1.f, true},
+           adam_case{"SkipUpdate false: updated", "adam", false, false, false, 1.f, true},
+           adam_case{"SkipUpdate true with the tensors and global powers", "adam", true, true, true, 1.f, true},
+           adam_case{"adamw lr_ratio 0.5", "adamw", false, false, std::nullopt, 0.5f, true},
+           adam_case{"adamw with_decay false (coeff ignored)", "adamw", false, false, std::nullopt, 1.f, false},
+           adam_case{"adamw lr_ratio 0.25, no decay, the tensors, SkipUpdate false", "adamw", true, false, false,
+                     0.25f, false},
+           adam_case{"adamw SkipUpdate true", "adamw", false, false, true, 0.5f, true}}) {
+    SCOPED_TRACE(ac.op + ": " + ac.why);
+    named in = {{"Param", p},         {"Grad", g},                  {"Moment1", m1},
+                {"Moment2", m2},      {"LearningRate", lr},         {"Beta1Pow", scalar(0.81f)},
+                {"Beta2Pow", scalar(0.998f)}};
+    if (ac.scalar_tensors) {
+      in.push_back({"Beta1Tensor", scalar(0.8f)});
+      in.push_back({"Beta2Tensor", scalar(0.99f)});
+      in.push_back({"EpsilonTensor", scalar(1e-4f)});
+    }
+    if (ac.skip) in.push_back({"SkipUpdate", tensor::from_vector(std::vector<bool>{*ac.skip}, {1})});
+    attrs as = {{"multi_precision", false}, {"beta1", 0.9f}, {"beta2", 0.999f}, {"epsilon", 1e-8f},
+                {"use_global_beta_pow", ac.global_beta_pow}};
+    if (ac.op == "adamw") {
+      as.push_back({"lr_ratio", ac.lr_ratio});
+      as.push_back({"with_decay", ac.with_decay});
+      as.push_back({"coeff", 0.3f});
+    }
+    const std::vector<std::string> outs = {"ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut", "Beta2PowOut"};
+    expect_match({ac.op, in, outs, as});
+    expect_match({ac.op, in, outs, as, {}, {{0, 0}, {1, 2}, {2, 3}, {3, 5}, {4, 6}}});
+  }
+}
+
+TEST_P(CudaKernels, CastTypes) {
+  // shape_kernels.cu's cast: cast_fn for each (from, to) pair visit_element_type instantiates.
+  // Values are in range for every target (out-of-range conversions are undefined behaviour in
+  // C++ and differ between host and device: never tested).
+  const std::int32_t fp32 = 5, fp64 = 6, int64 = 3, int32 = 2, boolean = 0, uint8 = 20;
+  const auto cast = [&](const tensor& x, std::int32_t from, std::int32_t to) {
+    SCOPED_TRACE("cast " + std::to_string(from) + " -> " + std::to_string(to));
+    expect_match({"cast", {{"X", x}}, {"Out"}, {{"in_dtype", from}, {"out_dtype", to}}});
+  };
+  // FP32 with fractions (truncated toward zero), exact integers, zeros of both signs.
+  tensor f = random({5, 13}, -100.f, 100.f, 130);
+  for (const auto& [i, value] : std::vector<std::pair<int, float>>{{0, 0.f}, {1, -0.f}, {2, 1.f}, {3, -1.f},
+                                                                   {4, 0.5f}, {5, -0.5f}, {6, 99.99f}})
+    f.data<float>()[i] = value;
+  for (const std::int32_t to : {int64, int32, boolean, fp64, fp32}) cast(f, fp32, to);
+  cast(random({5, 13}, 0.f, 255.f, 131), fp32, uint8);
+  // INT64: values FP32 rounds (beyond 2^24, 2^53), all in INT32's range where cast to it.
+  const tensor big = tensor::from_vector(
+      std::vector<std::int64_t>{0, 1, -1, 16777217, -16777219, 123456789012LL, -(std::int64_t{1} << 40) - 1,
+                                9007199254740993LL},
+      {2, 4});
+  for (const std::int32_t to : {fp32, fp64, boolean}) cast(big, int64, to);
+  const tensor small = tensor::from_vector(std::vector<std::int64_t>{0, 1, 7, 200, 255, 3, 42, 128}, {8});
+  for (const std::int32_t to : {int32, uint8, fp32}) cast(small, int64, to);
+  const tensor i32 = tensor::from_vector(
+      std::vector<std::int32_t>{0, -1, 2147483647, -2147483647 - 1, 16777217, 33554435, 100, -7}, {4, 2});
+  for (const std::int32_t to : {fp32, fp64, int64, boolean}) cast(i32, int32, to);
+  cast(tensor::from_vector(std::vector<std::int32_t>{0, 1, 254, 255}, {4}), int32, uint8);
+  const tensor flags = tensor::from_vector(std::vector<bool>{true, false, false, true, true, false}, {2, 3});
+  for (const std::int32_t to : {fp32, fp64, int64, int32, uint8, boolean}) cast(flags, boolean, to);
+  // FP64: values FP32 rounds (to nearest), in its range.
+  const tensor f64 = tensor::from_vector(
+      std::vector<double>{0.1, 1.0 / 3, -2.5e-5, 1e30, -3.4e38, 16777217.0, 0.0, -123.75}, {8});
+  for (const std::int32_t to : {fp32, boolean}) cast(f64, fp64, to);
+  cast(tensor::from_vector(std::vector<double>{0.1, -1.5, 1e9, -2e9, 2147483647.0, 99.9}, {6}), fp64, int64);
+  cast(tensor::from_vector(std::vector<double>{0.1, -1.5, 1e9, -2e9, 2147483647.0, 99.9}, {6}), fp64, int32);
+  const tensor bytes = tensor::from_vector(std::vector<std::uint8_t>{0, 1, 127, 128, 254, 255}, {6});
+  for (const std::int32_t to : {fp32, int64, int32, boolean, fp64}) cast(bytes, uint8, to);
+}
+
+TEST_P(CudaKernels, TransposeRanksAndWords) {
+  // permute_index.hpp's permute_map on 8-byte words (INT64, visit_transpose_word's uint64_t)
+  // and 4-byte ones, rank 1 (the identity), 5 and 6 (up to the kernel's max_rank of 8).
+  using ints = std::vector<std::int32_t>;
+  struct tr_case {
+    shape_t dims;
+    ints perm;
+  };
+  for (const tr_case& tc : {tr_case{{7}, {0}}, tr_case{{2, 3, 1, 4, 2}, {4, 2, 0, 3, 1}},
+                            tr_case{{2, 1, 3, 2, 2, 3}, {5, 0, 3, 1, 4, 2}},
+                            tr_case{{3, 4, 5, 2, 2, 2}, {1, 0, 2, 5, 4, 3}}}) {
+    SCOPED_TRACE(to_string(tc.dims));
+    shape_t out_dims, xshape = {0};
+    for (const std::int32_t a : tc.perm) out_dims.push_back(tc.dims[static_cast<std::size_t>(a)]);
+    xshape.insert(xshape.end(), tc.dims.begin(), tc.dims.end());
+    const attrs as = {{"axis", tc.perm}};
+    const tensor xs(dtype::fp32, xshape);
+    for (const tensor& x : {labels(tc.dims, 1'000'000'000'000LL, 140), random(tc.dims, -1.f, 1.f, 141)}) {
+      SCOPED_TRACE(to_string(x.type()));
+      expect_match({"transpose2", {{"X", x}}, {"Out", "XShape"}, as});
+      const tensor dout = x.type() == dtype::int64 ? labels(out_dims, 1'000'000'000'000LL, 142)
+                                                   : random(out_dims, -1.f, 1.f, 143);
+      expect_match({"transpose2_grad", {{"Out@GRAD", dout}, {"XShape", xs}}, {"X@GRAD"}, as});
+    }
+  }
+}
+
+TEST_P(CudaKernels, ConcatSplitAxesAndWords) {
+  // shape_kernels.cu's copy_blocks (one cudaMemcpy2DAsync per part) on 8-byte INT64 rows and
+  // FP32: axis 0 (outer 1: one row per part), axis -1 (the narrowest blocks), three parts and
+  // an empty one (width 0, skipped), split by num and by sections (with -1 and 0).
+  using ints = std::vector<std::int32_t>;
+  const auto ids = [](const shape_t& dims, unsigned seed) { return labels(dims, 1'000'000'000'000LL, seed); };
+  expect_match({"concat", {{"X", ids({2, 3, 4}, 150)}, {"X", ids({1, 3, 4}, 151)}, {"X", ids({3, 3, 4}, 152)}},
+                {"Out"}, {{"axis", std::int32_t{0}}}});
+  expect_match({"concat",
+                {{"X", ids({2, 3, 1}, 153)}, {"X", ids({2, 3, 4}, 154)}, {"X", ids({2, 3, 0}, 155)},
+                 {"X", ids({2, 3, 2}, 156)}},
+                {"Out"}, {{"axis", std::int32_t{-1}}}});
+  const tensor a = random({2, 3, 1}, -1.f, 1.f, 157), b = random({2, 3, 4}, -1.f, 1.f, 158),
+               c = random({2, 3, 2}, -1.f, 1.f, 159);
+  expect_match({"concat", {{"X", a}, {"X", b}, {"X", c}}, {"Out"}, {{"axis", std::int32_t{-1}}}});
+  expect_match({"concat_grad", {{"X", a}, {"X", b}, {"X", c}, {"Out@GRAD", random({2, 3, 7}, -1.f, 1.f, 160)}},
+                {"X@GRAD", "X@GRAD", "X@GRAD"}, {{"axis", std::int32_t{-1}}}});
+  expect_match({"concat_grad",
+                {{"X", random({2, 3}, -1.f, 1.f, 161)}, {"X", random({4, 3}, -1.f, 1.f, 162)},
+                 {"X", random({1, 3}, -1.f, 1.f, 163)}, {"Out@GRAD", random({7, 3}, -1.f, 1.f, 164)}},
+                {"X@GRAD", "X@GRAD", "X@GRAD"}, {{"axis", std::int32_t{0}}}});
+  struct split_case {
+    shape_t dims;
+    std::int32_t axis, num;
+    ints sections;
+  };
+  for (const split_case& sc : {split_case{{2, 3, 6}, -1, 3, {}}, split_case{{6, 3, 2}, 0, 3, {}},
+                               split_case{{5, 3, 2}, 0, 0, {1, -1, 2}}, split_case{{2, 5, 3}, 1, 0, {2, 0, -1}},
+                               split_case{{2, 3, 5}, -1, 0, {-1, 1, 1}}})
+    for (const tensor& x : {ids(sc.dims, 165), random(sc.dims, -1.f, 1.f, 166)}) {
+      SCOPED_TRACE(to_string(x.type()) + " " + to_string(sc.dims) + " axis " + std::to_string(sc.axis));
+      expect_match({"split", {{"X", x}}, {"Out", "Out", "Out"},
+                    {{"axis", sc.axis}, {"num", sc.num}, {"sections", sc.sections}}});
+    }
+}
+
+TEST_P(CudaKernels, ElementwiseGeometriesAndGradSlots) {
+  // broadcast_maps.hpp over reduce_geometry.hpp's shapes beyond ElementwiseWithBroadcast's:
+  // Y [1] (no kept axis: Y@GRAD one block over every element), an explicit axis != -1, Y's
+  // trailing 1s and X's extent-1 axes dropped; and elementwise_backward with only X@GRAD or
+  // only Y@GRAD bound. Positive inputs: Y@GRAD's sums do not cancel.
+  struct shapes {
+    shape_t x, y;
+    int axis;
+  };
+  for (const shapes& s : {shapes{{4, 5, 6}, {1}, -1}, shapes{{4, 5, 6}, {1}, 0}, shapes{{4, 5, 6}, {5, 6}, 1},
+                          shapes{{4, 5, 6}, {4, 5}, 0}, shapes{{2, 3, 4, 5}, {3, 1}, 1},
+                          shapes{{3, 1, 4}, {1, 4}, 1}, shapes{{3, 1, 4}, {3, 1, 4}, -1}})
+    for (const std::string op : {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div"}) {
+      SCOPED_TRACE(op + " X " + to_string(s.x) + " Y " + to_string(s.y) + " axis " + std::to_string(s.axis));
+      const tensor x = random(s.x, 0.5f, 2.f, 170), y = random(s.y, 0.5f, 2.f, 171);
+      const attrs as = {{"axis", std::int32_t{s.axis}}};
+      expect_match({op, {{"X", x}, {"Y", y}}, {"Out"}, as});
+      named in = {{"X", x}, {"Y", y}, {"Out@GRAD", random(s.x, 0.5f, 1.5f, 172)}};
+      if (op == "elementwise_div") in.push_back({"Out", cpu_outputs(op, {{"X", x}, {"Y", y}}, {"Out"}, as)[0]});
+      expect_match({op + "_grad", in, {"X@GRAD", "Y@GRAD"}, as});
+      expect_match({op + "_grad", in, {"X@GRAD"}, as});
+      expect_match({op + "_grad", in, {"Y@GRAD"}, as});
+    }
+}
+
+TEST_P(CudaKernels, ReduceMeanAxes) {
+  // reduce_kernels.cu's average_plan / broadcast_scaled_map over reduce_all, keep_dim and
+  // negative dims, alternating kept and reduced runs, and X's extent-1 axes (dropped by
+  // reduce_geometry). Positive X: the averages do not cancel.
+  using ints = std::vector<std::int32_t>;
+  for (const auto& [dims, dim, keep, all] : std::vector<std::tuple<shape_t, ints, bool, bool>>{
+           {{6, 7, 8}, {0}, false, true},   // reduce_all: dim ignored, Out [1]
+           {{6, 7, 8}, {1}, true, true},    // reduce_all with keep_dim: Out [1, 1, 1]
+           {{6, 7, 8}, {-1, -3}, true, false},
+           {{6, 7, 8}, {-2}, false, false},
+           {{6, 7, 8}, {-3}, true, false},
+           {{2, 3, 4, 5}, {0, 2}, false, false}, // kept, reduced, kept, reduced, ... runs
+           {{2, 3, 4, 5}, {1, 3}, true, false},
+           {{6, 1, 8}, {1}, false, false},  // reducing an extent-1 axis: a copy
+           {{6, 1, 8}, {0, -1}, true, false}}) {
+    SCOPED_TRACE(to_string(dims) + " dim " + to_string(std::vector<std::int64_t>(dim.begin(), dim.end())) +
+                 (keep ? " keep_dim" : "") + (all ? " reduce_all" : ""));
+    const tensor x = random(dims, 0.5f, 3.f, 180);
+    const attrs as = {{"dim", dim}, {"keep_dim", keep}, {"reduce_all", all}};
+    expect_match({"reduce_mean", {{"X", x}}, {"Out"}, as});
+    const tensor out = cpu_outputs("reduce_mean", {{"X", x}}, {"Out"}, as)[0];
+    expect_match({"reduce_mean_grad", {{"X", x}, {"Out@GRAD", random(out.shape(), -1.f, 1.f, 181)}},
+                  {"X@GRAD"}, as});
+  }
+}
+
+TEST_P(CudaKernels, LanesBeyondOneGrid) {
+  // More lanes than one grid has blocks (65535): the lane loops of softmax_kernel,
+  // softmax_grad_kernel and softmax_xent_kernel stride by gridDim.x; along axis 0 the same
+  // tensor is 3 lanes of 70000 elements (long strided folds).
+  const std::int64_t rows = 70'000, classes = 3;
+  const tensor x = random({rows, classes}, -5.f, 5.f, 190), dout = random({rows, classes}, -1.f, 1.f, 191);
+  for (const std::string op : {"softmax", "log_softmax"})
+    for (const std::int32_t axis : {-1, 0}) {
+      SCOPED_TRACE(op + " axis " + std::to_string(axis));
+      const attrs as = {{"axis", axis}};
+      expect_match({op, {{"X", x}}, {"Out"}, as});
+      const tensor out = cpu_outputs(op, {{"X", x}}, {"Out"}, as)[0];
+      expect_match({op + "_grad", {{"Out", out}, {"Out@GRAD", dout}}, {"X@GRAD"}, as});
+    }
+  tensor hard = labels({rows, 1}, classes, 192);
+  hard.data<std::int64_t>()[rows - 1] = -100; // the grid-stride loop's last row is ignored
+  const tensor soft = random({rows, classes}, 0.f, 1.f, 193);
+  const tensor dloss = random({rows, 1}, 0.5f, 1.5f, 194);
+  for (const bool is_soft : {false, true}) {
+    SCOPED_TRACE(is_soft ? "soft labels" : "hard labels");
+    const attrs as = {{"axis", std::int32_t{-1}}, {"soft_label", is_soft}, {"use_softmax", true},
+                      {"ignore_index", std::int32_t{-100}}, {"numeric_stable_mode", true}};
+    const tensor& label = is_soft ? soft : hard;
+    expect_match({"softmax_with_cross_entropy", {{"Logits", x}, {"Label", label}}, {"Softmax", "Loss"}, as});
+    const tensor sm = cpu_outputs("softmax_with_cross_entropy", {{"Logits", x}, {"Label", label}},
+                                  {"Softmax", "Loss"}, as)[0];
+    expect_match({"softmax_with_cross_entropy_grad", {{"Softmax", sm}, {"Label", label}, {"Loss@GRAD", dloss}},
+                  {"Logits@GRAD"}, as});
+  }
+}
+
+TEST_P(CudaKernels, TopKLanes) {
+  // loss_plans.hpp's top_k_map: k = n (every element inserted, the shifting loop over all),
+  // and top_k_v2 on a middle axis (lanes `inner` apart: l.first(lane, k) and the step), both
+  // orders, with ties (earlier index first). The grads scatter with the CPU forward's Indices.
+  tensor x = random({16, 12}, -1.f, 1.f, 200);
+  for (std::int64_t i = 0; i < x.numel(); i += 5) x.data<float>()[i] = 0.25f;
+  const attrs k_all = {{"k", std::int32_t{12}}};
+  expect_match({"top_k", {{"X", x}}, {"Out", "Indices"}, k_all});
+  const tensor idx = cpu_outputs("top_k", {{"X", x}}, {"Out", "Indices"}, k_all)[1];
+  expect_match({"top_k_grad", {{"X", x}, {"Indices", idx}, {"Out@GRAD", random({16, 12}, -1.f, 1.f, 201)}},
+                {"X@GRAD"}, k_all});
+  tensor x3 = random({4, 12, 5}, -1.f, 1.f, 202);
+  for (std::int64_t i = 0; i < x3.numel(); i += 7) x3.data<float>()[i] = -0.5f;
+  for (const auto& [axis, k] : std::vector<std::pair<std::int32_t, std::int32_t>>{
+           {1, 3}, {1, 12}, {-2, 5}, {0, 4}, {0, 2}, {2, 5}})
+    for (const bool largest : {false, true}) {
+      SCOPED_TRACE("top_k_v2 axis " + std::to_string(axis) + " k " + std::to_string(k) +
+                   (largest ? " largest" : " smallest"));
+      const attrs as = {{"k", k}, {"axis", axis}, {"largest", largest}, {"sorted", true}};
+      expect_match({"top_k_v2", {{"X", x3}}, {"Out", "Indices"}, as});
+      const std::vector<tensor> fwd = cpu_outputs("top_k_v2", {{"X", x3}}, {"Out", "Indices"}, as);
+      expect_match({"top_k_v2_grad",
+                    {{"X", x3}, {"Indices", fwd[1]}, {"Out@GRAD", random(fwd[0].shape(), -1.f, 1.f, 203)}},
+                    {"X@GRAD"}, as});
+    }
+}
+
+TEST_P(CudaKernels, GemmBatchesAndFlattening) {
+  // gemm_kernels.cu over rank-4 batches: equal batch dims (cublasSgemmStridedBatched), a
+  // rank-2 Y shared by every batch entry (the only batch broadcast matmul_v2 accepts:
+  // untransposed X is one GEMM over the stacked rows; transposed X a strided batch with Y
+  // stride 0, whose Y@GRAD sums the batch in the c_stride == 0 loop), and mul flattening at
+  // x_num_col_dims 2 and 3. K <= 20 and positive inputs: no cancelling sums.
+  struct mm {
+    shape_t x, y;
+    bool tx, ty;
+  };
+  for (const mm& m : {mm{{2, 3, 4, 5}, {2, 3, 5, 6}, false, false}, mm{{2, 3, 5, 4}, {2, 3, 6, 5}, true, true},
+                      mm{{2, 3, 4, 5}, {5, 6}, false, false}, mm{{2, 3, 4, 5}, {6, 5}, false, true},
+                      mm{{2, 3, 5, 4}, {5, 6}, true, false}, mm{{2, 3, 5, 4}, {6, 5}, true, true}}) {
+    SCOPED_TRACE(to_string(m.x) + (m.tx ? "^T" : "") + " x " + to_string(m.y) + (m.ty ? "^T" : ""));
+    const tensor x = random(m.x, 0.1f, 1.f, 210), y = random(m.y, 0.1f, 1.f, 211);
+    const attrs v2 = {{"trans_x", m.tx}, {"trans_y", m.ty}};
+    const attrs v1 = {{"transpose_X", m.tx}, {"transpose_Y", m.ty}, {"alpha", 0.5f}};
+    const tensor out = cpu_outputs("matmul_v2", {{"X", x}, {"Y", y}}, {"Out"}, v2)[0];
+    const tensor dout = random(out.shape(), 0.1f, 1.f, 212);
+    for (const auto& [op, as] : std::vector<std::pair<std::string, attrs>>{{"matmul_v2", v2}, {"matmul", v1}}) {
+      expect_match({op, {{"X", x}, {"Y", y}}, {"Out"}, as});
+      expect_match({op + "_grad", {{"X", x}, {"Y", y}, {"Out@GRAD", dout}}, {"X@GRAD", "Y@GRAD"}, as});
+      expect_match({op + "_grad", {{"X", x}, {"Y", y}, {"Out@GRAD", dout}}, {"Y@GRAD"}, as});
+    }
+  }
+  for (const auto& [xd, yd, xn, yn] : std::vector<std::tuple<shape_t, shape_t, std::int32_t, std::int32_t>>{
+           {{2, 3, 4, 5}, {4, 5, 7}, 2, 2}, {{2, 3, 4, 5}, {5, 7}, 3, 1}, {{2, 3, 4, 5}, {20, 7}, 2, 1}}) {
+    SCOPED_TRACE("mul " + to_string(xd) + " at " + std::to_string(xn) + ", " + to_string(yd) + " at " +
+                 std::to_string(yn));
+    const tensor x = random(xd, 0.1f, 1.f, 213), y = random(yd, 0.1f, 1.f, 214);
+    const attrs as = {{"x_num_col_dims", xn}, {"y_num_col_dims", yn}};
+    const tensor out = cpu_outputs("mul", {{"X", x}, {"Y", y}}, {"Out"}, as)[0];
+    expect_match({"mul", {{"X", x}, {"Y", y}}, {"Out"}, as});
+    expect_match({"mul_grad", {{"X", x}, {"Y", y}, {"Out@GRAD", random(out.shape(), 0.1f, 1.f, 215)}},
+                  {"X@GRAD", "Y@GRAD"}, as});
+  }
+}
+
+TEST_P(CudaKernels, FillConstantValues) {
+  // init_dropout_kernels.cu's fill_with: str_value parsed by fill_value (exact INT64 beyond
+  // 2^53, FP32 through double, infinities), a rank-0 shape [] (one element) and an empty one.
+  const std::int32_t fp32 = 5, int64 = 3, int32 = 2;
+  for (const auto& [type, text] : std::vector<std::pair<std::int32_t, std::string>>{
+           {fp32, "0.1"}, {fp32, "-1e-3"}, {fp32, "inf"}, {fp32, "-inf"}, {fp32, "3.4e38"},
+           {int64, "9007199254740993"}, {int64, "-42"}, {int64, "-9223372036854775807"},
+           {int32, "-7"}, {int32, "2147483647"}})
+    for (const shape_t& dims : {shape_t{5, 3}, shape_t{}}) {
+      SCOPED_TRACE("dtype " + std::to_string(type) + " str_value '" + text + "' shape " + to_string(dims));
+      expect_match({"fill_constant", {}, {"Out"},
+                    {{"dtype", type}, {"shape", std::vector<std::int64_t>(dims.begin(), dims.end())},
+                     {"value", 3.f}, {"str_value", text}}});
+    }
+  for (const std::int32_t type : {fp32, int64, int32})
+    for (const std::vector<std::int64_t>& dims : {std::vector<std::int64_t>{}, std::vector<std::int64_t>{0, 4}}) {
+      SCOPED_TRACE("dtype " + std::to_string(type) + " shape of rank " + std::to_string(dims.size()));
+      expect_match({"fill_constant", {}, {"Out"},
+                    {{"dtype", type}, {"shape", dims}, {"value", -2.f}, {"str_value", std::string()}}});
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Target, CudaKernels, ::testing::Values(place::kind::gpu, place::kind::cpu),
