@@ -219,7 +219,11 @@ save "$logs/gpu_trace.json"
 # 6. The GPU benchmark.
 if [[ -x $build/bench/gpu_bench ]]; then
   limited 240 "$build/bench/gpu_bench" >"$logs/gpu_bench.log" 2>&1
-  stage gpu-bench $?
+  status=$?
+  # Without a GPU the benchmark says so and exits 0; here, where nvidia-smi lists one, that
+  # means it measured nothing.
+  grep -q "^gpu_bench: no GPU" "$logs/gpu_bench.log" && status=1
+  stage gpu-bench $status
   cat "$logs/gpu_bench.log"
 else
   echo "gpu_check: no GPU benchmark in this build"
