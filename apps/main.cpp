@@ -1,4 +1,4 @@
-// pe-actor-run: trains a Paddle ProgramDesc (or the built-in MLP), or runs an inference model
+// pe-actor-run: trains a Paddle ProgramDesc (or a built-in MLP or CNN), or runs an inference model
 // (--infer). See --help.
 #include <exception>
 #include <iostream>

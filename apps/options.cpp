@@ -126,7 +126,7 @@ po::options_description describe() {
   const auto cores = std::to_string(core_count());
   po::options_description d(
     "Usage: pe-actor-run [options]\n"
-    "Trains a Paddle ProgramDesc (or the built-in MLP) data-parallel on CPU or GPU places\n"
+    "Trains a Paddle ProgramDesc (or a built-in MLP or CNN) data-parallel on CPU or GPU places\n"
     "with the actor executor (or on one place with the reference executor), or with --infer\n"
     "runs an inference model on .npy inputs. An error prints one line\n"
     "starting with \"pe-actor-run: error:\" and exits with status 2; hazards that\n"
