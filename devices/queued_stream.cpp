@@ -62,7 +62,7 @@ bool stream_record::wait_reached() const {
 bool stream_record::query() const {
   if (stopped_->load()) return true;
   if (!reached()) return false;
-  if (failed()) return true;
+  if (marker_ == nullptr) return true; // failed or dropped before anything was recorded
   std::string message;
   switch (backend_->query(marker_, message)) {
     case stream_backend::state::pending: return false;
@@ -78,7 +78,7 @@ bool stream_record::query() const {
 }
 
 bool stream_record::synchronize() const {
-  if (!wait_reached() || failed()) return false;
+  if (!wait_reached() || marker_ == nullptr) return false;
   // Poll rather than block in the device runtime: a stop (a dead peer, a destroyed
   // executor) must end the wait even when the device never finishes.
   const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
@@ -149,7 +149,7 @@ void queued_stream::stop() {
   }
   // Records never reached count as failed, so that their waiters return.
   for (item& it : dropped)
-    if (it.type == item::what::record) it.rec->reach(nullptr, true);
+    if (it.type == item::what::record || it.type == item::what::drain) it.rec->reach(nullptr, true);
   drop_spans();
 }
 
@@ -157,7 +157,7 @@ void queued_stream::push(item it) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     if (stopped_->load()) {
-      if (it.type == item::what::record) it.rec->reach(nullptr, true);
+      if (it.type == item::what::record || it.type == item::what::drain) it.rec->reach(nullptr, true);
       return; // a stopped stream drops work, as it dropped what was queued
     }
     queue_.push_back(std::move(it));
@@ -221,7 +221,7 @@ void queued_stream::wait(const event& e) {
 
 bool queued_stream::synchronize() {
   item it;
-  it.type = item::what::record;
+  it.type = item::what::drain;
   it.rec = new_record();
   auto r = it.rec;
   push(std::move(it));
@@ -265,6 +265,19 @@ void queued_stream::execute(item& it) {
         return;
       }
       it.rec->reach(m, false);
+      return;
+    }
+    case item::what::drain: {
+      // A marker even on a failed stream: the device still runs what was launched before the
+      // failure, and whoever synchronizes (run() after a failed step, then host_value, a
+      // checkpoint, the next step) must not read or reuse its memory before that has ended.
+      stream_backend::marker m = nullptr;
+      try {
+        m = backend_->record();
+      } catch (const std::exception& x) {
+        fail(x.what());
+      }
+      it.rec->reach(m, failed_.load() || m == nullptr);
       return;
     }
     case item::what::wait: {

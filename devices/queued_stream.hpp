@@ -86,13 +86,15 @@ class stream_record {
   /// The captured work failed (or its stream stopped before reaching the record).
   bool failed() const { return failed_.load(std::memory_order_acquire) || stopped_->load(); }
 
-  /// The marker; null when failed. Valid once reached().
+  /// The marker; null when failed, except for a drain's (after the work of a failed
+  /// stream). Valid once reached().
   stream_backend::marker handle() const { return marker_; }
 
   /// "the compute stream of gpu:0".
   std::string origin() const { return backend_->describe(); }
 
-  /// Non-blocking: reached and (failed, stopped, or the device finished the work).
+  /// Non-blocking: reached and (stopped, failed before anything was recorded, or the device
+  /// finished the work).
   bool query() const;
 
   /// Blocks (polling, so that a stop ends it) until the work finished; false when it
@@ -171,7 +173,8 @@ class queued_stream : public stream {
 
  private:
   struct item {
-    enum class what { work, always, record, wait } type = what::work;
+    /// drain: synchronize()'s record, made even on a failed stream (see execute()).
+    enum class what { work, always, record, wait, drain } type = what::work;
     task work;
     std::function<void(bool failed)> always;
     span_sink timed;                    // work, always: told the device span

@@ -7,9 +7,11 @@
 // clock, collectives' joined over their ranks, and pass the hazard checker. Runs everywhere;
 // what only a real GPU shows is in the gpu_* tests.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -106,6 +108,33 @@ TEST_F(HostGpuExecutor, AKernelErrorOnASimulatedGpuReachesTheCallerAndTheExecuto
   const auto a = after.values<float>(), b = before.values<float>();
   EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())); // nothing was updated
   EXPECT_NO_THROW(exe.run(good, {m.loss}));
+}
+
+TEST_F(HostGpuExecutor, AFailedStepReturnsOnlyOnceTheDeviceFinishedWhatItHadLaunched) {
+  // A GPU runs kernels after their launch code returned. The simulated device here finishes
+  // each piece of work a millisecond after its launch: run() must not return, even when a
+  // launch failed, while the device still runs the step's earlier work, which the next
+  // host_value, set_persistable or step would race with.
+  parallel_executor exe({place::gpu(0, 0), place::gpu(1, 0)}, m.startup, m.main);
+  testing::set_simulated_device_lag(std::chrono::milliseconds(1));
+  struct no_lag_after {
+    ~no_lag_after() { testing::set_simulated_device_lag(std::chrono::nanoseconds(0)); }
+  } restore;
+  exe.run(feed(1), {m.loss});
+  EXPECT_TRUE(testing::simulated_devices_idle()) << "a step returned before its device work finished";
+  feed_map bad = feed(2);
+  bad[m.label].values<std::int64_t>()[20] = 9; // out of range for 4 classes: place 1's loss launch throws
+  trace_recorder recorder;
+  exe.trace(&recorder);
+  EXPECT_THROW(exe.run(bad, {m.loss}), error);
+  EXPECT_TRUE(testing::simulated_devices_idle()) << "run() threw while the failed step's work still ran";
+  const std::size_t told = recorder.events().size();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(recorder.events().size(), told) << "trace spans were told after run() returned";
+  exe.trace(nullptr);
+  EXPECT_NO_THROW((void)exe.host_value("fc_0.w_0", 1));
+  EXPECT_NO_THROW(exe.run(feed(3), {m.loss}));
+  EXPECT_TRUE(testing::simulated_devices_idle());
 }
 
 TEST_F(HostGpuExecutor, TracedSpansComeFromTheDeviceClockAndPassTheHazardChecker) {

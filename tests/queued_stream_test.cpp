@@ -238,6 +238,28 @@ TEST(QueuedStream, SynchronizeWaitsForTheDeviceNotOnlyForTheLaunches) {
   EXPECT_TRUE(e.query());
 }
 
+TEST(QueuedStream, SynchronizeAfterAFailureStillWaitsForTheWorkLaunchedBeforeIt) {
+  // The device runs what was launched before a task threw: run() after a failed step must
+  // not return (and let the caller read or reuse memory) while that is still running.
+  fake_device dev;
+  dev.hold = true;
+  auto s = make(dev, "s");
+  s.stream->enqueue([] {});
+  s.stream->enqueue([] { throw error("launch refused"); });
+  s.stream->enqueue([] { ADD_FAILURE() << "work after a failure ran"; });
+  std::atomic<bool> returned{false}, result{true};
+  std::thread waiter([&] {
+    result = s.stream->synchronize();
+    returned = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(returned); // failed, but the device has not finished the first launch
+  dev.finish_all();
+  waiter.join();
+  EXPECT_FALSE(result);
+  EXPECT_EQ(s.stream->error(), std::optional<std::string>("launch refused"));
+}
+
 TEST(QueuedStream, ADeviceErrorFailsSynchronizeAndNamesTheStream) {
   fake_device dev;
   dev.hold = true;

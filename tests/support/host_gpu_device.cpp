@@ -1,6 +1,8 @@
 #include "tests/support/host_gpu_device.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "collectives/communicators.hpp"
@@ -16,24 +18,42 @@ namespace pe::testing {
 namespace {
 
 std::atomic<int> spans_read_count{0};
+/// set_simulated_device_lag's lag, and the steady time by which the simulated devices will
+/// have finished everything recorded so far.
+std::atomic<std::int64_t> lag_ns{0};
+std::atomic<std::int64_t> idle_from_ns{0};
 
-/// A marker of the simulated device: complete at once, stamped when recorded.
+/// A marker of the simulated device: the steady time the device finishes the work before it.
 struct host_marker {
-  std::int64_t stamp_ns = 0;
+  std::int64_t ready_ns = 0;
 };
 
 class host_backend final : public stream_backend {
  public:
   explicit host_backend(std::string name) : name_(std::move(name)) {}
 
-  marker record() override { return new host_marker{steady_ns()}; }
+  /// The work before it ran at launch; the device "finishes" it `lag` after the later of
+  /// now and what this stream already had to finish or wait for.
+  marker record() override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    ready_ns_ = std::max(ready_ns_, steady_ns()) + lag_ns.load();
+    std::int64_t idle = idle_from_ns.load();
+    while (idle < ready_ns_ && !idle_from_ns.compare_exchange_weak(idle, ready_ns_)) {
+    }
+    return new host_marker{ready_ns_};
+  }
   marker record_timed() override { return record(); }
-  void wait(marker) override {} // the waited-for work ran before its record was reached
-  state query(marker, std::string&) override { return state::done; }
+  void wait(marker m) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    ready_ns_ = std::max(ready_ns_, static_cast<host_marker*>(m)->ready_ns);
+  }
+  state query(marker m, std::string&) override {
+    return steady_ns() >= static_cast<host_marker*>(m)->ready_ns ? state::done : state::pending;
+  }
   void release(marker m) override { delete static_cast<host_marker*>(m); }
   stream::work_span take_span(marker begin, marker end) override {
-    const stream::work_span span{static_cast<host_marker*>(begin)->stamp_ns,
-                                 static_cast<host_marker*>(end)->stamp_ns};
+    const stream::work_span span{static_cast<host_marker*>(begin)->ready_ns,
+                                 static_cast<host_marker*>(end)->ready_ns};
     release(begin);
     release(end);
     ++spans_read_count;
@@ -43,6 +63,8 @@ class host_backend final : public stream_backend {
 
  private:
   std::string name_;
+  std::mutex mutex_;
+  std::int64_t ready_ns_ = 0; // guarded by mutex_
 };
 
 } // namespace
@@ -81,6 +103,14 @@ void host_gpu_device::stop() {
 
 int host_gpu_device::spans_read() {
   return spans_read_count.load();
+}
+
+void set_simulated_device_lag(std::chrono::nanoseconds lag) {
+  lag_ns.store(lag.count());
+}
+
+bool simulated_devices_idle() {
+  return steady_ns() >= idle_from_ns.load();
 }
 
 namespace {

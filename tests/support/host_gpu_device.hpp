@@ -2,6 +2,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <memory>
 
 #include "devices/device.hpp"
@@ -14,11 +15,14 @@ namespace pe::testing {
 /// stream with the compute stream waiting on an event, the loss-gradient scale and fetches
 /// as device copies (step_node::transfer_work), host_value(), and device-timed trace spans.
 ///
-/// Its streams are queued_streams, the GPU places' host side, over a backend whose "device"
-/// has done the work by the time the launch code returns: the launch code runs the CPU
-/// kernels (kernel_kind() is cpu) on host memory, markers are complete when recorded, and
-/// timed markers are stamped with the host's steady clock then. What it cannot show is what
-/// only a GPU does: kernels running after their launch, device memory, the CUDA calls.
+/// Its streams are queued_streams, the GPU places' host side, over a backend whose launch
+/// code runs the CPU kernels (kernel_kind() is cpu) on host memory. By default the "device"
+/// has finished the work when the launch code returns: markers are complete when recorded,
+/// and timed markers carry the host's steady time then. With set_simulated_device_lag, the
+/// device reports the work finished only a while after its launch, as a GPU does, so that
+/// tests see whether the host waits for it (simulated_devices_idle). What it cannot show is
+/// what only a GPU does: data still being written after the launch, device memory, the CUDA
+/// calls.
 class host_gpu_device final : public device {
  public:
   /// `where` must be a GPU place.
@@ -41,6 +45,14 @@ class host_gpu_device final : public device {
   place place_;
   std::array<std::unique_ptr<queued_stream>, 3> streams_; // by stream_kind
 };
+
+/// Makes every simulated device report work finished `lag` after its launch (and after
+/// what its stream waited for); 0, the default: at once. The work itself still runs at
+/// launch, so results are unchanged.
+void set_simulated_device_lag(std::chrono::nanoseconds lag);
+
+/// Whether the simulated devices have finished (by their lag) all work recorded so far.
+bool simulated_devices_idle();
 
 /// Makes GPU places of this process open as host_gpu_devices (register_device), and
 /// several of them exchange through the GPU collectives' meeting (collective_rendezvous, as
