@@ -27,6 +27,15 @@ std::string loss_gradient(const proto::ProgramDesc& main) {
   return loss.empty() ? "" : grad_name(loss);
 }
 
+/// Waits for the copies on `copies`; on a failure throws `what` + its error, leaving the
+/// stream usable for the next step (its error cleared).
+void finish_copies(stream& copies, const std::string& what) {
+  if (copies.synchronize()) return;
+  const std::string why = copies.error().value_or("the copy stream stopped");
+  copies.clear_error();
+  throw error(what + why);
+}
+
 /// Copies each (name, value) into the scopes of places [first, last) through their devices'
 /// copy streams and waits for the copies; `what` starts the error message.
 void copy_to_places(executor_runtime& rt, std::size_t first,
@@ -36,9 +45,7 @@ void copy_to_places(executor_runtime& rt, std::size_t first,
     device& d = *rt.devices[p];
     stream& copies = d.get_stream(stream_kind::copy);
     for (const auto& [name, value] : vars) d.copy(copies, rt.scopes[p]->var(name), *value);
-    if (!copies.synchronize())
-      throw error(what + to_string(d.where()) + ": " +
-                  copies.error().value_or("the copy stream stopped"));
+    finish_copies(copies, what + to_string(d.where()) + ": ");
   }
 }
 
@@ -179,6 +186,8 @@ void parallel_executor::set_persistable(const std::string& name, const tensor& v
                    [&name](const auto& v) { return v.persistable() && v.name() == name; }))
     throw error("parallel_executor::set_persistable: '" + name +
                 "' is not a persistable variable of the program");
+  if (!value.initialized())
+    throw error("parallel_executor::set_persistable: the value given for '" + name + "' holds no data");
   std::lock_guard<std::mutex> guard(state_->mutex);
   if (state_->active_runs > 0) throw error("parallel_executor::set_persistable: a step is running");
   copy_to_places(*runtime_, 0, {{name, &value}}, "copying '" + name + "' to ");
@@ -233,11 +242,7 @@ tensor parallel_executor::host_value(const std::string& name, int p) const {
   tensor host; // uninitialised: the copy brings the value to the host
   stream& copies = d.get_stream(stream_kind::copy);
   d.copy(copies, host, value);
-  if (!copies.synchronize()) {
-    const std::string why = copies.error().value_or("the copy stream stopped");
-    copies.clear_error();
-    throw error("reading '" + name + "' from " + to_string(d.where()) + ": " + why);
-  }
+  finish_copies(copies, "reading '" + name + "' from " + to_string(d.where()) + ": ");
   return host;
 }
 

@@ -135,6 +135,10 @@ TEST_F(HostGpuExecutor, AFailedStepReturnsOnlyOnceTheDeviceFinishedWhatItHadLaun
   EXPECT_NO_THROW((void)exe.host_value("fc_0.w_0", 1));
   EXPECT_NO_THROW(exe.run(feed(3), {m.loss}));
   EXPECT_TRUE(testing::simulated_devices_idle());
+  // A value that cannot be copied in is refused, and leaves no error behind for the next step.
+  EXPECT_THROW(exe.set_persistable("fc_0.w_0", tensor()), error);
+  EXPECT_NO_THROW(exe.set_persistable("fc_0.w_0", exe.host_value("fc_0.w_0", 0)));
+  EXPECT_NO_THROW(exe.run(feed(4), {m.loss}));
 }
 
 TEST_F(HostGpuExecutor, TracedSpansComeFromTheDeviceClockAndPassTheHazardChecker) {

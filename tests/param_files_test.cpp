@@ -345,6 +345,8 @@ TEST(ParamFilesTraining, SetPersistableRejectsOtherVariables) {
             }),
             "parallel_executor::set_persistable: 'fc_0.tmp_0' is not a persistable variable of "
             "the program");
+  EXPECT_EQ(error_of([&] { exec.set_persistable("fc_0.w_0", tensor()); }),
+            "parallel_executor::set_persistable: the value given for 'fc_0.w_0' holds no data");
 }
 
 } // namespace
