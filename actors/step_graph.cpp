@@ -24,6 +24,7 @@ void step_inputs::reset(std::size_t fetches, std::size_t places) {
   std::lock_guard<std::mutex> guard(mutex_);
   error_.reset();
   fetched.assign(fetches, std::vector<tensor>(places));
+  loss_scale_sources.assign(places, tensor());
 }
 
 // --- step_node -------------------------------------------------------------------------
@@ -65,9 +66,10 @@ stream::task step_node::transfer_work(device& d, stream& on, step_inputs& in) {
     return d.copy_work(on, out, *slots_[0][0]);
   }
   if (in.loss_scale.empty()) return [] {}; // customized: the user fed loss@GRAD
-  auto scale = std::make_shared<tensor>(dtype::fp32, shape_);
-  std::fill_n(scale->data<float>(), scale->numel(), in.loss_scale[static_cast<std::size_t>(place)]);
-  return [copy = d.copy_work(on, *slots_[0][0], *scale), scale] { copy(); };
+  tensor& scale = in.loss_scale_sources.at(static_cast<std::size_t>(place)); // this place's alone
+  scale = tensor(dtype::fp32, shape_);
+  std::fill_n(scale.data<float>(), scale.numel(), in.loss_scale[static_cast<std::size_t>(place)]);
+  return d.copy_work(on, *slots_[0][0], scale);
 }
 
 collective_call step_node::call() const {

@@ -21,6 +21,9 @@ namespace pe {
 /// ends, except where atomic.
 struct step_inputs {
   std::vector<float> loss_scale;                 ///< [place]; empty: the user feeds loss@GRAD
+  /// [place]: the host values a GPU place's loss gradient is copied from, kept until the
+  /// step's end (the device may read them after the copy's launch returned).
+  std::vector<tensor> loss_scale_sources;
   std::vector<std::vector<tensor>> fetched;      ///< [fetch index][place]
   std::atomic<bool> cancelled{false};
 

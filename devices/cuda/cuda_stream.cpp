@@ -1,5 +1,8 @@
 #include "devices/cuda/cuda_stream.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include "devices/cuda/cuda_check.hpp"
 #include "devices/cuda/cuda_memory.hpp"
 #include "devices/error.hpp"
@@ -13,6 +16,13 @@ cuda_stream_backend::cuda_stream_backend(place where, stream_kind kind,
 
 cuda_stream_backend::~cuda_stream_backend() {
   if (handle_ == nullptr) return;
+  // Work still on the stream (an executor destroyed right after a failed step) may use
+  // memory the allocator frees once this stream no longer takes part in its fences: let it
+  // finish first, for at most 10 s, so that a device that never finishes (a collective whose
+  // peer died) cannot hang the teardown.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (cudaStreamQuery(handle_) == cudaErrorNotReady && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
   untrack_stream(this);
   if (!library_states_.empty()) {
     // Library handles are released on their device (cublasDestroy and cudnnDestroy wait for
