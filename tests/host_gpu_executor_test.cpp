@@ -4,7 +4,8 @@
 // stream, the loss-gradient scale and fetches as device copies, host_value(), a kernel
 // error and a --check-nan-inf failure reaching the caller, logical places exchanging through the GPU collectives' meeting
 // (collective_rendezvous, sums on the host), and traces whose spans come from the device
-// clock, collectives' joined over their ranks, and pass the hazard checker. Runs everywhere;
+// clock, collectives' joined over their ranks, and pass the hazard checker; with the device
+// lagging behind the launches, steps (failed ones too) end with it idle. Runs everywhere;
 // what only a real GPU shows is in the gpu_* tests.
 #include <algorithm>
 #include <chrono>
@@ -186,8 +187,14 @@ TEST_F(HostGpuExecutor, CheckNanInfOnSimulatedGpuPlacesNamesTheOpPlaceAndVariabl
 }
 
 TEST_F(HostGpuExecutor, LogicalPlacesExchangeThroughTheGpuCollectivesMeetingAsCpuPlacesDo) {
+  struct no_lag_after {
+    ~no_lag_after() { testing::set_simulated_device_lag(std::chrono::nanoseconds(0)); }
+  } restore;
   for (auto mode : {build_strategy::reduce_mode::all_reduce, build_strategy::reduce_mode::reduce}) {
     SCOPED_TRACE(mode == build_strategy::reduce_mode::reduce ? "reduce mode" : "all-reduce mode");
+    // In reduce mode the simulated devices lag: every step must still end with them idle.
+    const bool lag = mode == build_strategy::reduce_mode::reduce;
+    testing::set_simulated_device_lag(std::chrono::microseconds(lag ? 200 : 0));
     build_strategy build;
     build.reduce = mode;
     parallel_executor gpus(two_places(place::kind::gpu), m.startup, m.main, build);
@@ -196,6 +203,7 @@ TEST_F(HostGpuExecutor, LogicalPlacesExchangeThroughTheGpuCollectivesMeetingAsCp
       const float want = cpus.run(feed(300 + s), {m.loss})[0].values<float>()[0];
       const float got = gpus.run(feed(300 + s), {m.loss})[0].values<float>()[0];
       EXPECT_NEAR(got, want, 1e-6f * std::abs(want)) << "step " << s;
+      EXPECT_TRUE(testing::simulated_devices_idle()) << "step " << s << " returned before its device work ended";
     }
     for (int p = 0; p < 2; ++p) {
       const tensor got = gpus.host_value("fc_1.w_0", p);
@@ -220,14 +228,21 @@ TEST_F(HostGpuExecutor, TheCnnOnTwoSimulatedGpuPlacesTrainsAsOnTwoCpuPlacesUnder
     std::copy_n(b.image.values<float>().begin(), image.numel(), image.values<float>().begin());
     return feed_map{{cnn.image, image}, {cnn.label, b.label}};
   };
+  struct no_lag_after {
+    ~no_lag_after() { testing::set_simulated_device_lag(std::chrono::nanoseconds(0)); }
+  } restore;
   for (sync_mode sync : {sync_mode::event, sync_mode::wait}) {
     SCOPED_TRACE(sync == sync_mode::event ? "--sync event" : "--sync wait");
+    // Under --sync wait the simulated devices lag: op actors then block on work the device
+    // has not finished yet, as on a GPU.
+    testing::set_simulated_device_lag(std::chrono::microseconds(sync == sync_mode::wait ? 100 : 0));
     parallel_executor gpus(two_places(place::kind::gpu), cnn.startup, cnn.main, {}, {1, sync});
     parallel_executor cpus(two_places(place::kind::cpu), cnn.startup, cnn.main, {}, {1, sync});
     for (int s = 0; s < 4; ++s) {
       const float want = cpus.run(images(90 + s), {cnn.loss})[0].values<float>()[0];
       const float got = gpus.run(images(90 + s), {cnn.loss})[0].values<float>()[0];
       EXPECT_NEAR(got, want, 1e-5f * std::max(1.f, std::abs(want))) << "step " << s;
+      EXPECT_TRUE(testing::simulated_devices_idle()) << "step " << s << " returned before its device work ended";
     }
     int statistics = 0; // scale, bias, mean and variance of both batch_norms
     for (const auto& v : cnn.main.blocks(0).vars()) {
