@@ -35,6 +35,8 @@ namespace {
 class HostGpuExecutor : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { testing::simulate_gpu_places(); }
+  /// Tests that make the simulated devices lag leave them as they found them.
+  void TearDown() override { testing::set_simulated_device_lag(std::chrono::nanoseconds(0)); }
 
   model_programs m = [] {
     mlp_config c;
@@ -118,9 +120,6 @@ TEST_F(HostGpuExecutor, AFailedStepReturnsOnlyOnceTheDeviceFinishedWhatItHadLaun
   // host_value, set_persistable or step would race with.
   parallel_executor exe({place::gpu(0, 0), place::gpu(1, 0)}, m.startup, m.main);
   testing::set_simulated_device_lag(std::chrono::milliseconds(1));
-  struct no_lag_after {
-    ~no_lag_after() { testing::set_simulated_device_lag(std::chrono::nanoseconds(0)); }
-  } restore;
   exe.run(feed(1), {m.loss});
   EXPECT_TRUE(testing::simulated_devices_idle()) << "a step returned before its device work finished";
   feed_map bad = feed(2);
@@ -143,6 +142,8 @@ TEST_F(HostGpuExecutor, AFailedStepReturnsOnlyOnceTheDeviceFinishedWhatItHadLaun
 }
 
 TEST_F(HostGpuExecutor, TracedSpansComeFromTheDeviceClockAndPassTheHazardChecker) {
+  // The device finishes each piece of work 300 us after its launch: spans are its times.
+  testing::set_simulated_device_lag(std::chrono::microseconds(300));
   parallel_executor exe({place::gpu(0)}, m.startup, m.main);
   const auto [events, spans_read] = traced_run(exe, 2, 4, 5, 40);
   // Every firing of steps 2..4, each span read from the device's markers by its stream.
@@ -187,9 +188,6 @@ TEST_F(HostGpuExecutor, CheckNanInfOnSimulatedGpuPlacesNamesTheOpPlaceAndVariabl
 }
 
 TEST_F(HostGpuExecutor, LogicalPlacesExchangeThroughTheGpuCollectivesMeetingAsCpuPlacesDo) {
-  struct no_lag_after {
-    ~no_lag_after() { testing::set_simulated_device_lag(std::chrono::nanoseconds(0)); }
-  } restore;
   for (auto mode : {build_strategy::reduce_mode::all_reduce, build_strategy::reduce_mode::reduce}) {
     SCOPED_TRACE(mode == build_strategy::reduce_mode::reduce ? "reduce mode" : "all-reduce mode");
     // In reduce mode the simulated devices lag: every step must still end with them idle.
@@ -228,9 +226,6 @@ TEST_F(HostGpuExecutor, TheCnnOnTwoSimulatedGpuPlacesTrainsAsOnTwoCpuPlacesUnder
     std::copy_n(b.image.values<float>().begin(), image.numel(), image.values<float>().begin());
     return feed_map{{cnn.image, image}, {cnn.label, b.label}};
   };
-  struct no_lag_after {
-    ~no_lag_after() { testing::set_simulated_device_lag(std::chrono::nanoseconds(0)); }
-  } restore;
   for (sync_mode sync : {sync_mode::event, sync_mode::wait}) {
     SCOPED_TRACE(sync == sync_mode::event ? "--sync event" : "--sync wait");
     // Under --sync wait the simulated devices lag: op actors then block on work the device
@@ -258,6 +253,7 @@ TEST_F(HostGpuExecutor, TheCnnOnTwoSimulatedGpuPlacesTrainsAsOnTwoCpuPlacesUnder
 }
 
 TEST_F(HostGpuExecutor, ATimedCollectiveJoinsItsRanksDeviceSpansAndTheHazardCheckerPasses) {
+  testing::set_simulated_device_lag(std::chrono::microseconds(300));
   parallel_executor exe(two_places(place::kind::gpu), m.startup, m.main);
   const auto [events, spans_read] = traced_run(exe, 2, 3, 4, 60);
   ASSERT_EQ(events.size(), 2 * exe.graph().ops.size());
