@@ -251,33 +251,24 @@ void queued_stream::fail(std::string message) {
 
 void queued_stream::execute(item& it) {
   switch (it.type) {
-    case item::what::record: {
-      if (failed_.load()) {
-        it.rec->reach(nullptr, true);
-        return;
-      }
-      stream_backend::marker m = nullptr;
-      try {
-        m = backend_->record();
-      } catch (const std::exception& x) {
-        fail(x.what());
-        it.rec->reach(nullptr, true);
-        return;
-      }
-      it.rec->reach(m, false);
-      return;
-    }
+    case item::what::record:
     case item::what::drain: {
-      // A marker even on a failed stream: the device still runs what was launched before the
-      // failure, and whoever synchronizes (run() after a failed step, then host_value, a
-      // checkpoint, the next step) must not read or reuse its memory before that has ended.
+      // A drain records even on a failed stream: the device still runs what was launched
+      // before the failure, and whoever synchronizes (run() after a failed step, then
+      // host_value, a checkpoint, the next step) must not read or reuse its memory before
+      // that has ended. A plain record on a failed stream marks nothing.
+      const bool drain = it.type == item::what::drain;
+      if (!drain && failed_.load()) {
+        it.rec->reach(nullptr, true);
+        return;
+      }
       stream_backend::marker m = nullptr;
       try {
         m = backend_->record();
       } catch (const std::exception& x) {
         fail(x.what());
       }
-      it.rec->reach(m, failed_.load() || m == nullptr);
+      it.rec->reach(m, drain && failed_.load()); // failed as well when m is null
       return;
     }
     case item::what::wait: {
