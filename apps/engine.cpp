@@ -92,6 +92,8 @@ std::unique_ptr<process_group> join_job(const run_options& o, const model_progra
   g.fingerprint = {
       {"build", PE_BUILD_ID},
       {"places per process", std::to_string(o.places.size())},
+      // CPU and GPU processes would build different communicators and never meet in them.
+      {"place kind", o.places.front().type == place::kind::gpu ? "gpu" : "cpu"},
       {"--batch-size", std::to_string(o.batch_size)},
       {"--steps/--epochs", o.epochs ? std::to_string(*o.epochs) + " epochs" : std::to_string(o.steps)},
       {"--model", o.model},

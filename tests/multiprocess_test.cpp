@@ -6,130 +6,25 @@
 #include <chrono>
 #include <csignal>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
-#include <optional>
-#include <spawn.h>
 #include <string>
-#include <thread>
 #include <vector>
-
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "idx_files.hpp"
-#include "support/free_port.hpp"
+#include "support/job.hpp"
 #include "support/process.hpp"
-
-extern char** environ;
 
 namespace {
 
 using namespace std::chrono_literals;
-using pe::testing::free_port;
+using pe::testing::job;
+using pe::testing::losses;
+using pe::testing::rank_process;
 using pe::testing::temp_dir;
-
-/// One pe-actor-run process of a job, its output in files; killed and reaped when dropped.
-class rank_process {
- public:
-  rank_process(const std::vector<std::string>& args, const std::string& out, const std::string& err,
-               const std::string& binary = PE_RUN_BINARY)
-      : out_(out), err_(err) {
-    std::vector<std::string> words{binary};
-    words.insert(words.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& w : words) argv.push_back(w.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t files;
-    posix_spawn_file_actions_init(&files);
-    posix_spawn_file_actions_addopen(&files, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&files, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (posix_spawn(&pid_, argv[0], &files, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&files);
-  }
-  ~rank_process() {
-    if (!status_ && pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  pid_t pid() const { return pid_; }
-
-  /// The exit status (128 + signal when killed), or nullopt while still running after `limit`.
-  std::optional<int> wait(std::chrono::milliseconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!status_ && pid_ > 0) {
-      int s = 0;
-      if (::waitpid(pid_, &s, WNOHANG) == pid_) status_ = WIFEXITED(s) ? WEXITSTATUS(s) : 128 + WTERMSIG(s);
-      else if (std::chrono::steady_clock::now() > deadline) break;
-      else std::this_thread::sleep_for(20ms);
-    }
-    return status_;
-  }
-
-  std::string out() const { return pe::testing::slurp(out_); }
-  std::string err() const { return pe::testing::slurp(err_); }
-
-  /// Waits (bounded) until the output contains `text`.
-  bool printed(const std::string& text, std::chrono::milliseconds limit) const {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (out().find(text) != std::string::npos) return true;
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::optional<int> status_;
-  std::string out_, err_;
-};
-
-/// A job of `n` processes with the same flags (plus `extra[r]` for rank r).
-struct job {
-  job(const temp_dir& dir, int n, const std::vector<std::string>& flags,
-      const std::vector<std::vector<std::string>>& extra = {}) {
-    const std::string master = "127.0.0.1:" + std::to_string(free_port());
-    for (int r = 0; r < n; ++r) {
-      std::vector<std::string> args = flags;
-      args.insert(args.end(), {"--nnodes", std::to_string(n), "--node-rank", std::to_string(r),
-                               "--master", master});
-      if (static_cast<std::size_t>(r) < extra.size())
-        args.insert(args.end(), extra[r].begin(), extra[r].end());
-      ranks.push_back(std::make_unique<rank_process>(args, dir.file("out" + std::to_string(r)),
-                                                     dir.file("err" + std::to_string(r))));
-    }
-  }
-
-  /// Every rank's standard error, each under a "-- rank r" line: for failure messages.
-  std::string errors() const {
-    std::string all;
-    for (std::size_t r = 0; r < ranks.size(); ++r) all += "-- rank " + std::to_string(r) + "\n" + ranks[r]->err();
-    return all;
-  }
-
-  /// Every rank's exit status (nullopt: still running after the limit).
-  std::vector<std::optional<int>> wait(std::chrono::milliseconds limit = 120s) {
-    std::vector<std::optional<int>> out;
-    for (auto& r : ranks) out.push_back(r->wait(limit));
-    return out;
-  }
-
-  std::vector<std::unique_ptr<rank_process>> ranks;
-};
-
-std::vector<double> losses(const std::string& metrics_file) {
-  std::ifstream in(metrics_file);
-  std::vector<double> out;
-  if (!in) return out;
-  const auto metrics = nlohmann::json::parse(in);
-  for (const auto& s : metrics.at("steps")) out.push_back(s.at("loss").get<double>());
-  return out;
-}
+using pe::testing::words;
 
 /// The same training in one process over `places` places.
 std::vector<double> one_process(const temp_dir& dir, const std::string& flags, const std::string& places) {
@@ -137,21 +32,6 @@ std::vector<double> one_process(const temp_dir& dir, const std::string& flags, c
                                                      dir.file("single.json"), dir.path());
   EXPECT_EQ(r.status, 0) << r.err;
   return losses(dir.file("single.json"));
-}
-
-std::vector<std::string> words(const std::string& text) {
-  std::vector<std::string> out;
-  std::string w;
-  for (char c : text) {
-    if (c == ' ') {
-      if (!w.empty()) out.push_back(w);
-      w.clear();
-    } else {
-      w += c;
-    }
-  }
-  if (!w.empty()) out.push_back(w);
-  return out;
 }
 
 /// The last loss of the summary every rank prints: "trained 12 steps ...: loss 3 -> 2.36857, ..."

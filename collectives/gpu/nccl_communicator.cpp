@@ -54,25 +54,15 @@ nccl_communicator::nccl_communicator(const std::vector<device*>& devices, const 
                                      int world, int first_rank, health_fn health)
     : devices_(devices), world_(world), first_rank_(first_rank), comms_(std::make_unique<comms>()),
       meeting_(static_cast<int>(devices.size())) {
-  ncclUniqueId id;
-  if (nccl_id.size() != sizeof id.internal)
-    throw error("an NCCL id of " + std::to_string(nccl_id.size()) + " bytes, not " + std::to_string(sizeof id.internal));
-  std::memcpy(id.internal, nccl_id.data(), sizeof id.internal);
   comms_->non_blocking = true;
-  comms_->handles.resize(devices_.size());
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0; // a lost peer must not block a thread beyond ncclCommAbort's reach
-  check_nccl(ncclGroupStart(), "ncclGroupStart");
-  for (std::size_t r = 0; r < devices_.size(); ++r) {
-    if (const cudaError_t e = cudaSetDevice(devices_[r]->where().device); e != cudaSuccess)
-      throw error(to_string(devices_[r]->where()) + ": cudaSetDevice failed: " + cudaGetErrorString(e));
-    check_nccl(ncclCommInitRankConfig(&comms_->handles[r], world, id, first_rank + static_cast<int>(r), &config),
-               "ncclCommInitRankConfig");
-  }
-  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
-  {
-    std::unique_lock lock(nccl_mutex_);
-    for (std::size_t r = 0; r < comms_->handles.size(); ++r) wait_nccl(lock, r, "joining the job's NCCL communicator");
+  comms_->handles.resize(devices_.size(), nullptr);
+  try {
+    join(nccl_id, health);
+  } catch (...) {
+    // A peer lost while the ranks meet would leave the others waiting in NCCL's bootstrap for
+    // ever: the join gave up, and what it created is aborted (the destructor will not run).
+    abort_nccl("joining the job's NCCL communicator failed");
+    throw;
   }
   watchdog_ = std::thread([this, health = std::move(health)] {
     while (!stopping_) {
@@ -146,14 +136,43 @@ void nccl_communicator::issue(std::vector<collective_rendezvous::arrival>& by_ra
     for (std::size_t r = 0; r < comms_->handles.size(); ++r) wait_nccl(lock, r, call.label + ": issuing the NCCL group");
 }
 
-void nccl_communicator::wait_nccl(std::unique_lock<std::mutex>& lock, std::size_t rank, const std::string& what) {
+void nccl_communicator::join(const std::vector<char>& nccl_id, const health_fn& health) {
+  ncclUniqueId id;
+  if (nccl_id.size() != sizeof id.internal)
+    throw error("an NCCL id of " + std::to_string(nccl_id.size()) + " bytes, not " + std::to_string(sizeof id.internal));
+  std::memcpy(id.internal, nccl_id.data(), sizeof id.internal);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0; // a lost peer must not block a thread beyond ncclCommAbort's reach
+  std::unique_lock lock(nccl_mutex_);
+  check_nccl(ncclGroupStart(), "ncclGroupStart");
+  std::string failed; // the first rank that could not start joining; the group still ends
+  for (std::size_t r = 0; r < devices_.size() && failed.empty(); ++r) {
+    const std::string place = to_string(devices_[r]->where());
+    if (const cudaError_t e = cudaSetDevice(devices_[r]->where().device); e != cudaSuccess)
+      failed = place + ": cudaSetDevice failed: " + cudaGetErrorString(e);
+    else if (const ncclResult_t n = ncclCommInitRankConfig(&comms_->handles[r], world_, id,
+                                                           first_rank_ + static_cast<int>(r), &config);
+             n != ncclSuccess && n != ncclInProgress)
+      failed = place + ": ncclCommInitRankConfig failed: " + ncclGetErrorString(n);
+  }
+  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  if (!failed.empty()) throw error(failed);
+  for (std::size_t r = 0; r < comms_->handles.size(); ++r)
+    wait_nccl(lock, r, "joining the job's NCCL communicator", health);
+}
+
+void nccl_communicator::wait_nccl(std::unique_lock<std::mutex>& lock, std::size_t rank, const std::string& what,
+                                  const health_fn& health) {
   ncclResult_t state = ncclInProgress;
   for (;;) {
     if (aborted_) throw error(what + ": the NCCL communicator was aborted");
     check_nccl(ncclCommGetAsyncError(comms_->handles[rank], &state), what);
     if (state != ncclInProgress) break;
+    if (health)
+      if (auto why = health()) throw error(what + ": " + *why);
     lock.unlock(); // lets an abort in
-    std::this_thread::yield();
+    if (health) std::this_thread::sleep_for(std::chrono::milliseconds(1)); // joining takes a while
+    else std::this_thread::yield();
     lock.lock();
   }
   check_nccl(state, what);
@@ -168,7 +187,8 @@ void nccl_communicator::abort_nccl(const std::string& why) {
   // Non-blocking communicators never block inside a call, so the lock is free soon.
   std::lock_guard lock(nccl_mutex_);
   if (aborted_.exchange(true)) return;
-  for (ncclComm_t c : comms_->handles) ncclCommAbort(c);
+  for (ncclComm_t c : comms_->handles)
+    if (c != nullptr) ncclCommAbort(c); // null: a rank whose join never started
 }
 
 } // namespace pe

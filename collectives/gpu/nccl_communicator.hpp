@@ -22,7 +22,7 @@ namespace pe {
 /// would hang every rank, so nothing is checked or allocated after the group starts.
 ///
 /// In one process the NCCL communicators come from ncclCommInitAll. Across processes
-/// (make_nccl_job_communicator) they come from ncclCommInitRankConfig with rank 0's unique
+/// (collectives/communicators.cpp) they come from ncclCommInitRankConfig with rank 0's unique
 /// id and are non-blocking; a watchdog aborts them (ncclCommAbort) when the process group
 /// reports a lost peer, so no process blocks forever in a collective.
 class nccl_communicator final : public communicator {
@@ -46,12 +46,18 @@ class nccl_communicator final : public communicator {
  private:
   struct comms; // the ncclComm_t of each local rank (keeps nccl.h out of this header)
 
+  /// Creates this process's non-blocking communicators from rank 0's id and waits until
+  /// every rank of the job has joined, giving up (pe::error) when `health` reports the job
+  /// broken: a peer lost before it joined would otherwise leave NCCL waiting for ever.
+  void join(const std::vector<char>& nccl_id, const health_fn& health);
   void issue(std::vector<collective_rendezvous::arrival>& by_rank);
   /// Aborts the NCCL communicators once (unblocks kernels waiting for a lost peer).
   void abort_nccl(const std::string& why);
   /// Polls a non-blocking communicator until its pending operation is done, releasing `lock`
-  /// (nccl_mutex_) between polls; throws once the communicators are aborted.
-  void wait_nccl(std::unique_lock<std::mutex>& lock, std::size_t rank, const std::string& what);
+  /// (nccl_mutex_) between polls; throws once the communicators are aborted, or when
+  /// `health` (if given) reports the job broken.
+  void wait_nccl(std::unique_lock<std::mutex>& lock, std::size_t rank, const std::string& what,
+                 const health_fn& health = {});
 
   std::vector<device*> devices_;
   int world_;

@@ -1,4 +1,5 @@
 // The GPU inventory of the CUDA build: what the CUDA runtime reports.
+#include "devices/cuda/cuda_inventory.hpp"
 #include "devices/gpu_runtime.hpp"
 
 #include <cstdlib>
@@ -43,6 +44,13 @@ gpu_inventory query_gpus() {
     (void)cudaGetLastError();
   }
   return inv;
+}
+
+std::string cuda_pci_bus_id(int device) {
+  char id[32] = {}; // "dddd:bb:dd.f" and its terminator, with room to spare
+  check_cuda(cudaDeviceGetPCIBusId(id, static_cast<int>(sizeof id), device),
+             "cudaDeviceGetPCIBusId(" + std::to_string(device) + ")");
+  return id;
 }
 
 } // namespace pe

@@ -1,0 +1,80 @@
+#include "collectives/gpu/distinct_gpus.hpp"
+
+#include <fstream>
+#include <map>
+#include <utility>
+
+#include <unistd.h>
+
+#include "collectives/net/process_group.hpp"
+#include "devices/error.hpp"
+
+namespace pe {
+
+namespace {
+
+/// A process's places on the wire: "place\tmachine\tbus id\n" each (none of them holds a
+/// tab or a newline).
+std::vector<char> encode(const std::vector<gpu_of_place>& gpus) {
+  std::string text;
+  for (const gpu_of_place& g : gpus) text += g.place + '\t' + g.machine + '\t' + g.bus_id + '\n';
+  return {text.begin(), text.end()};
+}
+
+/// A process's places from the wire; throws pe::error naming `process` when a line is not
+/// three non-empty fields.
+std::vector<gpu_of_place> decode(const std::vector<char>& bytes, int process) {
+  const std::string text(bytes.begin(), bytes.end());
+  std::vector<gpu_of_place> gpus;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    const std::size_t a = line.find('\t'), b = a == std::string::npos ? a : line.find('\t', a + 1);
+    if (b == std::string::npos || line.find('\t', b + 1) != std::string::npos || a == 0 || b == a + 1 ||
+        b + 1 == line.size())
+      throw error("process rank " + std::to_string(process) + " sent an unreadable list of its GPUs (line " +
+                  std::to_string(gpus.size() + 1) + ")");
+    gpus.push_back({line.substr(0, a), line.substr(a + 1, b - a - 1), line.substr(b + 1)});
+    at = end + 1;
+  }
+  return gpus;
+}
+
+std::string first_line_of(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+} // namespace
+
+std::string this_machine() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  std::string machine = host[0] != '\0' ? host : "unnamed host";
+  if (const std::string boot = first_line_of("/proc/sys/kernel/random/boot_id"); !boot.empty())
+    machine += " (boot " + boot + ")";
+  return machine;
+}
+
+void refuse_shared_gpus(process_group& group, const std::vector<gpu_of_place>& mine) {
+  const std::vector<std::vector<char>> all = group.all_gather(encode(mine));
+  // (machine, bus id) -> the first place of the job on that GPU, as "process rank R's P".
+  std::map<std::pair<std::string, std::string>, std::string> owners;
+  for (std::size_t process = 0; process < all.size(); ++process) {
+    for (const gpu_of_place& g : decode(all[process], static_cast<int>(process))) {
+      const std::string who = "process rank " + std::to_string(process) + "'s " + g.place;
+      const auto [first, fresh] = owners.emplace(std::make_pair(g.machine, g.bus_id), who);
+      if (!fresh)
+        throw error(who + " is the GPU of " + first->second + " (PCI " + g.bus_id + " on " + g.machine +
+                    "): NCCL needs a GPU of its own for every place of a job of several processes. "
+                    "Run one process per machine over its GPUs (--places gpu:all), or give each "
+                    "process other GPUs (--places gpu:N, or CUDA_VISIBLE_DEVICES)");
+    }
+  }
+}
+
+} // namespace pe
