@@ -16,8 +16,8 @@ namespace pe {
 /// The communicator of GPU places when some share one GPU (gpu:0x4): NCCL refuses duplicate
 /// devices, so the last rank to arrive sums the ranks' buffers with the engine's own kernel
 /// (fixed order rank 0, 1, ...: bit-identical results) on its stream after events on every
-/// rank's stream, and every rank's stream waits for it. Places on several GPUs may mix:
-/// buffers are read and written through peer access (unified addressing).
+/// rank's stream, and every rank's stream waits for it. Every place must be on that one GPU
+/// (the kernel reads every rank's buffer): a mix of shared and other GPUs is refused.
 class shared_gpu_communicator final : public communicator {
  public:
   explicit shared_gpu_communicator(const std::vector<device*>& devices);
