@@ -43,9 +43,16 @@ class host_backend final : public stream_backend {
     return new host_marker{ready_ns_};
   }
   marker record_timed() override { return record(); }
-  void wait(marker m) override {
+  void wait(marker m) override { catch_up(static_cast<host_marker*>(m)->ready_ns); }
+  /// When the device will have finished what this stream launched so far.
+  std::int64_t ready_ns() {
     std::lock_guard<std::mutex> guard(mutex_);
-    ready_ns_ = std::max(ready_ns_, static_cast<host_marker*>(m)->ready_ns);
+    return ready_ns_;
+  }
+  /// Makes the stream's later work wait until the device is at `ns`.
+  void catch_up(std::int64_t ns) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    ready_ns_ = std::max(ready_ns_, ns);
   }
   state query(marker m, std::string&) override {
     return steady_ns() >= static_cast<host_marker*>(m)->ready_ns ? state::done : state::pending;
@@ -125,13 +132,32 @@ class host_gpu_communicator final : public communicator {
 
   void launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers, stream& on,
               completion done) override {
-    meeting_.enqueue_part(local_rank, call, std::move(buffers), on, nullptr, std::move(done),
-                          [](std::vector<collective_rendezvous::arrival>& by_rank) { issue(by_rank); });
+    auto* queued = dynamic_cast<queued_stream*>(&on);
+    meeting_.enqueue_part(local_rank, call, std::move(buffers), on, queued != nullptr ? &queued->backend() : nullptr,
+                          std::move(done), [](std::vector<collective_rendezvous::arrival>& by_rank) {
+                            couple(by_rank);
+                            issue(by_rank);
+                          });
   }
 
   void abort() override { meeting_.abort("the executor is going away"); }
 
  private:
+  /// On a GPU no rank's part of a collective ends before every rank's began (the shared-GPU
+  /// sum waits for every rank's stream, and every stream waits for the sum): each simulated
+  /// stream catches up with the latest of them. Without it a lagging stream's part could end,
+  /// on its device clock, before another rank's began.
+  static void couple(std::vector<collective_rendezvous::arrival>& by_rank) {
+    std::vector<host_backend*> streams;
+    std::int64_t latest = 0;
+    for (const auto& a : by_rank)
+      if (auto* b = dynamic_cast<host_backend*>(static_cast<stream_backend*>(a.stream))) {
+        streams.push_back(b);
+        latest = std::max(latest, b->ready_ns());
+      }
+    for (host_backend* b : streams) b->catch_up(latest);
+  }
+
   static void issue(std::vector<collective_rendezvous::arrival>& by_rank) {
     const collective_call& call = by_rank.front().call;
     const auto root = static_cast<std::size_t>(call.root);
