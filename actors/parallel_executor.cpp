@@ -445,6 +445,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   if (auto e = st.in.first_error()) throw error(*e);
   if (cause) throw error(*cause);
   if (consequence) throw error(*consequence);
+  if (auto why = st.comm->failure()) throw error("the step's collectives were cut short: " + *why);
   return std::move(st.in.fetched);
 }
 

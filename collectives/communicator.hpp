@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,12 @@ class communicator {
   /// Fails every collective waiting for ranks and every later launch: the executor is
   /// going away. Idempotent.
   virtual void abort() = 0;
+
+  /// Why the communicator stopped working on its own (NCCL aborted after a lost peer or an
+  /// error), or nullopt. For the backends whose aborted collectives end without an error on
+  /// the stream (NCCL's kernels just quit): the executor checks it after a step, so a step
+  /// whose collectives were cut short does not pass for done.
+  virtual std::optional<std::string> failure() const { return std::nullopt; }
 };
 
 } // namespace pe

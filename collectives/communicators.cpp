@@ -28,8 +28,9 @@ std::unique_ptr<communicator> make_gpu(const std::vector<device*>& devices, proc
   // One GPU in two ranks of an NCCL communicator may hang it: the processes compare their
   // GPUs first (two processes on one machine both given gpu:0, or gpu:0x2 in a job).
   std::vector<gpu_of_place> mine;
-  const std::string machine = this_machine();
-  for (device* d : devices) mine.push_back({to_string(d->where()), machine, cuda_pci_bus_id(d->where().device)});
+  const std::string machine = this_machine(), host = this_host();
+  for (device* d : devices)
+    mine.push_back({to_string(d->where()), machine, host, cuda_pci_bus_id(d->where().device)});
   refuse_shared_gpus(*group, mine);
   const int local = static_cast<int>(devices.size());
   return std::make_unique<nccl_communicator>(devices, share_nccl_id(*group), group->size() * local,

@@ -128,6 +128,41 @@ TEST(CollectiveRendezvous, ABroadcastChecksOnlyTheRootsBuffers) {
   for (const auto& e : errors) EXPECT_EQ(e, "");
 }
 
+TEST(CollectiveRendezvous, ABroadcastFromAnotherProcessFindsNoRootAmongTheLocalRanks) {
+  // Process 0 of a job of one place each (global rank 0): a broadcast from rank 1, in
+  // process 1. Its buffer is the destination, allocated by the executor with the root's size.
+  collective_rendezvous meeting(1, 0);
+  tensor mine = tensor::zeros(dtype::fp32, {5});
+  bool issued = false;
+  const auto errors = on_every_rank(1, [&](int r) {
+    meeting.meet(r, {call_of(0, collective_call::kind::broadcast, 1), {&mine}}, false, [&](auto&) { issued = true; });
+  });
+  EXPECT_TRUE(issued);
+  EXPECT_EQ(errors[0], "");
+}
+
+TEST(CollectiveRendezvous, ALocalRootOfALaterProcessIsFoundByItsGlobalRank) {
+  // Process 1 of a job of two places each (global ranks 2 and 3): a broadcast from rank 3
+  // checks local rank 1's buffers, and messages name global ranks.
+  tensor root = tensor::zeros(dtype::fp32, {5}), other, ints = tensor::zeros(dtype::int64, {5});
+  {
+    collective_rendezvous meeting(2, 2);
+    bool issued = false;
+    const auto errors = on_every_rank(2, [&](int r) {
+      meeting.meet(r, {call_of(0, collective_call::kind::broadcast, 3), {r == 1 ? &root : &other}}, false,
+                   [&](auto&) { issued = true; });
+    });
+    EXPECT_TRUE(issued);
+    for (const auto& e : errors) EXPECT_EQ(e, "");
+  }
+  collective_rendezvous meeting(2, 2);
+  const auto errors = on_every_rank(2, [&](int r) {
+    meeting.meet(r, {call_of(0, collective_call::kind::broadcast, 3), {r == 1 ? &ints : &root}}, false,
+                 [](auto&) {});
+  });
+  for (const auto& e : errors) EXPECT_NE(e.find("the input on rank 3 is missing or not FP32"), std::string::npos) << e;
+}
+
 TEST(CollectiveRendezvous, RanksOfDifferentCallsFailTheCollective) {
   collective_rendezvous meeting(2);
   tensor a = tensor::zeros(dtype::fp32, {2}), b = tensor::zeros(dtype::fp32, {2});

@@ -44,29 +44,38 @@ constexpr const char* bus1 = "0000:5E:00.0";
 TEST(DistinctGpus, OneGpuPerPlacePasses) {
   // Two processes on one machine with a GPU each, a third on another machine whose GPU has
   // the first one's bus id: all distinct GPUs.
-  const auto results = check_job({{{"gpu:0", "node-a", bus0}},
-                                  {{"gpu:0", "node-a", bus1}},
-                                  {{"gpu:0", "node-b", bus0}}});
+  const auto results = check_job({{{"gpu:0", "node-a", "host-a", bus0}},
+                                  {{"gpu:0", "node-a", "host-a", bus1}},
+                                  {{"gpu:0", "node-b", "host-b", bus0}}});
   for (std::size_t r = 0; r < results.size(); ++r) EXPECT_FALSE(results[r].has_value()) << "rank " << r << ": " << *results[r];
 }
 
 TEST(DistinctGpus, TwoProcessesOnOneGpuAreRefusedByEveryProcess) {
   // What `pe-actor-launch --nproc 2 -- --places gpu:0` does on one machine.
-  const auto results = check_job({{{"gpu:0", "node-a", bus0}}, {{"gpu:0", "node-a", bus0}}});
+  const auto results = check_job({{{"gpu:0", "node-a", "host-a", bus0}}, {{"gpu:0", "node-a", "host-a", bus0}}});
   for (std::size_t r = 0; r < results.size(); ++r) {
     ASSERT_TRUE(results[r].has_value()) << "rank " << r << " took a shared GPU";
     EXPECT_NE(results[r]->find("process rank 1's gpu:0 is the GPU of process rank 0's gpu:0 (PCI 0000:3B:00.0 "
-                               "on node-a): NCCL needs a GPU of its own"),
+                               "on host-a): NCCL needs a GPU of its own"),
               std::string::npos)
         << *results[r];
     EXPECT_NE(results[r]->find("--places gpu:all"), std::string::npos) << *results[r];
   }
 }
 
+TEST(DistinctGpus, ContainersOfOneMachineAreOneMachineWhateverTheirHostnames) {
+  const auto results = check_job({{{"gpu:0", "boot 5f0c", "container-1", bus0}},
+                                  {{"gpu:0", "boot 5f0c", "container-2", bus0}}});
+  for (const auto& message : results) {
+    ASSERT_TRUE(message.has_value());
+    EXPECT_NE(message->find("(PCI 0000:3B:00.0 on container-2)"), std::string::npos) << *message;
+  }
+}
+
 TEST(DistinctGpus, TwoPlacesOfOneProcessOnOneGpuAreRefused) {
   // gpu:0x2 in a job: the two logical places are one GPU in two NCCL ranks.
-  const auto results = check_job({{{"gpu:0", "node-a", bus0}, {"gpu:1@dev0", "node-a", bus0}},
-                                  {{"gpu:0", "node-b", bus0}, {"gpu:1@dev0", "node-b", bus0}}});
+  const auto results = check_job({{{"gpu:0", "node-a", "host-a", bus0}, {"gpu:1@dev0", "node-a", "host-a", bus0}},
+                                  {{"gpu:0", "node-b", "host-b", bus0}, {"gpu:1@dev0", "node-b", "host-b", bus0}}});
   for (const auto& message : results) {
     ASSERT_TRUE(message.has_value());
     EXPECT_NE(message->find("process rank 0's gpu:1@dev0 is the GPU of process rank 0's gpu:0"), std::string::npos)
@@ -76,7 +85,7 @@ TEST(DistinctGpus, TwoPlacesOfOneProcessOnOneGpuAreRefused) {
 
 TEST(DistinctGpus, AnUnreadableListIsRefusedNamingItsProcess) {
   for (const std::string& garbage : {std::string("gpu:0\tnode-a\n"), std::string("\t\t\n"),
-                                    std::string("gpu:0\tnode-a\t0000:3B:00.0\textra\n"), std::string("\n")}) {
+                                    std::string("gpu:0\tnode-a\thost-a\t0000:3B:00.0\textra\n"), std::string("\n")}) {
     testing::loopback_network network(2);
     auto liar = std::async(std::launch::async, [&network, &garbage] {
       process_group group(network.transport(1), 0, std::chrono::seconds(20));
@@ -84,7 +93,7 @@ TEST(DistinctGpus, AnUnreadableListIsRefusedNamingItsProcess) {
     });
     process_group group(network.transport(0), 0, std::chrono::seconds(20));
     try {
-      refuse_shared_gpus(group, {{"gpu:0", "node-a", bus0}});
+      refuse_shared_gpus(group, {{"gpu:0", "node-a", "host-a", bus0}});
       ADD_FAILURE() << "took the list " << garbage;
     } catch (const std::exception& e) {
       EXPECT_NE(std::string(e.what()).find("process rank 1 sent an unreadable list of its GPUs (line 1)"),
@@ -95,11 +104,13 @@ TEST(DistinctGpus, AnUnreadableListIsRefusedNamingItsProcess) {
   }
 }
 
-TEST(DistinctGpus, ThisMachineNamesTheHostAndStaysTheSame) {
+TEST(DistinctGpus, ThisMachineIsTheBootIdOrTheHostAndStaysTheSame) {
   char host[256] = {};
   ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  EXPECT_EQ(this_host(), host);
   const std::string machine = this_machine();
-  EXPECT_EQ(machine.rfind(host, 0), 0u) << machine;
+  EXPECT_TRUE(machine.starts_with("boot ") || machine == "host " + std::string(host)) << machine;
+  EXPECT_GT(machine.size(), 5u);
   EXPECT_EQ(machine.find('\t'), std::string::npos);
   EXPECT_EQ(machine.find('\n'), std::string::npos);
   EXPECT_EQ(this_machine(), machine);

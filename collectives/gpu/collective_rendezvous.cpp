@@ -8,28 +8,36 @@
 
 namespace pe {
 
-collective_rendezvous::collective_rendezvous(int ranks)
-    : ranks_(ranks), next_(static_cast<std::size_t>(ranks > 0 ? ranks : 0), 0) {
+collective_rendezvous::collective_rendezvous(int ranks, int first_rank)
+    : ranks_(ranks), first_rank_(first_rank), next_(static_cast<std::size_t>(ranks > 0 ? ranks : 0), 0) {
   if (ranks < 1) throw error("collective_rendezvous: at least one rank is needed");
 }
 
 std::optional<std::string> collective_rendezvous::check(const collective_call& call,
-                                                        const std::vector<arrival>& by_rank) {
+                                                        const std::vector<arrival>& by_rank, int first_rank) {
   const bool broadcast = call.what == collective_call::kind::broadcast;
-  const auto& first = by_rank[static_cast<std::size_t>(broadcast ? call.root : 0)].buffers;
+  // The root's local index, when the root is one of these ranks.
+  const int root = call.root - first_rank;
+  const bool local_root = root >= 0 && root < static_cast<int>(by_rank.size());
+  const std::size_t reference = broadcast && local_root ? static_cast<std::size_t>(root) : 0;
+  const auto& first = by_rank[reference].buffers;
+  const auto global = [&](std::size_t r) { return std::to_string(first_rank + static_cast<int>(r)); };
   for (std::size_t r = 0; r < by_rank.size(); ++r) {
     const arrival& a = by_rank[r];
     if (a.call.what != call.what || a.call.root != call.root)
-      return call.label + ": rank " + std::to_string(r) + " runs " + a.call.label + " (root " +
-             std::to_string(a.call.root) + "), rank 0 " + call.label + " (root " + std::to_string(call.root) + ")";
+      return call.label + ": rank " + global(r) + " runs " + a.call.label + " (root " +
+             std::to_string(a.call.root) + "), rank " + global(0) + " " + call.label + " (root " +
+             std::to_string(call.root) + ")";
     if (a.buffers.size() != first.size())
-      return call.label + ": rank " + std::to_string(r) + " brought " + std::to_string(a.buffers.size()) +
-             " buffers, rank " + std::to_string(broadcast ? call.root : 0) + " " + std::to_string(first.size());
-    if (broadcast && static_cast<int>(r) != call.root) continue; // resized to the root's by issue
+      return call.label + ": rank " + global(r) + " brought " + std::to_string(a.buffers.size()) + " buffers, rank " +
+             global(reference) + " " + std::to_string(first.size());
+    // A broadcast's other buffers take the root's size in issue (a local root) or must hold
+    // it already (a root in another process).
+    if (broadcast && static_cast<int>(r) != root) continue;
     for (std::size_t v = 0; v < a.buffers.size(); ++v) {
       const tensor* t = a.buffers[v];
       if (t == nullptr || !t->initialized() || t->type() != dtype::fp32)
-        return call.label + ": the input on rank " + std::to_string(r) + " is missing or not FP32";
+        return call.label + ": the input on rank " + global(r) + " is missing or not FP32";
       if (t->numel() != first[v]->numel())
         return call.label + ": ranks disagree on the size (" + to_string(t->shape()) + " vs " +
                to_string(first[v]->shape()) + ")";
@@ -65,7 +73,7 @@ void collective_rendezvous::meet(int rank, arrival a, bool failed, const issue_f
     m.failure = call.label + ": rank " + std::to_string(rank) + "'s stream had failed before it";
   if (++m.count == ranks_) {
     // The last arrival: every rank's part is here, so the checks see all of them.
-    if (!m.failure) m.failure = check(m.by_rank.front().call, m.by_rank);
+    if (!m.failure) m.failure = check(m.by_rank.front().call, m.by_rank, first_rank_);
     if (!m.failure) {
       lock.unlock(); // issuing may take a while (NCCL's group end); nobody else touches m
       std::optional<std::string> issue_failure;

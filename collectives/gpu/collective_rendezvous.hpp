@@ -34,7 +34,9 @@ class collective_rendezvous {
   /// the buffers checked. What it throws fails the collective on every rank.
   using issue_fn = std::function<void(std::vector<arrival>& by_rank)>;
 
-  explicit collective_rendezvous(int ranks);
+  /// The local ranks of a communicator: `ranks` places of this process, whose global ranks
+  /// (what a call's root names) are first_rank, first_rank + 1, ... (0 in one process).
+  explicit collective_rendezvous(int ranks, int first_rank = 0);
 
   int ranks() const { return ranks_; }
 
@@ -59,8 +61,11 @@ class collective_rendezvous {
   /// Fails every waiting and later meet with `why`. Idempotent; the first reason sticks.
   void abort(const std::string& why);
 
-  /// The first problem with the buffers of `by_rank` for `call`, or none.
-  static std::optional<std::string> check(const collective_call& call, const std::vector<arrival>& by_rank);
+  /// The first problem with the buffers of `by_rank` (global ranks first_rank, ...) for
+  /// `call`, or none. A broadcast's root may be another process's rank: then no local
+  /// buffer is the root's, and each must already hold the root's size (issue checks that).
+  static std::optional<std::string> check(const collective_call& call, const std::vector<arrival>& by_rank,
+                                          int first_rank = 0);
 
  private:
   struct meeting {
@@ -76,6 +81,7 @@ class collective_rendezvous {
   struct span_join;
 
   int ranks_;
+  int first_rank_;
   std::mutex mutex_;
   std::map<std::uint64_t, std::shared_ptr<span_join>> joins_; // by sequence, until every rank enqueued
   std::condition_variable changed_;

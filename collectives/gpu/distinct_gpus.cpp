@@ -1,5 +1,6 @@
 #include "collectives/gpu/distinct_gpus.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <utility>
@@ -13,16 +14,18 @@ namespace pe {
 
 namespace {
 
-/// A process's places on the wire: "place\tmachine\tbus id\n" each (none of them holds a
-/// tab or a newline).
+constexpr std::size_t fields = 4; // place, machine, host, bus id
+
+/// A process's places on the wire: "place\tmachine\thost\tbus id\n" each (none of them
+/// holds a tab or a newline).
 std::vector<char> encode(const std::vector<gpu_of_place>& gpus) {
   std::string text;
-  for (const gpu_of_place& g : gpus) text += g.place + '\t' + g.machine + '\t' + g.bus_id + '\n';
+  for (const gpu_of_place& g : gpus) text += g.place + '\t' + g.machine + '\t' + g.host + '\t' + g.bus_id + '\n';
   return {text.begin(), text.end()};
 }
 
 /// A process's places from the wire; throws pe::error naming `process` when a line is not
-/// three non-empty fields.
+/// four non-empty fields.
 std::vector<gpu_of_place> decode(const std::vector<char>& bytes, int process) {
   const std::string text(bytes.begin(), bytes.end());
   std::vector<gpu_of_place> gpus;
@@ -30,13 +33,19 @@ std::vector<gpu_of_place> decode(const std::vector<char>& bytes, int process) {
   while (at < text.size()) {
     std::size_t end = text.find('\n', at);
     if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(at, end - at);
-    const std::size_t a = line.find('\t'), b = a == std::string::npos ? a : line.find('\t', a + 1);
-    if (b == std::string::npos || line.find('\t', b + 1) != std::string::npos || a == 0 || b == a + 1 ||
-        b + 1 == line.size())
+    std::vector<std::string> field;
+    for (std::size_t from = at; from <= end;) {
+      std::size_t tab = text.find('\t', from);
+      if (tab == std::string::npos || tab > end) tab = end;
+      field.push_back(text.substr(from, tab - from));
+      from = tab + 1;
+    }
+    const bool readable = field.size() == fields && std::none_of(field.begin(), field.end(),
+                                                                 [](const std::string& f) { return f.empty(); });
+    if (!readable)
       throw error("process rank " + std::to_string(process) + " sent an unreadable list of its GPUs (line " +
                   std::to_string(gpus.size() + 1) + ")");
-    gpus.push_back({line.substr(0, a), line.substr(a + 1, b - a - 1), line.substr(b + 1)});
+    gpus.push_back({field[0], field[1], field[2], field[3]});
     at = end + 1;
   }
   return gpus;
@@ -51,13 +60,15 @@ std::string first_line_of(const std::string& path) {
 
 } // namespace
 
-std::string this_machine() {
+std::string this_host() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  std::string machine = host[0] != '\0' ? host : "unnamed host";
-  if (const std::string boot = first_line_of("/proc/sys/kernel/random/boot_id"); !boot.empty())
-    machine += " (boot " + boot + ")";
-  return machine;
+  return host[0] != '\0' ? host : "unnamed host";
+}
+
+std::string this_machine() {
+  if (const std::string boot = first_line_of("/proc/sys/kernel/random/boot_id"); !boot.empty()) return "boot " + boot;
+  return "host " + this_host();
 }
 
 void refuse_shared_gpus(process_group& group, const std::vector<gpu_of_place>& mine) {
@@ -69,7 +80,7 @@ void refuse_shared_gpus(process_group& group, const std::vector<gpu_of_place>& m
       const std::string who = "process rank " + std::to_string(process) + "'s " + g.place;
       const auto [first, fresh] = owners.emplace(std::make_pair(g.machine, g.bus_id), who);
       if (!fresh)
-        throw error(who + " is the GPU of " + first->second + " (PCI " + g.bus_id + " on " + g.machine +
+        throw error(who + " is the GPU of " + first->second + " (PCI " + g.bus_id + " on " + g.host +
                     "): NCCL needs a GPU of its own for every place of a job of several processes. "
                     "Run one process per machine over its GPUs (--places gpu:all), or give each "
                     "process other GPUs (--places gpu:N, or CUDA_VISIBLE_DEVICES)");

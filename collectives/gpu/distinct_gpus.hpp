@@ -18,13 +18,17 @@ class process_group;
 struct gpu_of_place {
   std::string place;   ///< how the user named it: "gpu:0", "gpu:1@dev0"
   std::string machine; ///< which machine's GPU: this_machine() on the process that owns it
+  std::string host;    ///< that process's hostname, for messages
   std::string bus_id;  ///< the GPU on that machine: its PCI bus id ("0000:3B:00.0")
 };
 
-/// What tells this machine from the job's others: its hostname and the running kernel's
-/// boot id (/proc/sys/kernel/random/boot_id), so containers sharing one machine's GPUs
-/// match and two machines with one hostname do not.
+/// What tells this machine from the job's others: the running kernel's boot id
+/// (/proc/sys/kernel/random/boot_id), which containers sharing one machine's GPUs share
+/// whatever their hostnames, and two machines never do; the hostname where it cannot be read.
 std::string this_machine();
+
+/// This process's hostname ("unnamed host" when it has none).
+std::string this_host();
 
 /// Every process's GPU places (an all_gather over `group`: every process calls it, in the
 /// same order as its other exchanges), checked. Throws pe::error naming the first two places

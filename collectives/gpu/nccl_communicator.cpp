@@ -48,12 +48,13 @@ nccl_communicator::nccl_communicator(const std::vector<device*>& devices)
   comms_->handles.resize(devices_.size());
   check_nccl(ncclCommInitAll(comms_->handles.data(), static_cast<int>(ordinals.size()), ordinals.data()),
              "ncclCommInitAll over " + std::to_string(ordinals.size()) + " GPUs");
+  start_watchdog();
 }
 
 nccl_communicator::nccl_communicator(const std::vector<device*>& devices, const std::vector<char>& nccl_id,
                                      int world, int first_rank, health_fn health)
     : devices_(devices), world_(world), first_rank_(first_rank), comms_(std::make_unique<comms>()),
-      meeting_(static_cast<int>(devices.size())) {
+      meeting_(static_cast<int>(devices.size()), first_rank) {
   comms_->non_blocking = true;
   comms_->handles.resize(devices_.size(), nullptr);
   try {
@@ -64,9 +65,16 @@ nccl_communicator::nccl_communicator(const std::vector<device*>& devices, const 
     abort_nccl("joining the job's NCCL communicator failed");
     throw;
   }
-  watchdog_ = std::thread([this, health = std::move(health)] {
+  health_ = std::move(health);
+  start_watchdog();
+}
+
+void nccl_communicator::start_watchdog() {
+  watchdog_ = std::thread([this] {
     while (!stopping_) {
-      if (auto why = health ? health() : std::nullopt) {
+      std::optional<std::string> why = health_ ? health_() : std::nullopt;
+      if (!why) why = async_error();
+      if (why) {
         abort_nccl(*why);
         return;
       }
@@ -75,21 +83,54 @@ nccl_communicator::nccl_communicator(const std::vector<device*>& devices, const 
   });
 }
 
+std::optional<std::string> nccl_communicator::async_error() {
+  std::lock_guard lock(nccl_mutex_);
+  if (aborted_) return std::nullopt;
+  for (std::size_t r = 0; r < comms_->handles.size(); ++r) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t asked = ncclCommGetAsyncError(comms_->handles[r], &state);
+    const ncclResult_t found = asked != ncclSuccess ? asked : state;
+    if (found != ncclSuccess && found != ncclInProgress)
+      return "NCCL reported an error on " + to_string(devices_[r]->where()) + ": " + ncclGetErrorString(found) +
+             " (" + ncclGetLastError(comms_->handles[r]) + ")";
+  }
+  return std::nullopt;
+}
+
 nccl_communicator::~nccl_communicator() {
   stopping_ = true;
   if (watchdog_.joinable()) watchdog_.join();
   if (aborted_) return; // ncclCommAbort freed them
+  // Across processes each communicator is finalized first (NCCL then finishes what its
+  // proxies still send to the peers), but only while the job is whole and for at most 30 s:
+  // a peer that is gone would make it wait for ever, and then they are aborted instead.
+  if (comms_->non_blocking && !finalize_or_abort()) return;
+  for (ncclComm_t c : comms_->handles) ncclCommDestroy(c);
+}
+
+bool nccl_communicator::finalize_or_abort() {
+  constexpr auto finalize_limit = std::chrono::seconds(30);
+  const auto give_up = std::chrono::steady_clock::now() + finalize_limit;
+  std::string failed;
+  // Non-blocking: each call returns at once, so no local rank's finalize waits for another's.
+  for (ncclComm_t c : comms_->handles)
+    if (const ncclResult_t r = ncclCommFinalize(c); r != ncclSuccess && r != ncclInProgress && failed.empty())
+      failed = std::string("ncclCommFinalize failed: ") + ncclGetErrorString(r);
   for (ncclComm_t c : comms_->handles) {
-    if (comms_->non_blocking) {
-      // A non-blocking communicator finalizes in the background; destroy it once done.
-      if (ncclCommFinalize(c) == ncclInProgress) {
-        ncclResult_t state = ncclInProgress;
-        while (ncclCommGetAsyncError(c, &state) == ncclSuccess && state == ncclInProgress)
-          std::this_thread::yield();
-      }
+    ncclResult_t state = ncclInProgress;
+    while (failed.empty()) {
+      if (const ncclResult_t r = ncclCommGetAsyncError(c, &state); r != ncclSuccess) state = r;
+      if (state != ncclInProgress) break;
+      if (auto why = health_ ? health_() : std::nullopt) failed = *why;
+      else if (std::chrono::steady_clock::now() > give_up) failed = "finalizing took over 30 s";
+      else std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    ncclCommDestroy(c);
+    if (failed.empty() && state != ncclSuccess)
+      failed = std::string("finalizing failed: ") + ncclGetErrorString(state);
   }
+  if (failed.empty()) return true;
+  abort_nccl("the communicator is being destroyed; " + failed);
+  return false;
 }
 
 void nccl_communicator::launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers,
@@ -110,30 +151,49 @@ void nccl_communicator::issue(std::vector<collective_rendezvous::arrival>& by_ra
                     "from another process needs it allocated with the root's size)");
   // The watchdog's ncclCommAbort frees the communicators: no call on them may run beside it.
   std::unique_lock lock(nccl_mutex_);
-  if (aborted_) throw error(call.label + ": the NCCL communicator was aborted");
-  check_nccl(ncclGroupStart(), call.label + ": ncclGroupStart");
-  for (std::size_t r = 0; r < by_rank.size(); ++r) {
+  if (aborted_) throw error("the NCCL communicator was aborted: " + failure().value_or("(no reason)"));
+  check_nccl(ncclGroupStart(), "ncclGroupStart");
+  // The group always ends, also after a failed call (NCCL's group depth is the thread's, and
+  // this stream thread issues the next collectives); then the communicators are aborted, as
+  // NCCL requires after an error in a group.
+  std::string failed;
+  for (std::size_t r = 0; r < by_rank.size() && failed.empty(); ++r) {
     ncclComm_t comm = comms_->handles[r];
     auto stream = static_cast<cudaStream_t>(by_rank[r].stream);
     for (tensor* t : by_rank[r].buffers) {
       void* data = t->raw();
       const auto count = static_cast<std::size_t>(t->numel());
+      ncclResult_t status = ncclSuccess;
       switch (call.what) {
       case collective_call::kind::all_reduce:
-        check_nccl(ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm, stream), call.label + ": ncclAllReduce");
+        status = ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm, stream);
         break;
       case collective_call::kind::reduce:
-        check_nccl(ncclReduce(data, data, count, ncclFloat32, ncclSum, call.root, comm, stream), call.label + ": ncclReduce");
+        status = ncclReduce(data, data, count, ncclFloat32, ncclSum, call.root, comm, stream);
         break;
       case collective_call::kind::broadcast:
-        check_nccl(ncclBroadcast(data, data, count, ncclFloat32, call.root, comm, stream), call.label + ": ncclBroadcast");
+        status = ncclBroadcast(data, data, count, ncclFloat32, call.root, comm, stream);
+        break;
+      }
+      if (status != ncclSuccess && status != ncclInProgress) {
+        failed = "the NCCL call on " + to_string(devices_[r]->where()) + " failed: " + ncclGetErrorString(status);
         break;
       }
     }
   }
-  check_nccl(ncclGroupEnd(), call.label + ": ncclGroupEnd");
-  if (comms_->non_blocking)
-    for (std::size_t r = 0; r < comms_->handles.size(); ++r) wait_nccl(lock, r, call.label + ": issuing the NCCL group");
+  if (const ncclResult_t ended = ncclGroupEnd(); failed.empty() && ended != ncclSuccess && ended != ncclInProgress)
+    failed = std::string("ncclGroupEnd failed: ") + ncclGetErrorString(ended);
+  if (failed.empty() && comms_->non_blocking) {
+    try {
+      for (std::size_t r = 0; r < comms_->handles.size(); ++r) wait_nccl(lock, r, "issuing the NCCL group");
+    } catch (const std::exception& e) {
+      failed = e.what();
+    }
+  }
+  if (failed.empty()) return;
+  lock.unlock();
+  abort_nccl(failed);
+  throw error(failed);
 }
 
 void nccl_communicator::join(const std::vector<char>& nccl_id, const health_fn& health) {
@@ -143,6 +203,8 @@ void nccl_communicator::join(const std::vector<char>& nccl_id, const health_fn& 
   std::memcpy(id.internal, nccl_id.data(), sizeof id.internal);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0; // a lost peer must not block a thread beyond ncclCommAbort's reach
+  int caller = -1;
+  if (cudaGetDevice(&caller) != cudaSuccess) caller = -1;
   std::unique_lock lock(nccl_mutex_);
   check_nccl(ncclGroupStart(), "ncclGroupStart");
   std::string failed; // the first rank that could not start joining; the group still ends
@@ -155,8 +217,10 @@ void nccl_communicator::join(const std::vector<char>& nccl_id, const health_fn& 
              n != ncclSuccess && n != ncclInProgress)
       failed = place + ": ncclCommInitRankConfig failed: " + ncclGetErrorString(n);
   }
-  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  const ncclResult_t ended = ncclGroupEnd();
+  if (caller >= 0) (void)cudaSetDevice(caller); // the caller's current device stays
   if (!failed.empty()) throw error(failed);
+  check_nccl(ended, "ncclGroupEnd");
   for (std::size_t r = 0; r < comms_->handles.size(); ++r)
     wait_nccl(lock, r, "joining the job's NCCL communicator", health);
 }
@@ -182,7 +246,16 @@ void nccl_communicator::abort() {
   abort_nccl("the communicator was aborted (the executor is being destroyed)");
 }
 
+std::optional<std::string> nccl_communicator::failure() const {
+  std::lock_guard lock(reason_mutex_);
+  return abort_reason_;
+}
+
 void nccl_communicator::abort_nccl(const std::string& why) {
+  {
+    std::lock_guard lock(reason_mutex_);
+    if (!abort_reason_) abort_reason_ = why;
+  }
   meeting_.abort(why);
   // Non-blocking communicators never block inside a call, so the lock is free soon.
   std::lock_guard lock(nccl_mutex_);

@@ -42,6 +42,10 @@ class nccl_communicator final : public communicator {
   void launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers, stream& on,
               completion done = {}) override;
   void abort() override;
+  /// Why the communicators were aborted (a lost peer, an NCCL error, the executor going
+  /// away), or nullopt: the kernels of an aborted collective end without a CUDA error, so a
+  /// step whose collectives were cut short must not pass for done.
+  std::optional<std::string> failure() const override;
 
  private:
   struct comms; // the ncclComm_t of each local rank (keeps nccl.h out of this header)
@@ -51,6 +55,15 @@ class nccl_communicator final : public communicator {
   /// broken: a peer lost before it joined would otherwise leave NCCL waiting for ever.
   void join(const std::vector<char>& nccl_id, const health_fn& health);
   void issue(std::vector<collective_rendezvous::arrival>& by_rank);
+  /// Starts the thread that aborts the communicators once `health_` reports the job broken
+  /// or NCCL reports an asynchronous error (a failing transport: its operations would never
+  /// complete).
+  void start_watchdog();
+  /// The first asynchronous error NCCL reports on one of the communicators, naming its place.
+  std::optional<std::string> async_error();
+  /// Finalizes the non-blocking communicators (bounded; see the destructor); aborts them and
+  /// returns false when that fails or the job breaks meanwhile.
+  bool finalize_or_abort();
   /// Aborts the NCCL communicators once (unblocks kernels waiting for a lost peer).
   void abort_nccl(const std::string& why);
   /// Polls a non-blocking communicator until its pending operation is done, releasing `lock`
@@ -66,6 +79,9 @@ class nccl_communicator final : public communicator {
   collective_rendezvous meeting_;
   std::mutex nccl_mutex_; // NCCL calls on comms_ against ncclCommAbort, which frees them
   std::atomic<bool> aborted_{false};
+  mutable std::mutex reason_mutex_;
+  std::optional<std::string> abort_reason_; // the first abort's why
+  health_fn health_;                        // across processes: the process group's
   std::atomic<bool> stopping_{false};
   std::thread watchdog_;
 };

@@ -46,7 +46,7 @@ void shared_gpu_communicator::issue(std::vector<collective_rendezvous::arrival>&
   const collective_call& call = by_rank.front().call;
   const std::size_t ranks = by_rank.size();
   const auto root = static_cast<std::size_t>(call.root);
-  check(cudaSetDevice(devices_.front()->where().device), call.label + ": cudaSetDevice");
+  check(cudaSetDevice(devices_.front()->where().device), "cudaSetDevice");
   // Allocation before anything is enqueued: a broadcast's other buffers take the root's size.
   if (call.what == collective_call::kind::broadcast)
     for (std::size_t r = 0; r < ranks; ++r)
@@ -60,8 +60,8 @@ void shared_gpu_communicator::issue(std::vector<collective_rendezvous::arrival>&
   auto stream_of = [&](std::size_t r) { return static_cast<cudaStream_t>(by_rank[r].stream); };
   std::vector<sync_event> ready(ranks);
   for (std::size_t r = 1; r < ranks; ++r) {
-    check(cudaEventRecord(ready[r].handle, stream_of(r)), call.label + ": cudaEventRecord");
-    check(cudaStreamWaitEvent(stream_of(0), ready[r].handle, 0), call.label + ": cudaStreamWaitEvent");
+    check(cudaEventRecord(ready[r].handle, stream_of(r)), "cudaEventRecord");
+    check(cudaStreamWaitEvent(stream_of(0), ready[r].handle, 0), "cudaStreamWaitEvent");
   }
   for (std::size_t v = 0; v < by_rank.front().buffers.size(); ++v) {
     std::vector<const float*> sources;
@@ -85,9 +85,9 @@ void shared_gpu_communicator::issue(std::vector<collective_rendezvous::arrival>&
                     static_cast<int>(destinations.size()), by_rank[root].buffers[v]->numel(), stream_of(0));
   }
   sync_event finished;
-  check(cudaEventRecord(finished.handle, stream_of(0)), call.label + ": cudaEventRecord");
+  check(cudaEventRecord(finished.handle, stream_of(0)), "cudaEventRecord");
   for (std::size_t r = 1; r < ranks; ++r)
-    check(cudaStreamWaitEvent(stream_of(r), finished.handle, 0), call.label + ": cudaStreamWaitEvent");
+    check(cudaStreamWaitEvent(stream_of(r), finished.handle, 0), "cudaStreamWaitEvent");
 }
 
 } // namespace pe
