@@ -54,18 +54,17 @@ nccl_communicator::nccl_communicator(const std::vector<device*>& devices)
 nccl_communicator::nccl_communicator(const std::vector<device*>& devices, const std::vector<char>& nccl_id,
                                      int world, int first_rank, health_fn health)
     : devices_(devices), world_(world), first_rank_(first_rank), comms_(std::make_unique<comms>()),
-      meeting_(static_cast<int>(devices.size()), first_rank) {
+      meeting_(static_cast<int>(devices.size()), first_rank), health_(std::move(health)) {
   comms_->non_blocking = true;
   comms_->handles.resize(devices_.size(), nullptr);
   try {
-    join(nccl_id, health);
+    join(nccl_id);
   } catch (...) {
     // A peer lost while the ranks meet would leave the others waiting in NCCL's bootstrap for
     // ever: the join gave up, and what it created is aborted (the destructor will not run).
     abort_nccl("joining the job's NCCL communicator failed");
     throw;
   }
-  health_ = std::move(health);
   start_watchdog();
 }
 
@@ -109,28 +108,24 @@ nccl_communicator::~nccl_communicator() {
 }
 
 bool nccl_communicator::finalize_or_abort() {
-  constexpr auto finalize_limit = std::chrono::seconds(30);
-  const auto give_up = std::chrono::steady_clock::now() + finalize_limit;
-  std::string failed;
-  // Non-blocking: each call returns at once, so no local rank's finalize waits for another's.
-  for (ncclComm_t c : comms_->handles)
-    if (const ncclResult_t r = ncclCommFinalize(c); r != ncclSuccess && r != ncclInProgress && failed.empty())
-      failed = std::string("ncclCommFinalize failed: ") + ncclGetErrorString(r);
-  for (ncclComm_t c : comms_->handles) {
-    ncclResult_t state = ncclInProgress;
-    while (failed.empty()) {
-      if (const ncclResult_t r = ncclCommGetAsyncError(c, &state); r != ncclSuccess) state = r;
-      if (state != ncclInProgress) break;
-      if (auto why = health_ ? health_() : std::nullopt) failed = *why;
-      else if (std::chrono::steady_clock::now() > give_up) failed = "finalizing took over 30 s";
-      else std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    if (failed.empty() && state != ncclSuccess)
-      failed = std::string("finalizing failed: ") + ncclGetErrorString(state);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const health_fn whole_and_in_time = [&]() -> std::optional<std::string> {
+    if (auto why = health_ ? health_() : std::nullopt) return why;
+    if (std::chrono::steady_clock::now() > give_up) return std::string("it took over 30 s");
+    return std::nullopt;
+  };
+  std::unique_lock lock(nccl_mutex_); // the watchdog has stopped: nobody else takes it
+  try {
+    // Non-blocking: each call returns at once, so no local rank's finalize waits for another's.
+    for (ncclComm_t c : comms_->handles) check_nccl(ncclCommFinalize(c), "ncclCommFinalize");
+    for (std::size_t r = 0; r < comms_->handles.size(); ++r)
+      wait_nccl(lock, r, "finalizing the NCCL communicator", whole_and_in_time);
+    return true;
+  } catch (const std::exception& e) {
+    lock.unlock();
+    abort_nccl(std::string("the communicator is being destroyed; ") + e.what());
+    return false;
   }
-  if (failed.empty()) return true;
-  abort_nccl("the communicator is being destroyed; " + failed);
-  return false;
 }
 
 void nccl_communicator::launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers,
@@ -196,7 +191,7 @@ void nccl_communicator::issue(std::vector<collective_rendezvous::arrival>& by_ra
   throw error(failed);
 }
 
-void nccl_communicator::join(const std::vector<char>& nccl_id, const health_fn& health) {
+void nccl_communicator::join(const std::vector<char>& nccl_id) {
   ncclUniqueId id;
   if (nccl_id.size() != sizeof id.internal)
     throw error("an NCCL id of " + std::to_string(nccl_id.size()) + " bytes, not " + std::to_string(sizeof id.internal));
@@ -222,7 +217,7 @@ void nccl_communicator::join(const std::vector<char>& nccl_id, const health_fn& 
   if (!failed.empty()) throw error(failed);
   check_nccl(ended, "ncclGroupEnd");
   for (std::size_t r = 0; r < comms_->handles.size(); ++r)
-    wait_nccl(lock, r, "joining the job's NCCL communicator", health);
+    wait_nccl(lock, r, "joining the job's NCCL communicator", health_);
 }
 
 void nccl_communicator::wait_nccl(std::unique_lock<std::mutex>& lock, std::size_t rank, const std::string& what,

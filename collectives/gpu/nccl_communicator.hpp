@@ -51,9 +51,9 @@ class nccl_communicator final : public communicator {
   struct comms; // the ncclComm_t of each local rank (keeps nccl.h out of this header)
 
   /// Creates this process's non-blocking communicators from rank 0's id and waits until
-  /// every rank of the job has joined, giving up (pe::error) when `health` reports the job
+  /// every rank of the job has joined, giving up (pe::error) when `health_` reports the job
   /// broken: a peer lost before it joined would otherwise leave NCCL waiting for ever.
-  void join(const std::vector<char>& nccl_id, const health_fn& health);
+  void join(const std::vector<char>& nccl_id);
   void issue(std::vector<collective_rendezvous::arrival>& by_rank);
   /// Starts the thread that aborts the communicators once `health_` reports the job broken
   /// or NCCL reports an asynchronous error (a failing transport: its operations would never
@@ -61,8 +61,8 @@ class nccl_communicator final : public communicator {
   void start_watchdog();
   /// The first asynchronous error NCCL reports on one of the communicators, naming its place.
   std::optional<std::string> async_error();
-  /// Finalizes the non-blocking communicators (bounded; see the destructor); aborts them and
-  /// returns false when that fails or the job breaks meanwhile.
+  /// Finalizes the non-blocking communicators (at most 30 s; see the destructor); aborts
+  /// them and returns false when that fails, times out or the job breaks meanwhile.
   bool finalize_or_abort();
   /// Aborts the NCCL communicators once (unblocks kernels waiting for a lost peer).
   void abort_nccl(const std::string& why);
@@ -77,11 +77,11 @@ class nccl_communicator final : public communicator {
   int first_rank_;
   std::unique_ptr<comms> comms_;
   collective_rendezvous meeting_;
+  health_fn health_; // across processes: the process group's
   std::mutex nccl_mutex_; // NCCL calls on comms_ against ncclCommAbort, which frees them
   std::atomic<bool> aborted_{false};
   mutable std::mutex reason_mutex_;
   std::optional<std::string> abort_reason_; // the first abort's why
-  health_fn health_;                        // across processes: the process group's
   std::atomic<bool> stopping_{false};
   std::thread watchdog_;
 };
