@@ -48,7 +48,19 @@ elseif(NOT pe_with_cuda_ STREQUAL "OFF")
   if(NOT CMAKE_CUDA_COMPILER)
     set(pe_cuda_missing_ "no CUDA compiler (nvcc) was found: put the toolkit's bin/ (e.g. /usr/local/cuda/bin) on PATH or set CMAKE_CUDA_COMPILER")
   else()
-    find_package(CUDAToolkit)
+    # CMake 3.25's FindCUDAToolkit (Debian 12's) sets a DEPRECATION property on
+    # CUDA::nvToolsExt whenever the project requires CMake >= 3.25, without checking that the
+    # target exists; CUDA 13 ships no nvToolsExt, so the property call stops the configure
+    # ("set_property could not find TARGET CUDA::nvToolsExt"). The variable only selects that
+    # warning, so the module runs as for a project requiring 3.24 (newer CMakes check).
+    if(CMAKE_VERSION VERSION_LESS 3.26)
+      set(pe_min_required_ "${CMAKE_MINIMUM_REQUIRED_VERSION}")
+      set(CMAKE_MINIMUM_REQUIRED_VERSION 3.24)
+      find_package(CUDAToolkit)
+      set(CMAKE_MINIMUM_REQUIRED_VERSION "${pe_min_required_}")
+    else()
+      find_package(CUDAToolkit)
+    endif()
     if(NOT CUDAToolkit_FOUND)
       set(pe_cuda_missing_ "nvcc (${CMAKE_CUDA_COMPILER}) was found but not the CUDA toolkit's libraries (find_package(CUDAToolkit))")
     elseif(NOT TARGET CUDA::cublas)

@@ -12,10 +12,12 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev                  # cblas_sgemm
   libdnnl-dev                      # oneDNN: CPU convolution, pooling, batch norm
+  ocl-icd-opencl-dev opencl-c-headers  # dnnl-config.cmake asks for OpenCL (only recommended by libdnnl-dev)
   nlohmann-json3-dev               # metrics files
   zlib1g-dev                       # .gz idx data sets
   pybind11-dev python3-dev         # the Python module pe_actor (python/)
   python3-numpy python3-pytest     # its feeds and fetches, its tests (tests/python/)
+  python3-venv                     # pip install . in a venv (scripts/test_python_package.sh)
   clang libclang-rt-14-dev         # the fuzz targets: libFuzzer, ASan, UBSan (scripts/fuzz.sh)
 )
 if [[ "${1:-}" == "--with-data" ]]; then
