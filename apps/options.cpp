@@ -186,6 +186,15 @@ po::options_description describe() {
      "\"samples_per_sec\" over steps 2..N (step 1 is warm-up and excluded), \"wall_s\" "
      "(training loop), \"peak_rss_mb\", \"eval\" {loss, accuracy} with --eval, the effective "
      "\"places\" (count), \"executor\", \"threads\" and \"reduce\", and \"config\"")
+    ("log-every", po::value<std::int64_t>()->value_name("N"),
+     "progress of training: on a terminal one line is rewritten in place (at most 10 times "
+     "a second): step s/S, the step's loss, the smoothed loss, epoch k/E with --epochs, "
+     "samples/s and the ETA (over the steps after the first, the warm-up), elapsed time. "
+     "Elsewhere (a pipe, a file, pe-actor-launch) the same as plain lines: without "
+     "--log-every, the first step, then one whenever 10 s have passed since the last, and "
+     "the last step; with --log-every N (N >= 1; 0 is refused), every N-th step plus the "
+     "first and the last, and on a terminal every N-th step's line stays on the screen. A "
+     "step whose loss is not finite is always shown")
     ("executor", po::value<std::string>()->value_name("NAME")->default_value("actor"),
      "actor: the parallel executor, every op an actor, the program replicated on each place "
      "and the gradients combined across places; reference: ops in program order on the "
@@ -375,7 +384,7 @@ void interpret_params(const po::variables_map& vm, run_options& o) {
     throw error("--infer reads its inputs from --data npy:DIR, got '" + o.data + "'");
   for (const char* flag : {"startup", "steps", "epochs", "eval", "load-params", "save-params",
                            "save-every", "save-program", "metrics", "dot", "trace",
-                           "check-hazards"})
+                           "check-hazards", "log-every"})
     if (given(vm, flag))
       throw error(std::string("--") + flag + " is for training, not --infer");
 }
@@ -445,6 +454,12 @@ run_options interpret(const po::variables_map& vm) {
   o.check_nan_inf = take<bool>(vm, "check-nan-inf");
   if (vm.count("dot"))
     o.dot = take<std::string>(vm, "dot");
+  if (vm.count("log-every")) {
+    o.log_every = take<std::int64_t>(vm, "log-every");
+    if (o.log_every < 1)
+      throw error("--log-every must be at least 1 (a progress line every N steps), got " +
+                  std::to_string(o.log_every) + "; without it, lines come every 10 s");
+  }
 
   require_positive(o.steps, "steps");
   require_positive(o.batch_size, "batch-size");
@@ -565,6 +580,8 @@ nlohmann::json to_json(const run_options& o) {
     config["save_params"] = o.save_params;
   if (o.save_every > 0)
     config["save_every"] = o.save_every;
+  if (o.log_every > 0)
+    config["log_every"] = o.log_every;
   if (o.multi_process()) {
     config["nnodes"] = o.nnodes;
     config["node_rank"] = o.node_rank;

@@ -48,6 +48,7 @@ struct run_options {
   std::string load_params; ///< persistables loaded after the startup program; empty: none
   std::string save_params; ///< checkpoint directory (persistables + checkpoint.json); empty: none
   std::int64_t save_every = 0; ///< also save the checkpoint every this many steps; 0: at the end
+  std::int64_t log_every = 0; ///< a progress line every this many steps; 0: every 10 s
   bool infer = false;      ///< run the inference model `model` instead of training
   std::string params;      ///< the inference model's parameters (with infer)
   std::string output;      ///< directory of the fetch targets' .npy files (with infer)

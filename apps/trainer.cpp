@@ -1,5 +1,6 @@
 #include "apps/trainer.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "apps/engine.hpp"
 #include "apps/metrics.hpp"
 #include "apps/model_data.hpp"
+#include "apps/progress_reporter.hpp"
 #include "apps/signals.hpp"
 #include "apps/training_trace.hpp"
 #include "devices/error.hpp"
@@ -142,23 +144,6 @@ void print_header(std::ostream& out, const run_options& o) {
   out << '\n';
 }
 
-/// Every step up to 50 steps; beyond that every 10th, always the run's `first` and the last.
-bool should_print(std::int64_t step, std::int64_t first, std::int64_t steps) {
-  std::int64_t every = steps > 50 ? 10 : 1;
-  return step == first || step == steps || step % every == 0;
-}
-
-/// A step line; `step` counts from the first run's start (a resumed run goes on from its
-/// checkpoint). Flushed, so that progress shows through a pipe.
-void print_step(std::ostream& out, std::int64_t step, const run_metrics::step_record& s,
-                std::int64_t steps) {
-  out << "step " << step << '/' << steps << "  loss " << std::setprecision(6) << s.loss;
-  if (s.step > 1) // the run's first step is warm-up
-    out << "  " << std::fixed << std::setprecision(1)
-        << s.samples_per_sec() << " samples/s" << std::defaultfloat;
-  out << std::endl;
-}
-
 void print_summary(std::ostream& out, const run_options& o, const run_metrics& metrics,
                    const std::optional<eval_result>& eval) {
   const auto& steps = metrics.steps();
@@ -218,7 +203,7 @@ nlohmann::json report(const run_options& o, const run_metrics& metrics,
 
 } // namespace
 
-int run_training(const run_options& o, std::ostream& out) {
+int run_training(const run_options& o, std::ostream& out, const progress_display& display) {
   interrupt_handler interrupts; // the first SIGINT/SIGTERM now ends training at a step boundary
   auto [model, data] = load_model_and_data(o);
   if (o.eval && !data.test)
@@ -250,6 +235,22 @@ int run_training(const run_options& o, std::ostream& out) {
   if (o.tracing())
     traced.emplace(o, *executor, steps);
   print_header(out, o);
+  // Rank 0 shows the steps; finish() ends an in-place line before anything else is printed.
+  std::optional<progress_reporter> progress;
+  if (lead)
+    progress.emplace(out,
+                     progress_reporter::settings{
+                       .first_step = outcome.resumed_from + 1,
+                       .last_step = steps,
+                       .steps_per_epoch = o.epochs ? batches.batches_per_epoch() : 0,
+                       .log_every = o.log_every,
+                       .display = display,
+                     },
+                     [] {
+                       return std::chrono::duration<double>(
+                                std::chrono::steady_clock::now().time_since_epoch())
+                         .count();
+                     });
   run_metrics metrics;
   metrics.start();
   std::int64_t step = outcome.resumed_from, saved = -1;
@@ -276,19 +277,22 @@ int run_training(const run_options& o, std::ostream& out) {
     }
     if (lead && step == outcome.resumed_from + 1 && !o.dot.empty())
       write_dot(*executor, o.dot); // timed with the first step, the warm-up
-    const auto& record = metrics.record(loss, rows);
+    metrics.record(loss, rows);
     // The loss is the global batch's on every process, so all of them stop here.
     if (!std::isfinite(loss)) outcome.nonfinite_step = step;
-    if (lead && (should_print(step, outcome.resumed_from + 1, steps) || outcome.nonfinite_step))
-      print_step(out, step, record, steps);
+    if (progress)
+      progress->step(step, loss, rows); // a non-finite loss is always shown
     if (outcome.nonfinite_step != 0) break;
     if (lead && o.save_every > 0 && step % o.save_every == 0 && step < steps) {
+      progress->finish();
       save_checkpoint(*executor, model.main, o.save_params, batches, identity, out);
       saved = step;
     }
     // Alone, a signal that came during the step counts at once.
     outcome.signal = executor->in_job() ? vote : interrupts.signal();
   }
+  if (progress)
+    progress->finish(); // the lines below start on a line of their own
   if (outcome.signal != 0)
     out << "training interrupted by " << signal_name(outcome.signal) << " at step " << step
         << " of " << steps << std::endl;

@@ -3,6 +3,7 @@
 #include <iosfwd>
 
 #include "apps/options.hpp"
+#include "apps/progress_reporter.hpp"
 
 namespace pe {
 
@@ -21,10 +22,12 @@ inline constexpr int hazards_found = 3;
 /// metrics say "interrupted"; a second one ends the process at once (see signals.hpp). A
 /// non-finite (NaN or infinite) loss ends training after its step: the metrics are written
 /// (with "nonfinite_loss_step"), no checkpoint and no eval, then pe::error names the step.
-/// Progress lines and the summary go to `out`. The outputs should have been checked with
-/// check_outputs first. Returns the exit status: 0, hazards_found, or 128 + the signal
-/// that interrupted training. Throws pe::error (or another std::exception) on any failure;
-/// nothing is half-reported as success.
-int run_training(const run_options& options, std::ostream& out);
+/// Progress (see progress_reporter: one line rewritten in place when `display` says `out` is
+/// a terminal, else plain lines every --log-every steps or every 10 s) and the summary go to
+/// `out`. The outputs should have been checked with check_outputs first. Returns the exit
+/// status: 0, hazards_found, or 128 + the signal that interrupted training. Throws pe::error
+/// (or another std::exception) on any failure; nothing is half-reported as success.
+int run_training(const run_options& options, std::ostream& out,
+                 const progress_display& display = {});
 
 } // namespace pe

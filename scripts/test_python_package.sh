@@ -31,8 +31,9 @@ export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
 echo "test_python_package: pip wheel . (build type ${build_type:-Release})"
 "$python" -m venv "$work/builder"
 "$work/builder/bin/pip" wheel -q --no-deps -w "$work/wheels" \
-  -C build-dir="$build-wheel" -C cmake.build-type="${build_type:-Release}" \
-  -C cmake.define.PE_WITH_CUDA="${cuda:-AUTO}" .
+  --config-settings=build-dir="$build-wheel" \
+  --config-settings=cmake.build-type="${build_type:-Release}" \
+  --config-settings=cmake.define.PE_WITH_CUDA="${cuda:-AUTO}" .
 wheels=("$work"/wheels/pe_actor-*.whl)
 (( ${#wheels[@]} == 1 )) && [[ -f ${wheels[0]} ]] || { echo "test_python_package: pip wheel made no wheel" >&2; exit 1; }
 wheel=${wheels[0]}

@@ -92,7 +92,7 @@ TEST(GpuJobs, AKilledProcessEndsTheOtherNamingIt) {
   if (auto why = missing(2)) GTEST_SKIP() << *why;
   // Rank 0's collectives then wait for a peer that is gone: the watchdog aborts NCCL.
   temp_dir dir("gpu_job_kill");
-  job j(dir, 2, words("--steps 1000000 --peer-timeout 5"), {{"--places", "gpu:0"}, {"--places", "gpu:1"}});
+  job j(dir, 2, words("--steps 1000000 --log-every 10 --peer-timeout 5"), {{"--places", "gpu:0"}, {"--places", "gpu:1"}});
   ASSERT_TRUE(j.ranks[0]->printed("step 10/", 120s)) << j.errors();
   ::kill(j.ranks[1]->pid(), SIGKILL);
   const auto status = j.ranks[0]->wait(15s);

@@ -127,8 +127,10 @@ TEST(JobCheckpoints, ARestartedJobContinuesTheLossCurve) {
 
 TEST(JobSignals, SigtermToTheLauncherStopsEveryRankAtTheSameStep) {
   temp_dir dir("mp_sigterm");
+  // A rank's stdout is a pipe to the launcher: plain step lines, here every 10th.
   std::vector<std::string> args{"--nproc", "2", "--", "--places", "cpu:1", "--steps", "1000000",
-                                "--metrics", dir.file("m.json"), "--save-params", dir.file("ck")};
+                                "--log-every", "10", "--metrics", dir.file("m.json"),
+                                "--save-params", dir.file("ck")};
   rank_process launcher(args, dir.file("out"), dir.file("err"), PE_LAUNCH_BINARY);
   ASSERT_TRUE(launcher.printed("[rank 0] step 20/", 60s)) << launcher.err();
   ::kill(launcher.pid(), SIGTERM);
@@ -136,6 +138,7 @@ TEST(JobSignals, SigtermToTheLauncherStopsEveryRankAtTheSameStep) {
   ASSERT_TRUE(status.has_value()) << "the job still runs after SIGTERM";
   EXPECT_EQ(*status, 143) << launcher.err();
   const std::string out = launcher.out();
+  EXPECT_EQ(out.find('\r'), std::string::npos) << "a rank is not a terminal: no in-place lines";
   const auto stopped = [&](int rank) {
     const std::string line = "[rank " + std::to_string(rank) + "] training interrupted by SIGTERM at step ";
     const auto at = out.find(line);
@@ -155,7 +158,7 @@ TEST(JobSignals, ASignalToOneRankStopsEveryRankAtTheSameStep) {
   // Only rank 2 is signalled: its vote travels with a step's fetches, and all three stop
   // after that step, each saying so and exiting 143.
   temp_dir dir("mp_vote");
-  job j(dir, 3, words("--places cpu:1 --steps 1000000 --metrics " + dir.file("m.json")));
+  job j(dir, 3, words("--places cpu:1 --steps 1000000 --log-every 10 --metrics " + dir.file("m.json")));
   ASSERT_TRUE(j.ranks[0]->printed("step 20/", 60s)) << j.errors();
   ::kill(j.ranks[2]->pid(), SIGTERM);
   const auto statuses = j.wait(60s);
@@ -177,7 +180,7 @@ TEST(JobSignals, ASignalToOneRankStopsEveryRankAtTheSameStep) {
 
 TEST(JobFaults, AKilledProcessEndsTheOthersNamingIt) {
   temp_dir dir("mp_kill");
-  job j(dir, 3, words("--places cpu:1 --steps 1000000 --peer-timeout 5"));
+  job j(dir, 3, words("--places cpu:1 --steps 1000000 --log-every 10 --peer-timeout 5"));
   ASSERT_TRUE(j.ranks[0]->printed("step 10/", 60s)) << j.ranks[0]->err();
   ::kill(j.ranks[1]->pid(), SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
@@ -193,7 +196,7 @@ TEST(JobFaults, AKilledProcessEndsTheOthersNamingIt) {
 
 TEST(JobFaults, AFrozenProcessIsFoundByHeartbeats) {
   temp_dir dir("mp_stop");
-  job j(dir, 2, words("--places cpu:1 --steps 1000000 --peer-timeout 2"));
+  job j(dir, 2, words("--places cpu:1 --steps 1000000 --log-every 10 --peer-timeout 2"));
   ASSERT_TRUE(j.ranks[0]->printed("step 10/", 60s)) << j.ranks[0]->err();
   ::kill(j.ranks[1]->pid(), SIGSTOP);
   auto status = j.ranks[0]->wait(15s);
