@@ -134,6 +134,14 @@ for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.l
   [[ -f $f ]] && cp "$f" "$root$f"
 done
 cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+# How this machine reaches the registries, as for apt: its own CAs (Debian's place for them,
+# which ca-certificates adds to the root's store when install_deps installs it; an
+# intercepting proxy's among them) and pip's configuration.
+if compgen -G "/usr/local/share/ca-certificates/*" >/dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp -rL /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+fi
+[[ -f /etc/pip.conf ]] && cp -L /etc/pip.conf "$root/etc/pip.conf"
 
 bind() { # source target [ro]
   mkdir -p "$2"
@@ -163,8 +171,14 @@ say "root ready in $((SECONDS - start)) s; running: $*"
 env_args=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
           LANG=C.UTF-8 TERM="${TERM:-dumb}" CI="${CI:-}"
           CCACHE_DIR=/root/.cache/ccache CCACHE_COMPILERCHECK=content)
+# Passed through: the project's settings, and how this machine reaches the network (proxies,
+# CA bundles, pip's index and time-out); not a local wheel folder (PIP_FIND_LINKS), which the
+# root does not have.
+network_vars='^(https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY|SSL_CERT_FILE|SSL_CERT_DIR|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|PIP_CERT|PIP_INDEX_URL|PIP_EXTRA_INDEX_URL|PIP_TRUSTED_HOST|PIP_DEFAULT_TIMEOUT)$'
 while IFS='=' read -r name _; do
-  [[ $name == PE_* && $name != PE_FRESH_* ]] && env_args+=("$name=${!name}")
+  if [[ $name == PE_* && $name != PE_FRESH_* ]] || [[ $name =~ $network_vars ]]; then
+    env_args+=("$name=${!name}")
+  fi
 done < <(env)
 
 set +e

@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config
+  ca-certificates                  # pip install . fetches its build requirements over HTTPS
   libcaf-dev                       # C++ Actor Framework 0.17
   libprotobuf-dev protobuf-compiler
   libboost-program-options-dev

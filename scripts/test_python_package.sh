@@ -23,9 +23,18 @@ rm -rf "$work"
 mkdir -p "$work"
 # The wheel's CMake build reuses the build tree's compiled objects through ccache when it
 # compiles the same way: same build type, a build folder as deep as $build (the paths ccache
-# hashes are taken relative to this checkout) and the same CUDA setting.
-build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")
-cuda=$(sed -n 's/^PE_WITH_CUDA:[A-Z]*=//p' "$build/CMakeCache.txt")
+# hashes are taken relative to this checkout), the same CUDA setting and the
+# same compilers (left to itself, the wheel's CMake took x86_64-linux-gnu-g++ where the build
+# tree has c++, and ccache missed).
+cached() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
+build_type=$(cached CMAKE_BUILD_TYPE)
+same_build=(--config-settings=cmake.define.PE_WITH_CUDA="$(cached PE_WITH_CUDA)")
+for compiler in CMAKE_CXX_COMPILER CMAKE_CUDA_COMPILER; do
+  value=$(cached "$compiler")
+  if [[ -n $value && $value != *NOTFOUND ]]; then
+    same_build+=(--config-settings=cmake.define.$compiler="$value")
+  fi
+done
 export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
 
 echo "test_python_package: pip wheel . (build type ${build_type:-Release})"
@@ -33,7 +42,7 @@ echo "test_python_package: pip wheel . (build type ${build_type:-Release})"
 "$work/builder/bin/pip" wheel -q --no-deps -w "$work/wheels" \
   --config-settings=build-dir="$build-wheel" \
   --config-settings=cmake.build-type="${build_type:-Release}" \
-  --config-settings=cmake.define.PE_WITH_CUDA="${cuda:-AUTO}" .
+  "${same_build[@]}" .
 wheels=("$work"/wheels/pe_actor-*.whl)
 (( ${#wheels[@]} == 1 )) && [[ -f ${wheels[0]} ]] || { echo "test_python_package: pip wheel made no wheel" >&2; exit 1; }
 wheel=${wheels[0]}
