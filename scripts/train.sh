@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh --with-data
+# ccache keys on paths relative to this checkout (as scripts/test.sh's build does), so a
+# test build's objects serve this one.
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j2 --target pe-actor-run
 exec build/apps/pe-actor-run --model cnn --optimizer adam --lr 0.001 \
