@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "apps/batcher.hpp"
-#include "apps/checkpoint.hpp"
+#include "apps/run/checkpoint.hpp"
+#include "data/batcher.hpp"
 #include "idx_files.hpp"
 #include "tests/support/expect_error.hpp"
 #include "tests/support/process.hpp"

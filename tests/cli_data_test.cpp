@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "apps/npy.hpp"
+#include "data/npy.hpp"
 #include "graph/backward.hpp"
 #include "graph/builder.hpp"
 #include "graph/optimizer.hpp"

@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/launch_options.hpp"
-#include "apps/options.hpp"
+#include "apps/run/launch_options.hpp"
+#include "apps/run/options.hpp"
 #include "tests/support/expect_error.hpp"
 
 namespace pe {

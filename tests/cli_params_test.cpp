@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/npy.hpp"
+#include "data/npy.hpp"
 #include "graph/exec/param_files.hpp"
 #include "graph/program_io.hpp"
 #include "idx_files.hpp"

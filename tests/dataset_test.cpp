@@ -5,10 +5,10 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/batcher.hpp"
-#include "apps/dataset.hpp"
-#include "apps/idx.hpp"
-#include "apps/synthetic.hpp"
+#include "data/batcher.hpp"
+#include "data/dataset.hpp"
+#include "data/idx.hpp"
+#include "data/synthetic.hpp"
 #include "devices/error.hpp"
 #include "idx_files.hpp"
 #include "tests/support/expect_error.hpp"

@@ -1,8 +1,8 @@
-// The GPU forms of --places (apps/gpu_places.hpp) against a given inventory of CUDA devices,
+// The GPU forms of --places (apps/run/gpu_places.hpp) against a given inventory of CUDA devices,
 // so every case runs without a GPU; and the real inventory of this machine.
 #include <gtest/gtest.h>
 
-#include "apps/gpu_places.hpp"
+#include "apps/run/gpu_places.hpp"
 #include "devices/device.hpp"
 #include "devices/error.hpp"
 

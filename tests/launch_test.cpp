@@ -21,7 +21,7 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/line_prefixer.hpp"
+#include "apps/launch/line_prefixer.hpp"
 #include "idx_files.hpp"
 #include "tests/support/process.hpp"
 

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/npy.hpp"
+#include "data/npy.hpp"
 #include "devices/error.hpp"
 #include "idx_files.hpp"
 #include "tests/support/expect_error.hpp"

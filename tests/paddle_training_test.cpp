@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "actors/parallel_executor.hpp"
-#include "apps/npy.hpp"
+#include "data/npy.hpp"
 #include "graph/exec/param_files.hpp"
 #include "graph/program_info.hpp"
 #include "graph/program_io.hpp"

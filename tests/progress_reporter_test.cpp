@@ -24,8 +24,8 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/options.hpp"
-#include "apps/progress_reporter.hpp"
+#include "apps/run/options.hpp"
+#include "apps/run/progress_reporter.hpp"
 #include "devices/error.hpp"
 #include "idx_files.hpp"
 

@@ -2,7 +2,7 @@
 // images or labels and normalisation; the rest is the file.
 #include <cstdint>
 
-#include "apps/idx.hpp"
+#include "data/idx.hpp"
 #include "devices/error.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 

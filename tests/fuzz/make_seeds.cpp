@@ -18,9 +18,9 @@
 
 #include <caf/binary_serializer.hpp>
 
-#include "apps/npy.hpp"
 #include "collectives/net/net_packet_wire.hpp"
 #include "collectives/net/tensor_bytes.hpp"
+#include "data/npy.hpp"
 #include "devices/error.hpp"
 #include "graph/backward.hpp"
 #include "graph/builder.hpp"

@@ -2,7 +2,7 @@
 // dtype, shape and bytes.
 #include <cstring>
 
-#include "apps/npy.hpp"
+#include "data/npy.hpp"
 #include "devices/error.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 

@@ -1,0 +1,594 @@
+#include "apps/run/options.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <ostream>
+#include <string_view>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include <boost/program_options.hpp>
+
+#include "apps/run/gpu_places.hpp"
+#include "apps/run/launch_options.hpp"
+#include "devices/gpu_runtime.hpp"
+#include "devices/error.hpp"
+#include "graph/models/cnn.hpp"
+
+namespace po = boost::program_options;
+
+namespace pe {
+
+namespace {
+
+int core_count() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+/// The learning rate each optimizer gets when --lr is not given.
+double default_learning_rate(const std::string& optimizer) {
+  if (optimizer == "momentum")
+    return 0.01;
+  if (optimizer == "adam")
+    return 0.001;
+  return 0.1;
+}
+
+/// `text` as a positive int, or nullopt when it is anything else.
+std::optional<int> positive_int(std::string_view text) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || value <= 0)
+    return std::nullopt;
+  return value;
+}
+
+/// "256,128" -> {256, 128}; every width must be a positive integer.
+std::vector<int> parse_widths(const std::string& text) {
+  std::vector<int> widths;
+  std::string_view rest = text;
+  while (true) {
+    auto comma = rest.find(',');
+    auto width = positive_int(rest.substr(0, comma));
+    if (!width)
+      throw error("--hidden: expected comma-separated positive widths such as 256,128, got '" +
+                  text + "'");
+    widths.push_back(*width);
+    if (comma == std::string_view::npos)
+      return widths;
+    rest.remove_prefix(comma + 1);
+  }
+}
+
+std::vector<place> cpu_places(int count) {
+  std::vector<place> places;
+  for (int i = 0; i < count; ++i)
+    places.push_back(place::cpu(i));
+  return places;
+}
+
+/// "cpu:N" -> N >= 1 CPU places; gpu:... -> GPU places (apps/run/gpu_places.hpp).
+std::vector<place> parse_places(const std::string& text) {
+  if (text.starts_with("gpu:")) return parse_gpu_places(text, query_gpus());
+  auto count = text.starts_with("cpu:") ? positive_int(std::string_view(text).substr(4))
+                                        : std::nullopt;
+  if (!count)
+    throw error("--places: expected cpu:N with N >= 1 CPU places, got '" + text + "'");
+  return cpu_places(*count);
+}
+
+/// The actor executor's places when --places is not given: CPU_NUM (as Paddle reads it),
+/// else one per core.
+std::vector<place> default_places() {
+  const char* cpu_num = std::getenv("CPU_NUM");
+  if (cpu_num == nullptr)
+    return cpu_places(core_count());
+  auto count = positive_int(cpu_num);
+  if (!count)
+    throw error(std::string("CPU_NUM=") + cpu_num +
+                " in the environment: expected a positive number of CPU places");
+  return cpu_places(*count);
+}
+
+/// "A:B" -> the training steps A..B (inclusive, 1-based) that --trace-steps selects.
+std::pair<std::uint64_t, std::uint64_t> parse_step_range(const std::string& text) {
+  auto number = [](std::string_view digits) -> std::optional<std::uint64_t> {
+    std::uint64_t value = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec != std::errc{} || end != digits.data() + digits.size() || value == 0)
+      return std::nullopt;
+    return value;
+  };
+  std::string_view whole = text;
+  auto colon = whole.find(':');
+  auto first = colon == std::string_view::npos ? std::nullopt : number(whole.substr(0, colon));
+  auto last = colon == std::string_view::npos ? std::nullopt : number(whole.substr(colon + 1));
+  if (!first || !last)
+    throw error("--trace-steps: expected A:B with steps 1 <= A <= B, got '" + text + "'");
+  if (*first > *last)
+    throw error("--trace-steps " + text + ": the first step is after the last");
+  return {*first, *last};
+}
+
+/// A seed is an unsigned 64-bit integer; "-1" is rejected rather than wrapped around.
+std::uint64_t parse_seed(const std::string& text) {
+  std::uint64_t seed = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
+  if (ec != std::errc{} || end != text.data() + text.size())
+    throw error("--seed: expected an unsigned 64-bit integer, got '" + text + "'");
+  return seed;
+}
+
+po::options_description describe() {
+  const auto cores = std::to_string(core_count());
+  po::options_description d(
+    "Usage: pe-actor-run [options]\n"
+    "Trains a Paddle ProgramDesc (or a built-in MLP or CNN) data-parallel on CPU or GPU places\n"
+    "with the actor executor (or on one place with the reference executor), or with --infer\n"
+    "runs an inference model on .npy inputs. An error prints one line\n"
+    "starting with \"pe-actor-run: error:\" and exits with status 2; hazards that\n"
+    "--check-hazards finds exit with status 3. The first Ctrl-C (SIGINT) or SIGTERM ends\n"
+    "training after the step in progress, writes the metrics, the summary and the\n"
+    "--save-params checkpoint (no --eval) and exits with status 130 or 143; a second one\n"
+    "exits at once.\n\nOptions");
+  // clang-format off
+  d.add_options()
+    ("help,h", "print this help and exit")
+    ("model", po::value<std::string>()->value_name("mlp|cnn|PATH")->default_value("mlp"),
+     "'mlp' for the built-in MLP (input width follows the data, 10 classes), 'cnn' for the "
+     "built-in LeNet-like CNN on 28x28 images (2 x conv 5x5-batch_norm-relu-max pool with 32 "
+     "and 64 channels, fc "
+     "120-84-10), or the PATH "
+     "of a binary or text ProgramDesc training program (needs --startup); a loaded program "
+     "must feed one FP32 image and one INT64 label and keeps its own optimizer. With --infer: "
+     "the inference program (.pdmodel)")
+    ("startup", po::value<std::string>()->value_name("PATH"),
+     "PATH of the startup program (parameter initialisation) of a --model PATH; required "
+     "with it, invalid with mlp and cnn")
+    ("hidden", po::value<std::string>()->value_name("W1,W2,..."),
+     "hidden fully connected widths of the built-in model, comma-separated (default: 256,128 "
+     "for mlp, 120,84 for cnn)")
+    ("steps", po::value<std::int64_t>()->value_name("N")->default_value(200),
+     "training steps (mini-batches)")
+    ("epochs", po::value<std::int64_t>()->value_name("E"),
+     "train for E passes over the training set instead of --steps (giving both is an error)")
+    ("batch-size", po::value<std::int64_t>()->value_name("B")->default_value(64),
+     "global mini-batch size, split across the places (the first B % N places get one "
+     "more row); the last batch of an epoch keeps the remainder")
+    ("lr", po::value<double>()->value_name("RATE"),
+     "learning rate (default: 0.1 for sgd, 0.01 for momentum, 0.001 for adam) of a built-in "
+     "model")
+    ("optimizer", po::value<std::string>()->value_name("NAME")->default_value("sgd"),
+     "optimizer of the built-in model: sgd | momentum (mu 0.9) | adam")
+    ("seed", po::value<std::string>()->value_name("S")->default_value("1"),
+     "seed of parameter initialisation, synthetic data and shuffling")
+    ("data", po::value<std::string>()->value_name("SOURCE")->default_value("synthetic"),
+     "'synthetic' (8192 training and 2048 test samples of width 784 around 10 gaussian "
+     "class prototypes, generated from --seed), or idx:DIR with MNIST-format files "
+     "train-images-idx3-ubyte, train-labels-idx1-ubyte and, for --eval, t10k-images-idx3-ubyte, "
+     "t10k-labels-idx1-ubyte, each plain or .gz (images feed any [-1, ...] image variable "
+     "whose dims multiply to rows x cols, e.g. [-1, 1, 28, 28]), or npy:DIR with one numpy "
+     "file per feed, DIR/<feed name>.npy (the mlp's: image.npy, label.npy), each of the dtype "
+     "and non-batch dims the program declares, all with the same rows along dim 0, and for "
+     "--eval the same files in DIR/test/; samples are shuffled every epoch")
+    ("normalize", po::bool_switch(), "scale idx pixels from 0..255 to 0..1")
+    ("eval", po::bool_switch(),
+     "after training, report the test set's mean loss and accuracy (the program's accuracy "
+     "op), printed and in the metrics")
+    ("save-program", po::value<std::string>()->value_name("DIR"),
+     "write the startup and main programs that run to DIR/startup.pb, DIR/main.pb (binary) "
+     "and DIR/startup.pbtxt, DIR/main.pbtxt (text)")
+    ("metrics", po::value<std::string>()->value_name("FILE"),
+     "write a JSON object to FILE: \"steps\" [{step, loss, samples_per_sec (from step 2)}], "
+     "\"samples_per_sec\" over steps 2..N (step 1 is warm-up and excluded), \"wall_s\" "
+     "(training loop), \"peak_rss_mb\", \"eval\" {loss, accuracy} with --eval, the effective "
+     "\"places\" (count), \"executor\", \"threads\" and \"reduce\", and \"config\"")
+    ("log-every", po::value<std::int64_t>()->value_name("N"),
+     "progress of training: on a terminal one line is rewritten in place (at most 10 times "
+     "a second): step s/S, the step's loss, the smoothed loss, epoch k/E with --epochs, "
+     "samples/s and the ETA (over the steps after the first, the warm-up), elapsed time. "
+     "Elsewhere (a pipe, a file, pe-actor-launch) the same as plain lines: without "
+     "--log-every, the first step, then one whenever 10 s have passed since the last, and "
+     "the last step; with --log-every N (N >= 1; 0 is refused), every N-th step plus the "
+     "first and the last, and on a terminal every N-th step's line stays on the screen. A "
+     "step whose loss is not finite is always shown")
+    ("executor", po::value<std::string>()->value_name("NAME")->default_value("actor"),
+     "actor: the parallel executor, every op an actor, the program replicated on each place "
+     "and the gradients combined across places; reference: ops in program order on the "
+     "calling thread, one place only")
+    ("places", po::value<std::string>()->value_name("cpu:N|gpu:..."),
+     ("places to train on (data parallelism): cpu:N, N CPU places; default with the actor "
+      "executor: cpu:$CPU_NUM when CPU_NUM is set, else one per core (here cpu:" + cores +
+      "); with reference: cpu:1, the only choice. " + gpu_places_help()).c_str())
+    ("threads", po::value<int>()->value_name("T"),
+     "worker threads of the actor executor's CAF scheduler, shared by all places (default "
+     "1: op actors only enqueue kernels on the places' device threads, and one worker keeps "
+     "up with them; more workers wake each other for every message)")
+    ("reduce", po::value<std::string>()->value_name("MODE")->default_value("allreduce"),
+     "how the actor executor combines gradients: allreduce (every place sums all gradients "
+     "and runs the optimizer) or reduce (each parameter's owner place sums its gradient, "
+     "updates it and broadcasts it)")
+    ("sync", po::value<std::string>()->value_name("MODE")->default_value("event"),
+     "how an op whose input was written on another stream of a place (a collective on the "
+     "communication stream reading a gradient, an optimizer reading an all-reduced "
+     "gradient, a fetch on the copy stream) waits for it: event (the reader's stream waits "
+     "on the writer's event, the op actor goes on at once) or wait (the op actor blocks "
+     "until the writer's work has run, then enqueues)")
+    ("fuse-allreduce-mb", po::value<double>()->value_name("X")->default_value(0, "0"),
+     "all-reduce gradients in buckets of at most X MiB, one collective per bucket; 0: one "
+     "collective per gradient. Ignored with --reduce reduce")
+    ("blas-threads", po::value<int>()->value_name("N")->default_value(1),
+     "threads per GEMM (OpenBLAS) and per convolution, pooling or batch norm (oneDNN) call, "
+     "for either executor. Default 1, also what the actor "
+     "executor sets on its own: its places and threads already occupy the cores, and BLAS "
+     "threads on top oversubscribe them; raise it when places leave cores idle (one place, "
+     "or --executor reference). OPENBLAS_NUM_THREADS is not consulted")
+    ("max-tensor-bytes", po::value<std::int64_t>()->value_name("N")
+         ->default_value(default_max_tensor_bytes(), "half the physical memory"),
+     ("the largest tensor, in bytes, a program (or an inference model) may declare or infer "
+      "from its known dims; a larger one, or dims whose element count overflows, fails "
+      "validation naming the op and variable (here " +
+      std::to_string(default_max_tensor_bytes()) + ")").c_str())
+    ("check-nan-inf", po::bool_switch(),
+     "Paddle's FLAGS_check_nan_inf: after every op's kernel, check its FP32 outputs and fail "
+     "the step naming the first op, place and variable holding NaN or an infinity (for "
+     "either executor; slows every step, off by default). Without it a non-finite loss "
+     "still stops training, naming the step")
+    ("dot", po::value<std::string>()->value_name("FILE"),
+     "after the first step, write the actor executor's SSA graph of the training program "
+     "(ops and variable versions on every place, collectives) to FILE as Graphviz DOT")
+    ("trace", po::value<std::string>()->value_name("FILE"),
+     "record the actor executor's op firings during training and write them to FILE as a "
+     "Chrome Trace Event JSON file (open it in Perfetto or chrome://tracing, or read it with "
+     "pe-actor-trace): a track per place and one for the collectives, a span per firing, "
+     "an arrow per message (with --nnodes, one file per process: see --nnodes)")
+    ("trace-steps", po::value<std::string>()->value_name("A:B"),
+     "record only training steps A..B (inclusive, counted from 1) for --trace and "
+     "--check-hazards; default: every step")
+    ("check-hazards", po::bool_switch(),
+     "record the actor executor's op firings like --trace and, after training, check them "
+     "against the SSA graph: every op fired once per step, no read before its write "
+     "finished, no write before the reads of the previous version finished. Prints "
+     "\"hazard check: N steps, M firings, no violations\", or each violation and then "
+     "exits with status 3")
+    ("load-params", po::value<std::string>()->value_name("PATH"),
+     "after the startup program, load the persistables from PATH: a directory with one file "
+     "per variable (Paddle's save_vars / save_persistables) or one combined file (save_combine, "
+     ".pdiparams, matched to the program's variables by count in sorted-name order). It holds "
+     "every persistable, or only the parameters the forward ops read (the others keep their "
+     "startup values); each must have the dtype and dims the program declares. A --save-params "
+     "checkpoint (PATH/checkpoint.json) resumes its run: training goes on from the step after "
+     "it with the data where it was, so the losses continue the interrupted run's; --steps and "
+     "--epochs stay the total. A checkpoint of another model, batch size, seed or data is "
+     "refused")
+    ("save-params", po::value<std::string>()->value_name("DIR"),
+     "after training (also when a first Ctrl-C or SIGTERM ends it early) write a checkpoint "
+     "to DIR: every persistable (parameters, learning rate, optimizer state) as one file per "
+     "variable in Paddle's format (paddle.static.load_vars and paddle.static.load read it), "
+     "and DIR/checkpoint.json with the step, the position in the data and what a resumed "
+     "run must match (model, batch size, seed, data). The checkpoint replaces DIR in one "
+     "rename, so an interrupted save leaves the previous one whole; DIR must be new, empty "
+     "or an earlier checkpoint of the program, and is checked writable before training")
+    ("save-every", po::value<std::int64_t>()->value_name("K"),
+     "with --save-params: also write the checkpoint after every K-th step (counted from the "
+     "first run's start)")
+    ("infer", po::bool_switch(),
+     "run an inference model instead of training: --model PATH is its program (a .pdmodel; "
+     "its feed and fetch ops name the inputs and the outputs), --params its parameters, "
+     "--data npy:DIR holds DIR/<feed name>.npy for every feed (rows along dim 0); runs "
+     "--batch-size rows at a time (the last batch may be partial) split across --places and "
+     "writes every fetch target, all rows in order, to --output DIR/<fetch name>.npy")
+    ("params", po::value<std::string>()->value_name("PATH"),
+     "with --infer: the model's parameters, a combined file (.pdiparams) or a directory with "
+     "one file per variable")
+    ("output", po::value<std::string>()->value_name("DIR"),
+     "with --infer: the directory (created) for the fetch targets' .npy files")
+    ("nnodes", po::value<int>()->value_name("N"),
+     "train data-parallel over N processes, on one machine or several (default 1, or "
+     "PADDLE_TRAINERS_NUM); each process trains on its own --places, so the world size is N "
+     "x local places, and --batch-size stays the global batch, of which each process copies "
+     "only its rows. Every process runs the same flags (compared when they meet); rank 0 "
+     "prints the steps and writes --metrics, --save-params, --dot and --save-program; each "
+     "process writes its own --trace, FILE with .rankR before the extension "
+     "(pe-actor-trace merge joins them). pe-actor-launch starts N local processes")
+    ("node-rank", po::value<int>()->value_name("R"),
+     "this process's rank, 0..N-1 (default 0, or PADDLE_TRAINER_ID); rank 0 is the master")
+    ("master", po::value<std::string>()->value_name("HOST:PORT"),
+     "with --nnodes N > 1: the address where rank 0 listens and the other processes join "
+     "(required; default: the first of PADDLE_TRAINER_ENDPOINTS, a comma-separated "
+     "HOST:PORT list in rank order, of which PADDLE_CURRENT_ENDPOINT must be this rank's)")
+    ("peer-timeout", po::value<double>()->value_name("SECONDS")->default_value(10, "10"),
+     "with --nnodes N > 1: a process that dies, stops or loses its connection fails the "
+     "step on every other process, with an error naming its rank, within this time");
+  // clang-format on
+  return d;
+}
+
+template <class T>
+T take(const po::variables_map& vm, const char* name) {
+  return vm[name].as<T>();
+}
+
+bool given(const po::variables_map& vm, const char* name) {
+  return vm.count(name) != 0 && !vm[name].defaulted();
+}
+
+void require_positive(std::int64_t value, const char* flag) {
+  if (value <= 0)
+    throw error(std::string("--") + flag + " must be positive, got " + std::to_string(value));
+}
+
+/// Sets and checks the executor, its places and threads, and the gradient strategy.
+void interpret_executor(const po::variables_map& vm, run_options& o) {
+  if (o.executor != "actor" && o.executor != "reference")
+    throw error("--executor: unknown executor '" + o.executor + "' (actor, reference)");
+  if (o.reduce != "allreduce" && o.reduce != "reduce")
+    throw error("--reduce: expected allreduce or reduce, got '" + o.reduce + "'");
+  if (!(o.fuse_allreduce_mb >= 0 && std::isfinite(o.fuse_allreduce_mb)))
+    throw error("--fuse-allreduce-mb must be 0 (off) or a positive size in MiB, got " +
+                std::to_string(o.fuse_allreduce_mb));
+  if (o.sync != "event" && o.sync != "wait")
+    throw error("--sync: expected event or wait, got '" + o.sync + "'");
+  std::optional<std::vector<place>> places;
+  if (vm.count("places"))
+    places = parse_places(take<std::string>(vm, "places"));
+
+  if (o.actor()) {
+    o.places = places ? *places : default_places();
+    o.threads = vm.count("threads") ? take<int>(vm, "threads") : 1;
+    require_positive(o.threads, "threads");
+    return;
+  }
+  o.places = places.value_or(cpu_places(1));
+  if (o.places.size() != 1)
+    throw error("--executor reference runs on one place, got --places " + o.places_text() +
+                "; use --executor actor for several places");
+  if (vm.count("threads") || given(vm, "reduce") || given(vm, "fuse-allreduce-mb") ||
+      given(vm, "sync") || vm.count("dot"))
+    throw error("--threads, --reduce, --fuse-allreduce-mb, --sync and --dot configure the "
+                "actor executor, not --executor reference");
+  if (o.tracing())
+    throw error("--trace and --check-hazards record the actor executor's op firings; "
+                "--executor reference has no actors to trace");
+  o.threads = 1; // the calling thread
+}
+
+/// Sets and checks --load-params, --save-params and the inference run's flags.
+void interpret_params(const po::variables_map& vm, run_options& o) {
+  if (vm.count("load-params")) o.load_params = take<std::string>(vm, "load-params");
+  if (vm.count("save-params")) o.save_params = take<std::string>(vm, "save-params");
+  if (vm.count("params")) o.params = take<std::string>(vm, "params");
+  if (vm.count("output")) o.output = take<std::string>(vm, "output");
+  o.infer = take<bool>(vm, "infer");
+  if (vm.count("save-every")) {
+    o.save_every = take<std::int64_t>(vm, "save-every");
+    require_positive(o.save_every, "save-every");
+    if (o.save_params.empty())
+      throw error("--save-every " + std::to_string(o.save_every) +
+                  " needs --save-params DIR, the checkpoint directory");
+  }
+  if (!o.infer) {
+    if (!o.params.empty() || !o.output.empty())
+      throw error("--params and --output are for --infer; to train from saved parameters "
+                  "use --load-params");
+    return;
+  }
+  if (o.builtin_model())
+    throw error("--infer needs --model PATH, the inference program (.pdmodel)");
+  if (o.params.empty() || o.output.empty())
+    throw error("--infer needs --params PATH (the model's parameters) and --output DIR");
+  if (!o.data.starts_with("npy:"))
+    throw error("--infer reads its inputs from --data npy:DIR, got '" + o.data + "'");
+  for (const char* flag : {"startup", "steps", "epochs", "eval", "load-params", "save-params",
+                           "save-every", "save-program", "metrics", "dot", "trace",
+                           "check-hazards", "log-every"})
+    if (given(vm, flag))
+      throw error(std::string("--") + flag + " is for training, not --infer");
+}
+
+/// Sets and checks what the training steps' firings are recorded for.
+void interpret_tracing(const po::variables_map& vm, run_options& o) {
+  if (vm.count("trace"))
+    o.trace = take<std::string>(vm, "trace");
+  o.check_hazards = take<bool>(vm, "check-hazards");
+  if (!vm.count("trace-steps"))
+    return;
+  if (!o.tracing())
+    throw error("--trace-steps selects the steps that --trace or --check-hazards record; "
+                "give one of them");
+  std::tie(o.trace_first, o.trace_last) = parse_step_range(take<std::string>(vm, "trace-steps"));
+}
+
+/// Sets and checks this process's place in a multi-process job: --nnodes, --node-rank,
+/// --master (or Paddle's launch environment) and --peer-timeout.
+void interpret_launch(const po::variables_map& vm, run_options& o) {
+  launch_flags flags;
+  if (vm.count("nnodes")) flags.nnodes = take<int>(vm, "nnodes");
+  if (vm.count("node-rank")) flags.node_rank = take<int>(vm, "node-rank");
+  if (vm.count("master")) flags.master = take<std::string>(vm, "master");
+  const launch_config launch = resolve_launch(flags);
+  o.nnodes = launch.nnodes;
+  o.node_rank = launch.node_rank;
+  o.master_host = launch.master_host;
+  o.master_port = launch.master_port;
+  o.peer_timeout = take<double>(vm, "peer-timeout");
+  if (!(o.peer_timeout > 0 && std::isfinite(o.peer_timeout)))
+    throw error("--peer-timeout must be a positive number of seconds, got " +
+                std::to_string(o.peer_timeout));
+  if (!o.multi_process())
+    return;
+  if (o.infer)
+    throw error("--infer runs in one process; --nnodes " + std::to_string(o.nnodes) +
+                " is for training");
+  if (!o.actor())
+    throw error("--executor reference runs in one process; --nnodes " +
+                std::to_string(o.nnodes) + " trains with the actor executor");
+}
+
+run_options interpret(const po::variables_map& vm) {
+  run_options o;
+  o.model = take<std::string>(vm, "model");
+  if (vm.count("startup"))
+    o.startup = take<std::string>(vm, "startup");
+  if (vm.count("hidden")) o.hidden = parse_widths(take<std::string>(vm, "hidden"));
+  o.steps = take<std::int64_t>(vm, "steps");
+  o.batch_size = take<std::int64_t>(vm, "batch-size");
+  o.optimizer = take<std::string>(vm, "optimizer");
+  o.seed = parse_seed(take<std::string>(vm, "seed"));
+  o.data = take<std::string>(vm, "data");
+  o.eval = take<bool>(vm, "eval");
+  o.normalize = take<bool>(vm, "normalize");
+  if (vm.count("save-program"))
+    o.save_program = take<std::string>(vm, "save-program");
+  if (vm.count("metrics"))
+    o.metrics = take<std::string>(vm, "metrics");
+  o.executor = take<std::string>(vm, "executor");
+  o.reduce = take<std::string>(vm, "reduce");
+  o.sync = take<std::string>(vm, "sync");
+  o.fuse_allreduce_mb = take<double>(vm, "fuse-allreduce-mb");
+  o.blas_threads = take<int>(vm, "blas-threads");
+  o.max_tensor_bytes = take<std::int64_t>(vm, "max-tensor-bytes");
+  o.check_nan_inf = take<bool>(vm, "check-nan-inf");
+  if (vm.count("dot"))
+    o.dot = take<std::string>(vm, "dot");
+  if (vm.count("log-every")) {
+    o.log_every = take<std::int64_t>(vm, "log-every");
+    if (o.log_every < 1)
+      throw error("--log-every must be at least 1 (a progress line every N steps), got " +
+                  std::to_string(o.log_every) + "; without it, lines come every 10 s");
+  }
+
+  require_positive(o.steps, "steps");
+  require_positive(o.batch_size, "batch-size");
+  require_positive(o.blas_threads, "blas-threads");
+  require_positive(o.max_tensor_bytes, "max-tensor-bytes");
+  if (vm.count("epochs")) {
+    if (given(vm, "steps"))
+      throw error("--steps and --epochs both given; use one");
+    o.epochs = take<std::int64_t>(vm, "epochs");
+    require_positive(*o.epochs, "epochs");
+  }
+  if (o.optimizer != "sgd" && o.optimizer != "momentum" && o.optimizer != "adam")
+    throw error("--optimizer: unknown optimizer '" + o.optimizer + "' (sgd, momentum, adam)");
+  o.learning_rate = vm.count("lr") ? take<double>(vm, "lr") : default_learning_rate(o.optimizer);
+  if (!(o.learning_rate > 0))
+    throw error("--lr must be positive, got " + std::to_string(o.learning_rate));
+
+  if (o.builtin_model()) {
+    if (!o.startup.empty())
+      throw error("--startup is for a --model PATH; the " + o.model +
+                  " builds its own startup program");
+  } else {
+    if (o.startup.empty() && !take<bool>(vm, "infer"))
+      throw error("--model " + o.model + " needs --startup PATH (its startup program)");
+    if (given(vm, "hidden") || given(vm, "optimizer") || vm.count("lr"))
+      throw error("--hidden, --optimizer and --lr configure the built-in models; a loaded program "
+                  "has its own layers and optimizer");
+  }
+
+  bool idx = o.data.starts_with("idx:"), npy = o.data.starts_with("npy:");
+  if (o.data != "synthetic" && !((idx || npy) && o.data.size() > 4))
+    throw error("--data: expected synthetic, idx:DIR or npy:DIR, got '" + o.data + "'");
+  if (o.normalize && !idx)
+    throw error("--normalize scales idx pixels; it does not apply to --data " + o.data);
+  interpret_params(vm, o);
+  interpret_tracing(vm, o);
+  interpret_executor(vm, o);
+  interpret_launch(vm, o);
+  return o;
+}
+
+} // namespace
+
+std::optional<run_options> parse_options(int argc, const char* const* argv,
+                                         std::ostream& help_out) {
+  auto description = describe();
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv)
+                .options(description)
+                .positional({}) // no positional arguments: a stray word is an error
+                .run(),
+              vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw error(e.what());
+  }
+  if (vm.count("help")) {
+    help_out << description << '\n';
+    return std::nullopt;
+  }
+  return interpret(vm);
+}
+
+std::string run_options::places_text() const {
+  if (!places.empty() && places.front().type == place::kind::gpu) return gpu_places_text(places);
+  return "cpu:" + std::to_string(places.size());
+}
+
+nlohmann::json to_json(const run_options& o) {
+  nlohmann::json config = {
+    {"model", o.model},
+    {"batch_size", o.batch_size},
+    {"seed", o.seed},
+    {"data", o.data},
+    {"eval", o.eval},
+    {"normalize", o.normalize},
+    {"places", o.places_text()},
+    {"executor", o.executor},
+    {"threads", o.threads},
+    {"reduce", o.reduce},
+    {"sync", o.sync},
+    {"fuse_allreduce_mb", o.fuse_allreduce_mb},
+    {"blas_threads", o.blas_threads},
+    {"max_tensor_bytes", o.max_tensor_bytes},
+    {"check_nan_inf", o.check_nan_inf},
+  };
+  if (o.builtin_model()) {
+    config["hidden"] = !o.hidden.empty() ? o.hidden
+                       : o.model == "cnn" ? cnn_config{}.fc
+                                          : mlp_config{}.hidden;
+    config["lr"] = o.learning_rate;
+    config["optimizer"] = o.optimizer;
+  } else {
+    config["startup"] = o.startup;
+  }
+  if (o.epochs)
+    config["epochs"] = *o.epochs;
+  else
+    config["steps"] = o.steps;
+  if (!o.save_program.empty())
+    config["save_program"] = o.save_program;
+  if (!o.metrics.empty())
+    config["metrics"] = o.metrics;
+  if (!o.dot.empty())
+    config["dot"] = o.dot;
+  if (!o.trace.empty())
+    config["trace"] = o.trace;
+  if (o.tracing())
+    config["trace_steps"] = o.trace_last == std::numeric_limits<std::uint64_t>::max()
+                              ? std::string("all")
+                              : std::to_string(o.trace_first) + ":" + std::to_string(o.trace_last);
+  if (o.check_hazards)
+    config["check_hazards"] = true;
+  if (!o.load_params.empty())
+    config["load_params"] = o.load_params;
+  if (!o.save_params.empty())
+    config["save_params"] = o.save_params;
+  if (o.save_every > 0)
+    config["save_every"] = o.save_every;
+  if (o.log_every > 0)
+    config["log_every"] = o.log_every;
+  if (o.multi_process()) {
+    config["nnodes"] = o.nnodes;
+    config["node_rank"] = o.node_rank;
+    config["master"] = endpoint{o.master_host, o.master_port}.text();
+    config["peer_timeout"] = o.peer_timeout;
+  }
+  return config;
+}
+
+} // namespace pe

@@ -1,0 +1,327 @@
+#include "apps/run/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <optional>
+#include <ostream>
+
+#include "apps/run/checkpoint.hpp"
+#include "apps/run/engine.hpp"
+#include "apps/run/metrics.hpp"
+#include "apps/run/model_data.hpp"
+#include "apps/run/progress_reporter.hpp"
+#include "apps/run/signals.hpp"
+#include "apps/run/training_trace.hpp"
+#include "data/batcher.hpp"
+#include "data/dataset.hpp"
+#include "devices/error.hpp"
+#include "graph/exec/param_files.hpp"
+#include "graph/program_io.hpp"
+
+namespace pe {
+
+namespace {
+
+/// Writes DIR/{startup,main}.pb (binary) and .pbtxt (text), creating DIR.
+void save_programs(const model_programs& m, const std::string& dir) {
+  std::error_code failure;
+  std::filesystem::create_directories(dir, failure);
+  if (failure)
+    throw error("--save-program " + dir + ": cannot create the directory: " + failure.message());
+  const std::filesystem::path root(dir);
+  save_program(m.startup, (root / "startup.pb").string(), program_format::binary);
+  save_program(m.main, (root / "main.pb").string(), program_format::binary);
+  save_program(m.startup, (root / "startup.pbtxt").string(), program_format::text);
+  save_program(m.main, (root / "main.pbtxt").string(), program_format::text);
+}
+
+/// --load-params: the persistables from `path` onto every place. From a checkpoint (a
+/// directory with checkpoint.json) of a run with the same `identity`, which must hold every
+/// persistable, returns the step it reached; from parameters alone, 0.
+std::int64_t load_parameters(engine& executor, const proto::ProgramDesc& main,
+                             const std::string& path, const nlohmann::json& identity,
+                             std::ostream& out) {
+  const auto checkpoint = read_checkpoint(path);
+  if (checkpoint)
+    check_resumable(*checkpoint, identity, path);
+  const auto loaded = load_params(path, main);
+  if (checkpoint && loaded.size() != persistable_specs(main).size())
+    throw error("--load-params " + path + ": the checkpoint holds " +
+                std::to_string(loaded.size()) + " of the program's " +
+                std::to_string(persistable_specs(main).size()) +
+                " persistables; resuming needs the optimizer state too");
+  for (const auto& [name, value] : loaded)
+    executor.set_persistable(name, value);
+  out << "loaded " << loaded.size() << " variables from " << path;
+  if (checkpoint)
+    out << " (checkpoint at step " << checkpoint->step << ", epoch "
+        << checkpoint->epochs_completed + 1 << " batch " << checkpoint->batches_into_epoch + 1
+        << " next)";
+  out << '\n';
+  return checkpoint ? checkpoint->step : 0;
+}
+
+/// --save-params: every persistable, as place 0 holds it, and where training stands in the
+/// data, as the checkpoint `dir`.
+void save_checkpoint(const engine& executor, const proto::ProgramDesc& main,
+                     const std::string& dir, const batcher& batches,
+                     const nlohmann::json& identity, std::ostream& out) {
+  param_map values;
+  for (const auto& spec : persistable_specs(main))
+    values[spec.name] = executor.persistable(spec.name);
+  const auto served = batches.served();
+  write_checkpoint(dir, values,
+                   {served, served / batches.batches_per_epoch(),
+                    served % batches.batches_per_epoch(), identity});
+  out << "saved " << values.size() << " variables to " << dir << " (checkpoint at step "
+      << served << ")" << std::endl;
+}
+
+/// The names of the main program's persistables: what a checkpoint directory may hold.
+std::vector<std::string> persistable_names(const proto::ProgramDesc& main) {
+  std::vector<std::string> names;
+  for (const auto& spec : persistable_specs(main))
+    names.push_back(spec.name);
+  return names;
+}
+
+/// The value of a fetched one-element FP32 tensor such as a mean loss.
+double scalar(const tensor& t, const std::string& name) {
+  if (t.numel() != 1)
+    throw error("fetched '" + name + "' has shape " + to_string(t.shape()) + ", expected a scalar");
+  return t.values<float>()[0];
+}
+
+/// The image and label feeds of one batch.
+feed_map feeds_of(const model_programs& m, const dataset& batch) {
+  return {{m.image, batch.images}, {m.label, batch.labels}};
+}
+
+/// Mean loss and accuracy over `test`, in batches of `batch_size`, weighted by batch rows.
+eval_result evaluate(engine& executor, const model_programs& m, const dataset& test,
+                     std::int64_t batch_size) {
+  eval_result r;
+  for (std::int64_t begin = 0; begin < test.size(); begin += batch_size) {
+    auto batch = test.slice(begin, std::min(begin + batch_size, test.size()));
+    auto fetched = executor.test(feeds_of(m, batch), {m.loss, m.accuracy});
+    auto rows = batch.size();
+    r.loss += scalar(fetched[0], m.loss) * static_cast<double>(rows);
+    r.accuracy += scalar(fetched[1], m.accuracy) * static_cast<double>(rows);
+    r.samples += rows;
+  }
+  r.loss /= static_cast<double>(r.samples);
+  r.accuracy /= static_cast<double>(r.samples);
+  return r;
+}
+
+/// Writes the DOT text of the training graph to `path`.
+void write_dot(const engine& executor, const std::string& path) {
+  std::ofstream out(path);
+  out << executor.training_graph_dot();
+  if (!out.flush())
+    throw error("--dot " + path + ": cannot write the graph");
+}
+
+/// What runs where, with the defaults resolved: places, executor, threads, gradient strategy.
+void print_header(std::ostream& out, const run_options& o) {
+  out << "training " << o.model << " on " << o.places_text() << " ("
+      << o.places.size() << (o.places.size() == 1 ? " CPU place" : " CPU places") << ") with the "
+      << o.executor << " executor";
+  if (o.actor()) {
+    out << ", " << o.threads << (o.threads == 1 ? " thread" : " threads") << ", " << o.reduce
+        << ", --sync " << o.sync;
+    if (o.reduce == "allreduce" && o.fuse_allreduce_mb > 0)
+      out << " fused in " << o.fuse_allreduce_mb << " MiB buckets";
+  }
+  out << ", global batch " << o.batch_size << ", " << o.blas_threads << " BLAS thread"
+      << (o.blas_threads == 1 ? "" : "s");
+  if (o.multi_process())
+    out << "; process " << o.node_rank << " of " << o.nnodes << " (world of "
+        << o.nnodes * static_cast<int>(o.places.size()) << " places)";
+  out << '\n';
+}
+
+void print_summary(std::ostream& out, const run_options& o, const run_metrics& metrics,
+                   const std::optional<eval_result>& eval) {
+  const auto& steps = metrics.steps();
+  out << "trained " << steps.size() << " steps on " << o.places_text() << " (" << o.executor
+      << " executor)";
+  if (!steps.empty())
+    out << ": loss " << std::setprecision(6) << steps.front().loss << " -> " << steps.back().loss
+        << ", " << std::fixed << std::setprecision(1) << metrics.samples_per_sec()
+        << " samples/s (step 1 excluded as warm-up), wall " << std::setprecision(3)
+        << metrics.wall_seconds() << " s" << std::defaultfloat;
+  out << '\n';
+  if (eval)
+    out << "eval: loss " << std::setprecision(6) << eval->loss << "  accuracy "
+        << std::setprecision(4) << eval->accuracy << " on " << eval->samples
+        << " test samples\n";
+}
+
+/// How a training run went beyond its steps: where it started and whether a signal or a
+/// non-finite loss ended it.
+struct run_outcome {
+  std::int64_t resumed_from = 0; ///< the checkpoint's step; 0 for a run from the start
+  int signal = 0;                ///< the signal that interrupted it; 0 if none
+  std::int64_t nonfinite_step = 0; ///< the step whose loss was NaN or infinite; 0 if none
+  std::int64_t failed_step = 0;    ///< the step that failed (e.g. --check-nan-inf); 0 if none
+  std::string failure;             ///< why it failed
+
+  bool stopped_early() const { return signal != 0 || nonfinite_step != 0 || failed_step != 0; }
+};
+
+/// The metrics file: the run's timeline (steps numbered as the step lines are), eval and
+/// config, plus the effective setup and the outcome.
+nlohmann::json report(const run_options& o, const run_metrics& metrics,
+                      const std::optional<eval_result>& eval, const trace_report& traced,
+                      const run_outcome& outcome) {
+  auto json = metrics.to_json(to_json(o), eval);
+  for (auto& step : json["steps"])
+    step["step"] = step["step"].get<std::int64_t>() + outcome.resumed_from;
+  json["places"] = o.places.size();
+  json["sync"] = o.sync;
+  json["executor"] = o.executor;
+  json["threads"] = o.threads;
+  json["reduce"] = o.reduce;
+  json["interrupted"] = outcome.signal != 0;
+  if (outcome.signal != 0)
+    json["signal"] = signal_name(outcome.signal);
+  if (outcome.resumed_from > 0)
+    json["resumed_from_step"] = outcome.resumed_from;
+  if (outcome.nonfinite_step != 0)
+    json["nonfinite_loss_step"] = outcome.nonfinite_step;
+  if (outcome.failed_step != 0) {
+    json["failed_step"] = outcome.failed_step;
+    json["error"] = outcome.failure;
+  }
+  json.update(traced.metrics);
+  return json;
+}
+
+} // namespace
+
+int run_training(const run_options& o, std::ostream& out, const progress_display& display) {
+  interrupt_handler interrupts; // the first SIGINT/SIGTERM now ends training at a step boundary
+  auto [model, data] = load_model_and_data(o);
+  if (o.eval && !data.test)
+    throw error("--eval: " + o.data + " has no test set (idx: t10k-images-idx3-ubyte and "
+                "t10k-labels-idx1-ubyte; npy: a test/ directory)");
+  // In a job of several processes, rank 0 writes the job's files; every process prints its
+  // header and summary, rank 0 the steps.
+  const bool lead = o.node_rank == 0;
+  if (lead && !o.save_program.empty())
+    save_programs(model, o.save_program);
+  const auto identity = resume_identity(o, model.main, data.train.size());
+  if (lead && !o.save_params.empty())
+    check_checkpoint_target("--save-params", o.save_params, persistable_names(model.main));
+  auto executor = make_engine(o, model);
+  run_outcome outcome;
+  if (!o.load_params.empty()) {
+    outcome.resumed_from = load_parameters(*executor, model.main, o.load_params, identity, out);
+    executor->set_steps_done(outcome.resumed_from);
+  }
+
+  batcher batches(data.train, o.batch_size, o.seed);
+  batches.advance(outcome.resumed_from); // the data position of the checkpoint
+  auto steps = o.epochs ? *o.epochs * batches.batches_per_epoch() : o.steps;
+  if (outcome.resumed_from >= steps)
+    throw error("--load-params " + o.load_params + ": the checkpoint is at step " +
+                std::to_string(outcome.resumed_from) + ", this run has " + std::to_string(steps) +
+                " steps in all; --steps and --epochs count from the first run's start");
+  std::optional<training_trace> traced; // attached before step 1, detached at the end
+  if (o.tracing())
+    traced.emplace(o, *executor, steps);
+  print_header(out, o);
+  // Rank 0 shows the steps; finish() ends an in-place line before anything else is printed.
+  std::optional<progress_reporter> progress;
+  if (lead)
+    progress.emplace(out,
+                     progress_reporter::settings{
+                       .first_step = outcome.resumed_from + 1,
+                       .last_step = steps,
+                       .steps_per_epoch = o.epochs ? batches.batches_per_epoch() : 0,
+                       .log_every = o.log_every,
+                       .display = display,
+                     },
+                     [] {
+                       return std::chrono::duration<double>(
+                                std::chrono::steady_clock::now().time_since_epoch())
+                         .count();
+                     });
+  run_metrics metrics;
+  metrics.start();
+  std::int64_t step = outcome.resumed_from, saved = -1;
+  // Every process stops at the same boundary, whichever of them got the signal: before the
+  // first step by a vote of its own, after each step by the votes that travelled with its
+  // fetches (no round trip of their own).
+  outcome.signal = executor->agreed_signal(interrupts.signal());
+  while (outcome.signal == 0 && step < steps) {
+    ++step;
+    // This process copies only its share of the global batch.
+    const std::int64_t rows = batches.next_rows();
+    const auto [first, count] = executor->share_of(rows);
+    auto share = batches.next(first, count);
+    double loss = 0;
+    int vote = interrupts.signal();
+    try {
+      loss = scalar(executor->train_share(feeds_of(model, share), rows, {model.loss}, vote)[0], model.loss);
+    } catch (const error& e) {
+      // A failed step (--check-nan-inf, a kernel's refusal, a lost peer) still leaves the
+      // metrics of the steps before it.
+      outcome.failed_step = step;
+      outcome.failure = e.what();
+      break;
+    }
+    if (lead && step == outcome.resumed_from + 1 && !o.dot.empty())
+      write_dot(*executor, o.dot); // timed with the first step, the warm-up
+    metrics.record(loss, rows);
+    // The loss is the global batch's on every process, so all of them stop here.
+    if (!std::isfinite(loss)) outcome.nonfinite_step = step;
+    if (progress)
+      progress->step(step, loss, rows); // a non-finite loss is always shown
+    if (outcome.nonfinite_step != 0) break;
+    if (lead && o.save_every > 0 && step % o.save_every == 0 && step < steps) {
+      progress->finish();
+      save_checkpoint(*executor, model.main, o.save_params, batches, identity, out);
+      saved = step;
+    }
+    // Alone, a signal that came during the step counts at once.
+    outcome.signal = executor->in_job() ? vote : interrupts.signal();
+  }
+  if (progress)
+    progress->finish(); // the lines below start on a line of their own
+  if (outcome.signal != 0)
+    out << "training interrupted by " << signal_name(outcome.signal) << " at step " << step
+        << " of " << steps << std::endl;
+
+  trace_report trace_result;
+  if (traced)
+    trace_result = traced->finish(out);
+
+  // Parameters a non-finite loss or a failed step came from are not worth resuming from.
+  if (lead && !o.save_params.empty() && saved != step && outcome.nonfinite_step == 0 &&
+      outcome.failed_step == 0)
+    save_checkpoint(*executor, model.main, o.save_params, batches, identity, out);
+
+  std::optional<eval_result> eval;
+  if (o.eval && !outcome.stopped_early())
+    eval = evaluate(*executor, model, *data.test, o.batch_size);
+  print_summary(out, o, metrics, eval);
+  if (lead && !o.metrics.empty())
+    write_json(report(o, metrics, eval, trace_result, outcome), o.metrics);
+  // A failed step has failed the job's collectives on every process: nobody waits for this one.
+  if (outcome.failed_step != 0) throw error(outcome.failure);
+  executor->finish(); // no process leaves while another still needs it
+  if (outcome.nonfinite_step != 0)
+    throw error("step " + std::to_string(outcome.nonfinite_step) + ": the loss is " +
+                std::to_string(metrics.steps().back().loss) +
+                ", not finite; training stopped (a smaller --lr may help)");
+  if (outcome.signal != 0)
+    return exit_status_for(outcome.signal);
+  return trace_result.violations == 0 ? 0 : hazards_found;
+}
+
+} // namespace pe

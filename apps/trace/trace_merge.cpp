@@ -1,0 +1,255 @@
+#include "apps/trace/trace_merge.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "devices/error.hpp"
+
+namespace pe {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* clocks_note =
+  "Times are microseconds on rank 0's steady clock, counted from origin_ns (the earliest "
+  "process's trace origin on that clock). Each process's clock_offset_ns (its steady clock "
+  "minus rank 0's) was estimated from round trips when the processes met at rendezvous, so "
+  "the processes' times may be off from each other by up to half a round trip.";
+
+/// One input: its parsed file and where it sits in the job.
+struct process_trace {
+  std::string path;
+  json doc;
+  int rank = 0;
+  int processes = 1;
+  std::int64_t clock_offset_ns = 0; ///< this process's steady clock minus rank 0's
+  std::int64_t origin_ns = 0;       ///< the steady-clock time its "ts" count from
+};
+
+/// One process's span of a collective, on the merged clock.
+struct collective_end {
+  int pid;
+  json tid;
+  std::string name;
+  double start_us;
+  double end_us;
+};
+
+/// Each process's spans of one collective, by (step, "collective" arg), in rank order.
+using collective_spans =
+  std::map<std::pair<std::uint64_t, std::int64_t>, std::vector<collective_end>>;
+
+/// Where a trace is placed among the merged ones: pids start at 1, as in a single trace.
+int pid_of(int rank) {
+  return rank + 1;
+}
+
+process_trace read_process_trace(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw error(path + ": cannot open the file");
+  process_trace trace;
+  trace.path = path;
+  try {
+    trace.doc = json::parse(in);
+    const json& other = trace.doc.at("otherData");
+    if (!other.is_object() || other.value("tool", "") != "pe-actor")
+      throw error("not a pe-actor trace (otherData.tool is not \"pe-actor\"); write one with "
+                  "pe-actor-run --trace");
+    if (other.contains("merged"))
+      throw error("already a merged trace; merge the traces each process wrote (t.rankR.json)");
+    if (!other.contains("process"))
+      throw error("the trace has no otherData.process (rank, clock offset): written by a "
+                  "pe-actor-run that predates multi-process traces");
+    const json& process = other.at("process");
+    trace.rank = process.at("rank").get<int>();
+    trace.processes = process.at("processes").get<int>();
+    trace.clock_offset_ns = process.at("clock_offset_ns").get<std::int64_t>();
+    trace.origin_ns = process.at("origin_ns").get<std::int64_t>();
+    if (trace.rank < 0 || trace.rank >= trace.processes)
+      throw error("rank " + std::to_string(trace.rank) + " of " +
+                  std::to_string(trace.processes) + " processes is out of range");
+    if (!trace.doc.at("traceEvents").is_array())
+      throw error("traceEvents is not an array");
+  } catch (const json::exception& e) {
+    throw error(path + ": not a pe-actor trace: " + e.what());
+  } catch (const error& e) {
+    throw error(path + ": " + e.what());
+  }
+  return trace;
+}
+
+std::string list(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks)
+    out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
+/// Sorts the traces by rank and checks that they are the processes of one job, each once.
+void check_one_job(std::vector<process_trace>& traces) {
+  const process_trace& first = traces.front();
+  for (const auto& t : traces)
+    if (t.processes != first.processes)
+      throw error(first.path + " is rank " + std::to_string(first.rank) + " of " +
+                  std::to_string(first.processes) + " processes, " + t.path + " rank " +
+                  std::to_string(t.rank) + " of " + std::to_string(t.processes) +
+                  ": traces of different jobs");
+  std::stable_sort(traces.begin(), traces.end(),
+                   [](const process_trace& a, const process_trace& b) { return a.rank < b.rank; });
+  for (std::size_t i = 1; i < traces.size(); ++i)
+    if (traces[i].rank == traces[i - 1].rank)
+      throw error(traces[i - 1].path + " and " + traces[i].path + " are both rank " +
+                  std::to_string(traces[i].rank));
+  std::vector<int> held, missing;
+  for (const auto& t : traces)
+    held.push_back(t.rank);
+  for (int r = 0; r < first.processes; ++r)
+    if (!std::binary_search(held.begin(), held.end(), r))
+      missing.push_back(r);
+  if (!missing.empty())
+    throw error((missing.size() == 1 ? "rank " + list(missing) + " is missing"
+                                     : "ranks " + list(missing) + " are missing") +
+                " (the job has " + std::to_string(first.processes) +
+                " processes; the traces hold rank" + (held.size() == 1 ? " " : "s ") +
+                list(held) + ")");
+}
+
+/// Re-writes one process's events onto the merged clock and pid, numbering its message
+/// arrows from `next_flow_id` on, and collects its collectives' spans by (step, collective).
+void merge_events(const process_trace& trace, std::int64_t shift_ns, json& events,
+                  std::uint64_t& next_flow_id, collective_spans& collectives) {
+  const int pid = pid_of(trace.rank);
+  auto shifted = [&](const json& ts) {
+    return static_cast<double>(std::llround(ts.get<double>() * 1000.0) + shift_ns) / 1000.0;
+  };
+  std::map<std::uint64_t, std::uint64_t> flow_ids;
+  events.push_back({{"ph", "M"}, {"pid", pid}, {"name", "process_name"},
+                    {"args", {{"name", "rank " + std::to_string(trace.rank)}}}});
+  events.push_back({{"ph", "M"}, {"pid", pid}, {"name", "process_sort_index"},
+                    {"args", {{"sort_index", trace.rank}}}});
+  for (const json& e : trace.doc.at("traceEvents")) {
+    const std::string ph = e.at("ph").get<std::string>();
+    if (ph == "M" && e.value("name", "") == "process_name")
+      continue; // replaced by "rank R"
+    json out = e;
+    out["pid"] = pid;
+    if (out.contains("ts"))
+      out["ts"] = shifted(out.at("ts"));
+    if (out.contains("args") && out["args"].contains("enqueued_us"))
+      out["args"]["enqueued_us"] = shifted(out["args"]["enqueued_us"]);
+    if (ph == "s" || ph == "f") {
+      auto [id, added] = flow_ids.try_emplace(e.at("id").get<std::uint64_t>(), next_flow_id);
+      next_flow_id += added;
+      out["id"] = id->second;
+    }
+    if (ph == "X" && e.value("cat", "") == "collective" && e.at("args").contains("collective")) {
+      auto key = std::make_pair(e["args"].at("step").get<std::uint64_t>(),
+                                e["args"]["collective"].get<std::int64_t>());
+      auto& ends = collectives[key];
+      if (!ends.empty() && ends.back().pid == pid)
+        throw error("collective " + std::to_string(key.second) + " of step " +
+                    std::to_string(key.first) + " has two spans");
+      double start = out.at("ts").get<double>();
+      ends.push_back({pid, out.at("tid"), out.at("name").get<std::string>(), start,
+                      start + out.at("dur").get<double>()});
+    }
+    events.push_back(std::move(out));
+  }
+}
+
+/// The cross-process messages of one collective: every process sends its part to every other
+/// one, from the start of its span to the end of the receiver's.
+std::size_t add_network_arrows(const std::vector<collective_end>& ends, json& events,
+                               std::uint64_t& next_flow_id) {
+  std::size_t arrows = 0;
+  for (const auto& from : ends)
+    for (const auto& to : ends) {
+      if (from.pid == to.pid)
+        continue;
+      auto id = next_flow_id++;
+      events.push_back({{"ph", "s"}, {"pid", from.pid}, {"tid", from.tid}, {"ts", from.start_us},
+                        {"id", id}, {"name", from.name}, {"cat", "network"}});
+      events.push_back({{"ph", "f"}, {"bp", "e"}, {"pid", to.pid}, {"tid", to.tid},
+                        {"ts", to.end_us}, {"id", id}, {"name", from.name}, {"cat", "network"}});
+      ++arrows;
+    }
+  return arrows;
+}
+
+} // namespace
+
+merge_report merge_traces(const std::vector<std::string>& paths, std::ostream& out) {
+  if (paths.size() < 2)
+    throw error("merge: expected the traces of at least 2 processes, got " +
+                std::to_string(paths.size()));
+  std::vector<process_trace> traces;
+  for (const auto& path : paths)
+    traces.push_back(read_process_trace(path));
+  check_one_job(traces);
+
+  // On rank 0's clock, time t of a process is its origin_ns + t - clock_offset_ns.
+  std::int64_t origin_ns = traces.front().origin_ns - traces.front().clock_offset_ns;
+  for (const auto& t : traces)
+    origin_ns = std::min(origin_ns, t.origin_ns - t.clock_offset_ns);
+
+  merge_report report;
+  json events = json::array(), merged = json::array();
+  std::uint64_t next_flow_id = 1;
+  collective_spans collectives;
+  for (const auto& t : traces) {
+    try {
+      merge_events(t, t.origin_ns - t.clock_offset_ns - origin_ns, events, next_flow_id,
+                   collectives);
+    } catch (const json::exception& e) {
+      throw error(t.path + ": not a pe-actor trace: " + e.what());
+    } catch (const error& e) {
+      throw error(t.path + ": " + e.what());
+    }
+    merged.push_back({{"file", t.path},
+                      {"rank", t.rank},
+                      {"clock_offset_ns", t.clock_offset_ns},
+                      {"origin_ns", t.origin_ns},
+                      {"places", t.doc.at("otherData").value("places", json::array())}});
+  }
+  std::string arrows_note;
+  if (traces.size() > max_processes_with_network_arrows) {
+    report.network_arrows_left_out = true;
+    arrows_note = "left out: " + std::to_string(traces.size()) + " processes (drawn for up to " +
+                  std::to_string(max_processes_with_network_arrows) + ")";
+  } else {
+    for (const auto& [key, ends] : collectives)
+      report.network_arrows += add_network_arrows(ends, events, next_flow_id);
+    arrows_note = "one per collective and ordered pair of processes, from the sender's span "
+                  "start to the receiver's span end";
+  }
+  report.events = events.size();
+
+  json doc = {{"traceEvents", std::move(events)},
+              {"displayTimeUnit", "ns"},
+              {"otherData",
+               {{"tool", "pe-actor"},
+                {"origin_ns", origin_ns},
+                {"merged", std::move(merged)},
+                {"clocks", clocks_note},
+                {"network_arrows", arrows_note}}}};
+  out << doc.dump() << '\n';
+  return report;
+}
+
+bool is_merged_trace(const std::string& path) {
+  std::ifstream in(path);
+  json doc = json::parse(in, nullptr, false);
+  return doc.is_object() && doc.contains("otherData") && doc["otherData"].is_object() &&
+         doc["otherData"].contains("merged");
+}
+
+} // namespace pe

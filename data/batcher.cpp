@@ -1,0 +1,88 @@
+#include "data/batcher.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "devices/error.hpp"
+
+namespace pe {
+
+namespace {
+
+/// Copies row `from` of `source` into row `to` of `target` (same row width and dtype).
+void copy_row(const tensor& source, std::int64_t from, tensor& target, std::int64_t to) {
+  auto row_bytes = source.bytes() / static_cast<std::size_t>(source.dim(0));
+  std::memcpy(static_cast<std::byte*>(target.raw()) + to * row_bytes,
+              static_cast<const std::byte*>(source.raw()) + from * row_bytes, row_bytes);
+}
+
+/// `shape` with dim 0 set to `rows`.
+shape_t with_rows(shape_t shape, std::int64_t rows) {
+  shape[0] = rows;
+  return shape;
+}
+
+} // namespace
+
+batcher::batcher(const dataset& data, std::int64_t batch_size, std::uint64_t seed)
+  : data_(data),
+    batch_size_(batch_size),
+    rng_(seed),
+    order_(static_cast<std::size_t>(data.size())) {
+  if (batch_size <= 0)
+    throw error("batch size must be positive, got " + std::to_string(batch_size));
+  std::iota(order_.begin(), order_.end(), std::int64_t{0});
+  shuffle();
+}
+
+dataset batcher::next() {
+  return next(0, next_rows());
+}
+
+std::int64_t batcher::next_rows() const {
+  const std::int64_t left = position_ == data_.size() ? data_.size() : data_.size() - position_;
+  return std::min(batch_size_, left);
+}
+
+dataset batcher::next(std::int64_t first, std::int64_t count) {
+  const std::int64_t batch = next_rows();
+  if (first < 0 || count < 0 || first + count > batch)
+    throw error("batcher: rows [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                ") of a batch of " + std::to_string(batch));
+  auto begin = take() + first;
+  dataset out{tensor(data_.images.type(), with_rows(data_.images.shape(), count)),
+              tensor(data_.labels.type(), with_rows(data_.labels.shape(), count))};
+  for (std::int64_t i = 0; i < count; ++i) {
+    auto sample = order_[static_cast<std::size_t>(begin + i)];
+    copy_row(data_.images, sample, out.images, i);
+    copy_row(data_.labels, sample, out.labels, i);
+  }
+  return out;
+}
+
+void batcher::advance(std::int64_t batches) {
+  for (std::int64_t i = 0; i < batches; ++i)
+    take();
+}
+
+std::int64_t batcher::take() {
+  if (position_ == data_.size()) {
+    shuffle();
+    position_ = 0;
+  }
+  auto begin = position_;
+  position_ += std::min(batch_size_, data_.size() - position_);
+  ++served_;
+  return begin;
+}
+
+std::int64_t batcher::batches_per_epoch() const {
+  return (data_.size() + batch_size_ - 1) / batch_size_;
+}
+
+void batcher::shuffle() {
+  std::shuffle(order_.begin(), order_.end(), rng_);
+}
+
+} // namespace pe

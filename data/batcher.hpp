@@ -1,0 +1,54 @@
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "data/dataset.hpp"
+
+namespace pe {
+
+/// Serves training mini-batches: sequential over a seeded shuffle of the samples, shuffled
+/// afresh every epoch. The last batch of an epoch holds the remainder (it is not dropped),
+/// so an epoch is ceil(size / batch_size) batches and visits every sample once.
+class batcher {
+ public:
+  /// Keeps a reference to `data`, which must outlive the batcher.
+  batcher(const dataset& data, std::int64_t batch_size, std::uint64_t seed);
+
+  /// The next batch: copies of its samples, images and labels with b rows of the data set's
+  /// row shapes.
+  dataset next();
+
+  /// The rows the next batch has: the batch size, or the rest of the epoch.
+  std::int64_t next_rows() const;
+
+  /// Rows [first, first + count) of the next batch only (a process's share of a global
+  /// batch: it copies nothing else), moving past the whole batch as `next` does.
+  dataset next(std::int64_t first, std::int64_t count);
+
+  /// Skips `batches` batches as `next` would serve them, shuffling at the same epoch
+  /// boundaries, without copying samples: a batcher made with the same data, batch size and
+  /// seed and advanced by k serves what the k+1-th `next` of a fresh one serves (resuming
+  /// from a checkpoint).
+  void advance(std::int64_t batches);
+
+  /// Batches served (or skipped) so far.
+  std::int64_t served() const { return served_; }
+
+  std::int64_t batches_per_epoch() const;
+
+ private:
+  void shuffle();
+  /// Moves past the next batch; returns the index into order_ of its first sample.
+  std::int64_t take();
+
+  const dataset& data_;
+  std::int64_t batch_size_;
+  std::mt19937_64 rng_;
+  std::vector<std::int64_t> order_;
+  std::int64_t position_ = 0; ///< next index into order_
+  std::int64_t served_ = 0;
+};
+
+} // namespace pe
