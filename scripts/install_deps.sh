@@ -20,6 +20,7 @@ packages=(
   python3-numpy python3-pytest     # its feeds and fetches, its tests (tests/python/)
   python3-venv                     # pip install . in a venv (scripts/test_python_package.sh)
   clang libclang-rt-14-dev         # the fuzz targets: libFuzzer, ASan, UBSan (scripts/fuzz.sh)
+  libomp-dev                       # clang's OpenMP, which oneDNN's users need in the fuzz build
 )
 if [[ "${1:-}" == "--with-data" ]]; then
   packages+=(dataset-fashion-mnist)
