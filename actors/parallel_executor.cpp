@@ -12,10 +12,10 @@
 #include "collectives/cpu/inproc_communicator.hpp"
 #include "collectives/net/process_group.hpp"
 #include "collectives/net/tensor_bytes.hpp"
-#include "devices/cpu/blas.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/program_info.hpp"
 #include "graph/validate.hpp"
+#include "kernels/cpu/blas.hpp"
 
 namespace pe {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "devices/steady_clock.hpp"
+#include "core/steady_clock.hpp"
 
 namespace pe {
 

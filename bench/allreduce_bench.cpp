@@ -13,8 +13,8 @@
 
 #include "bench/report.hpp"
 #include "collectives/cpu/inproc_communicator.hpp"
+#include "core/error.hpp"
 #include "devices/device.hpp"
-#include "devices/error.hpp"
 
 namespace {
 

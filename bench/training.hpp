@@ -5,7 +5,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "devices/place.hpp"
+#include "core/place.hpp"
 #include "graph/exec/feed_check.hpp"
 #include "graph/models/mlp.hpp"
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/tensor.hpp"
 #include "devices/stream.hpp"
-#include "devices/tensor.hpp"
 
 namespace pe {
 

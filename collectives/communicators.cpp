@@ -5,7 +5,7 @@
 
 #include "collectives/cpu/inproc_communicator.hpp"
 #include "collectives/net/process_group.hpp"
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #if PE_WITH_GPU_COLLECTIVES
 #include "collectives/gpu/gpu_communicators.hpp"
 #endif

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "devices/place.hpp"
+#include "core/place.hpp"
 
 namespace pe {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

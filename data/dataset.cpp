@@ -1,9 +1,9 @@
 #include "data/dataset.hpp"
 
+#include "core/error.hpp"
 #include "data/idx.hpp"
 #include "data/npy_dir.hpp"
 #include "data/synthetic.hpp"
-#include "devices/error.hpp"
 
 namespace pe {
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "devices/tensor.hpp"
+#include "core/tensor.hpp"
 
 namespace pe {
 

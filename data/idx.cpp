@@ -12,8 +12,8 @@
 
 #include <zlib.h>
 
-#include "devices/checked_math.hpp"
-#include "devices/error.hpp"
+#include "core/checked_math.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

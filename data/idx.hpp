@@ -2,8 +2,8 @@
 
 #include <string>
 
+#include "core/tensor.hpp"
 #include "data/dataset.hpp"
-#include "devices/tensor.hpp"
 
 namespace pe {
 

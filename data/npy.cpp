@@ -12,7 +12,7 @@
 #include <optional>
 #include <string_view>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

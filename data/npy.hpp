@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "devices/tensor.hpp"
+#include "core/tensor.hpp"
 
 namespace pe {
 

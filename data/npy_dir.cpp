@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
+#include "core/error.hpp"
 #include "data/npy.hpp"
-#include "devices/error.hpp"
 
 namespace pe {
 

@@ -3,8 +3,8 @@
 #include <map>
 #include <mutex>
 
+#include "core/error.hpp"
 #include "devices/cpu/cpu_device.hpp"
-#include "devices/error.hpp"
 #if PE_WITH_CUDA
 #include "devices/cuda/cuda_device_factory.hpp"
 #endif

@@ -5,20 +5,13 @@
 #include <memory>
 #include <vector>
 
-#include "devices/place.hpp"
+#include "core/allocator.hpp"
+#include "core/place.hpp"
 #include "devices/stream.hpp"
 
 namespace pe {
 
 class tensor;
-
-/// Memory of one place. Buffers are freed when the last shared_ptr goes; callers that hand
-/// a buffer to queued work keep a reference in that work (stream-ordered release).
-class allocator {
- public:
-  virtual ~allocator() = default;
-  virtual std::shared_ptr<std::byte> allocate(std::size_t bytes) = 0;
-};
 
 /// What one place can do: allocate, run work on its streams, make events, copy tensors.
 /// Knows nothing of programs or graphs; kernels reach their device through their kernel

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

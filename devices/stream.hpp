@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "devices/place.hpp"
-#include "devices/steady_clock.hpp"
+#include "core/place.hpp"
+#include "core/steady_clock.hpp"
 
 namespace pe {
 
@@ -47,7 +47,7 @@ class stream {
  public:
   using task = std::function<void()>;
 
-  /// When a task's work ran, in steady-clock nanoseconds (devices/steady_clock.hpp).
+  /// When a task's work ran, in steady-clock nanoseconds (core/steady_clock.hpp).
   struct work_span {
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;

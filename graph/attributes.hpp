@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "devices/attribute.hpp"
+#include "core/attribute.hpp"
 #include "graph/proto.hpp"
 
 namespace pe {

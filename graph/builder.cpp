@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/attributes.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/validate.hpp"

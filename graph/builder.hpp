@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "devices/attribute.hpp"
-#include "devices/tensor.hpp"
+#include "core/attribute.hpp"
+#include "core/tensor.hpp"
 #include "graph/op_role.hpp"
 #include "graph/proto.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/attributes.hpp"
 
 namespace pe {

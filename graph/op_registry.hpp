@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "devices/attribute.hpp"
-#include "devices/tensor.hpp"
+#include "core/attribute.hpp"
+#include "core/tensor.hpp"
 #include "graph/proto.hpp"
 
 namespace pe {

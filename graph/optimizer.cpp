@@ -1,6 +1,6 @@
 #include "graph/optimizer.hpp"
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/validate.hpp"
 
 namespace pe {

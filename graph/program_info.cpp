@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/attributes.hpp"
 #include "graph/builder.hpp"
 #include "graph/op_registry.hpp"

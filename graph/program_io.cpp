@@ -7,7 +7,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

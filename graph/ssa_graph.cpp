@@ -6,8 +6,8 @@
 #include <sstream>
 #include <utility>
 
-#include "devices/checked_math.hpp"
-#include "devices/error.hpp"
+#include "core/checked_math.hpp"
+#include "core/error.hpp"
 #include "graph/attributes.hpp"
 #include "graph/op_role.hpp"
 #include "graph/validate.hpp"

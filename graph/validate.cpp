@@ -5,8 +5,8 @@
 #include <limits>
 #include <set>
 
-#include "devices/checked_math.hpp"
-#include "devices/error.hpp"
+#include "core/checked_math.hpp"
+#include "core/error.hpp"
 #include "graph/attributes.hpp"
 
 namespace pe {

@@ -4,14 +4,14 @@
 
 #include <pybind11/numpy.h>
 
-#include "devices/tensor.hpp"
+#include "core/tensor.hpp"
 #include "graph/exec/feed_check.hpp"
 
 namespace pe::python {
 
 /// numpy arrays to tensors and back.
 ///
-/// A tensor cannot wrap memory it does not own (devices/tensor.hpp has no such constructor),
+/// A tensor cannot wrap memory it does not own (core/tensor.hpp has no such constructor),
 /// so an ordinary numpy array is copied once into a tensor. Arrays this module makes are
 /// different: their memory is a tensor's (fetched values, engine_array), and such an array, or
 /// a C-contiguous row range of it (a[i:j]), becomes a tensor sharing that memory: fed without

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "python/bindings.hpp"
 
 namespace {

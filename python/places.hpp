@@ -5,7 +5,7 @@
 
 #include <pybind11/pybind11.h>
 
-#include "devices/place.hpp"
+#include "core/place.hpp"
 
 namespace pe::python {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/attributes.hpp"
 #include "graph/backward.hpp"
 #include "graph/builder.hpp"

@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.hpp"
 #include "devices/caching_allocator.hpp"
-#include "devices/error.hpp"
 
 namespace pe {
 namespace {

@@ -14,8 +14,8 @@
 #include <gtest/gtest.h>
 
 #include "collectives/gpu/collective_rendezvous.hpp"
+#include "core/tensor.hpp"
 #include "devices/cpu/cpu_device.hpp"
-#include "devices/tensor.hpp"
 
 namespace pe {
 namespace {

@@ -22,8 +22,8 @@
 #include "collectives/cpu/inproc_communicator.hpp"
 #include "tests/support/collective_calls.hpp"
 #include "devices/device.hpp"
-#include "devices/error.hpp"
-#include "devices/tensor.hpp"
+#include "core/error.hpp"
+#include "core/tensor.hpp"
 
 namespace {
 

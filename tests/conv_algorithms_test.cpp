@@ -1,4 +1,4 @@
-// The cuDNN convolution algorithms' order and run-time fallback (devices/cuda/kernels/
+// The cuDNN convolution algorithms' order and run-time fallback (kernels/cuda/
 // conv_algorithms.hpp), checked on the host with made-up heuristic results and attempts:
 // what conv_kernels.cu does with cuDNN's answers, without a GPU.
 #include <atomic>
@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "devices/cuda/kernels/conv_algorithms.hpp"
+#include "kernels/cuda/conv_algorithms.hpp"
 
 namespace pe::cuda {
 namespace {

@@ -9,11 +9,11 @@
 
 #include <gtest/gtest.h>
 
-#include "devices/cpu/blas.hpp"
-#include "devices/cpu/dnnl_context.hpp"
 #include "graph/attributes.hpp"
 #include "graph/exec/scope.hpp"
 #include "graph/op_registry.hpp"
+#include "kernels/cpu/blas.hpp"
+#include "kernels/cpu/dnnl_context.hpp"
 #include "tests/support/grad_check.hpp"
 #include "tests/support/op_test.hpp"
 

@@ -1,4 +1,4 @@
-// Host tests of the CUDA kernels' device code (devices/cuda/kernels/*.hpp), compiled by the
+// Host tests of the CUDA kernels' device code (kernels/cuda/*.hpp), compiled by the
 // host compiler: every element-wise functor and element map against the CPU kernel of its op
 // on random inputs, and the block / thread index math of the reducing kernels (Y@GRAD, mean,
 // softmax lanes, losses, top_k, accuracy) replayed block by block and thread by thread
@@ -16,22 +16,22 @@
 
 #include <gtest/gtest.h>
 
-#include "devices/cuda/kernels/batch_norm_plans.hpp"
-#include "devices/cuda/kernels/broadcast_maps.hpp"
-#include "devices/cuda/kernels/dropout_mask.hpp"
-#include "devices/cuda/kernels/element_maps.hpp"
-#include "devices/cuda/kernels/elementwise_functors.hpp"
-#include "devices/cuda/kernels/finite_maps.hpp"
-#include "devices/cuda/kernels/grid_math.hpp"
-#include "devices/cuda/kernels/loss_plans.hpp"
-#include "devices/cuda/kernels/optimizer_maps.hpp"
-#include "devices/cuda/kernels/permute_index.hpp"
-#include "devices/cuda/kernels/softmax_plans.hpp"
-#include "devices/cuda/kernels/window_maps.hpp"
-#include "devices/fill_value.hpp"
-#include "devices/kernel.hpp"
-#include "devices/math_shapes.hpp"
-#include "devices/window_shapes.hpp"
+#include "kernels/cuda/batch_norm_plans.hpp"
+#include "kernels/cuda/broadcast_maps.hpp"
+#include "kernels/cuda/dropout_mask.hpp"
+#include "kernels/cuda/element_maps.hpp"
+#include "kernels/cuda/elementwise_functors.hpp"
+#include "kernels/cuda/finite_maps.hpp"
+#include "kernels/cuda/grid_math.hpp"
+#include "kernels/cuda/loss_plans.hpp"
+#include "kernels/cuda/optimizer_maps.hpp"
+#include "kernels/cuda/permute_index.hpp"
+#include "kernels/cuda/softmax_plans.hpp"
+#include "kernels/cuda/window_maps.hpp"
+#include "kernels/fill_value.hpp"
+#include "kernels/kernel.hpp"
+#include "kernels/math_shapes.hpp"
+#include "kernels/window_shapes.hpp"
 #include "tests/support/grad_check.hpp"
 
 namespace pe::cuda {

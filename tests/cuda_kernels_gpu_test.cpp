@@ -24,7 +24,7 @@
 #include <gtest/gtest.h>
 
 #include "devices/device.hpp"
-#include "devices/kernel.hpp"
+#include "kernels/kernel.hpp"
 #include "tests/support/grad_check.hpp"
 
 namespace pe {
@@ -33,7 +33,7 @@ namespace {
 using attrs = std::vector<std::pair<std::string, attribute>>;
 using named = std::vector<std::pair<std::string, tensor>>;
 
-/// Every op type the CPU registry has (devices/cpu/*.cpp).
+/// Every op type the CPU registry has (kernels/cpu/*.cpp).
 const std::vector<std::string> cpu_ops = {
     "sum", "mul", "mul_grad", "matmul_v2", "matmul_v2_grad", "matmul", "matmul_grad",
     "relu", "relu_grad", "tanh", "tanh_grad", "sigmoid", "sigmoid_grad", "leaky_relu",
@@ -675,7 +675,7 @@ TEST_P(CudaKernels, InPlaceAsTheEngineBindsThem) {
 }
 
 // --- The cases below widen the coverage towards the GPU kernels' own code paths: each says
-// which branch of devices/cuda/kernels/ it is for. Inputs are chosen so that no compared
+// which branch of kernels/cuda/ it is for. Inputs are chosen so that no compared
 // value is a sum cancelling to near zero (summation orders differ between the places).
 
 TEST_P(CudaKernels, PoolWindows) {

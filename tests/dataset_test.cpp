@@ -5,11 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.hpp"
 #include "data/batcher.hpp"
 #include "data/dataset.hpp"
 #include "data/idx.hpp"
 #include "data/synthetic.hpp"
-#include "devices/error.hpp"
 #include "idx_files.hpp"
 #include "tests/support/expect_error.hpp"
 

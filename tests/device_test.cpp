@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/tensor.hpp"
 #include "devices/cpu/cpu_device.hpp"
 #include "devices/device.hpp"
-#include "devices/kernel.hpp"
-#include "devices/tensor.hpp"
+#include "kernels/kernel.hpp"
 
 namespace {
 

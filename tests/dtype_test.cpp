@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/parallel_executor.hpp"
-#include "devices/dtype.hpp"
+#include "core/dtype.hpp"
 #include "graph/builder.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/exec/scope.hpp"

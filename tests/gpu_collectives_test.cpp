@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 
 #include "collectives/communicators.hpp"
+#include "core/tensor.hpp"
 #include "devices/device.hpp"
 #include "devices/gpu_runtime.hpp"
-#include "devices/tensor.hpp"
 
 namespace pe {
 namespace {

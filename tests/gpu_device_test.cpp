@@ -9,11 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.hpp"
+#include "core/tensor.hpp"
 #include "devices/caching_allocator.hpp"
 #include "devices/device.hpp"
-#include "devices/error.hpp"
 #include "devices/gpu_runtime.hpp"
-#include "devices/tensor.hpp"
 
 namespace pe {
 namespace {

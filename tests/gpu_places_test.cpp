@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "apps/run/gpu_places.hpp"
+#include "core/error.hpp"
 #include "devices/device.hpp"
-#include "devices/error.hpp"
 
 namespace pe {
 namespace {

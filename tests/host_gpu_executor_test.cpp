@@ -21,7 +21,7 @@
 #include "actors/hazard_check.hpp"
 #include "actors/parallel_executor.hpp"
 #include "actors/trace.hpp"
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/models/cnn.hpp"
 #include "graph/models/mlp.hpp"

@@ -8,14 +8,14 @@
 
 #include <gtest/gtest.h>
 
-#include "devices/checked_math.hpp"
-#include "devices/math_shapes.hpp"
-#include "devices/tensor.hpp"
+#include "core/checked_math.hpp"
+#include "core/tensor.hpp"
 #include "graph/attributes.hpp"
 #include "graph/builder.hpp"
 #include "graph/models/mlp.hpp"
 #include "graph/ssa_graph.hpp"
 #include "graph/validate.hpp"
+#include "kernels/math_shapes.hpp"
 #include "tests/support/expect_error.hpp"
 #include "tests/support/tiny_mlp.hpp"
 

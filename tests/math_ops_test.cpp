@@ -11,7 +11,7 @@
 
 #include "graph/exec/bound_op.hpp"
 #include "graph/exec/scope.hpp"
-#include "devices/cpu/blas.hpp"
+#include "kernels/cpu/blas.hpp"
 #include "graph/attributes.hpp"
 #include "graph/op_registry.hpp"
 #include "tests/support/grad_check.hpp"

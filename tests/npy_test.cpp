@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.hpp"
 #include "data/npy.hpp"
-#include "devices/error.hpp"
 #include "idx_files.hpp"
 #include "tests/support/expect_error.hpp"
 #include "tests/support/process.hpp"

@@ -8,7 +8,7 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/models/mlp.hpp"
 #include "graph/program_io.hpp"
 

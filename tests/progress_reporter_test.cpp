@@ -26,7 +26,7 @@
 
 #include "apps/run/options.hpp"
 #include "apps/run/progress_reporter.hpp"
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "idx_files.hpp"
 
 extern char** environ;

@@ -12,9 +12,9 @@
 
 #include <gtest/gtest.h>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
+#include "core/steady_clock.hpp"
 #include "devices/queued_stream.hpp"
-#include "devices/steady_clock.hpp"
 
 namespace pe {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/builder.hpp"
 #include "graph/models/mlp.hpp"
 #include "graph/op_role.hpp"

@@ -1,7 +1,7 @@
 // Validation on load: each error names the op, slot and variable involved.
 #include <gtest/gtest.h>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/attributes.hpp"
 #include "graph/models/mlp.hpp"
 #include "graph/validate.hpp"

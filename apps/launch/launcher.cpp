@@ -21,7 +21,7 @@
 #include "apps/launch/line_prefixer.hpp"
 #include "apps/launch/rank_process.hpp"
 #include "apps/launch/signal_inbox.hpp"
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 extern char** environ;
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string_view>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

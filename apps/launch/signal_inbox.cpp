@@ -7,7 +7,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

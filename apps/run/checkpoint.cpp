@@ -11,7 +11,7 @@
 
 #include <fcntl.h>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/program_io.hpp"
 
 namespace pe {

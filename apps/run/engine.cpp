@@ -9,8 +9,8 @@
 #include "collectives/net/process_group.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/program_io.hpp"
-#include "devices/cpu/blas.hpp"
-#include "devices/error.hpp"
+#include "kernels/cpu/blas.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

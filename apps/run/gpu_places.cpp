@@ -5,7 +5,7 @@
 #include <set>
 #include <string_view>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

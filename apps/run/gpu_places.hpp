@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "core/place.hpp"
 #include "devices/gpu_runtime.hpp"
-#include "devices/place.hpp"
 
 namespace pe {
 

@@ -7,9 +7,9 @@
 
 #include "actors/feed_split.hpp"
 #include "apps/run/engine.hpp"
+#include "core/error.hpp"
 #include "data/npy.hpp"
 #include "data/npy_dir.hpp"
-#include "devices/error.hpp"
 #include "graph/exec/param_files.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/program_io.hpp"

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

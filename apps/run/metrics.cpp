@@ -4,7 +4,7 @@
 
 #include <sys/resource.h>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

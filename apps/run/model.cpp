@@ -1,7 +1,7 @@
 #include "apps/run/model.hpp"
 
-#include "devices/dtype.hpp"
-#include "devices/error.hpp"
+#include "core/dtype.hpp"
+#include "core/error.hpp"
 #include "graph/program_info.hpp"
 #include "graph/program_io.hpp"
 

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "apps/run/model.hpp"
+#include "core/error.hpp"
 #include "data/npy_dir.hpp"
-#include "devices/error.hpp"
 #include "graph/validate.hpp"
 
 namespace pe {

@@ -15,7 +15,7 @@
 #include "apps/run/gpu_places.hpp"
 #include "apps/run/launch_options.hpp"
 #include "devices/gpu_runtime.hpp"
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/models/cnn.hpp"
 
 namespace po = boost::program_options;

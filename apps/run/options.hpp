@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "devices/place.hpp"
+#include "core/place.hpp"
 #include "graph/validate.hpp"
 
 namespace pe {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "apps/run/checkpoint.hpp"
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

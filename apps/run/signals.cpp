@@ -5,7 +5,7 @@
 
 #include <unistd.h>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

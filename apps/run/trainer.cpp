@@ -15,9 +15,9 @@
 #include "apps/run/progress_reporter.hpp"
 #include "apps/run/signals.hpp"
 #include "apps/run/training_trace.hpp"
+#include "core/error.hpp"
 #include "data/batcher.hpp"
 #include "data/dataset.hpp"
-#include "devices/error.hpp"
 #include "graph/exec/param_files.hpp"
 #include "graph/program_io.hpp"
 

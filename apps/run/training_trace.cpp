@@ -6,7 +6,7 @@
 
 #include "actors/hazard_check.hpp"
 #include "actors/trace_export.hpp"
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

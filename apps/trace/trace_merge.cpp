@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

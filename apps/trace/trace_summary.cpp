@@ -5,7 +5,7 @@
 #include <ostream>
 
 #include "apps/trace/trace_analysis.hpp"
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

@@ -14,7 +14,7 @@
 #include "apps/trace/trace_merge.hpp"
 #include "apps/trace/trace_summary.hpp"
 #include "apps/trace/trace_timeline.hpp"
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace po = boost::program_options;
 

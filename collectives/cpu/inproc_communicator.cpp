@@ -3,9 +3,9 @@
 #include <cstring>
 
 #include "collectives/cpu/cpu_collective.hpp"
+#include "core/error.hpp"
+#include "core/steady_clock.hpp"
 #include "devices/cpu/cpu_device.hpp"
-#include "devices/error.hpp"
-#include "devices/steady_clock.hpp"
 
 namespace pe {
 

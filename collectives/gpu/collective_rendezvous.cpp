@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "devices/error.hpp"
-#include "devices/steady_clock.hpp"
+#include "core/error.hpp"
+#include "core/steady_clock.hpp"
 
 namespace pe {
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "collectives/net/process_group.hpp"
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

@@ -1,7 +1,7 @@
 #include "collectives/gpu/gpu_communicators.hpp"
 
+#include "core/error.hpp"
 #include "devices/cuda/cuda_stream.hpp"
-#include "devices/error.hpp"
 #if PE_WITH_NCCL
 #include "collectives/gpu/nccl_communicator.hpp"
 #endif

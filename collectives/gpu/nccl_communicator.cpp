@@ -8,8 +8,8 @@
 #include <nccl.h>
 
 #include "collectives/gpu/gpu_communicators.hpp"
+#include "core/error.hpp"
 #include "devices/cuda/cuda_stream.hpp"
-#include "devices/error.hpp"
 
 namespace pe {
 

@@ -5,7 +5,7 @@
 #include <nccl.h>
 
 #include "collectives/net/process_group.hpp"
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

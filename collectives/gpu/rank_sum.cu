@@ -5,7 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

@@ -2,8 +2,8 @@
 
 #include "collectives/gpu/gpu_communicators.hpp"
 #include "collectives/gpu/rank_sum.hpp"
+#include "core/error.hpp"
 #include "devices/cuda/cuda_stream.hpp"
-#include "devices/error.hpp"
 
 namespace pe {
 

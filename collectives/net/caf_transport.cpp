@@ -13,9 +13,9 @@
 
 #include "collectives/net/net_packet_wire.hpp"
 #include "collectives/net/process_group.hpp"
+#include "core/error.hpp"
+#include "core/steady_clock.hpp"
 #include "devices/cpu/cpu_device.hpp"
-#include "devices/error.hpp"
-#include "devices/steady_clock.hpp"
 
 namespace pe {
 

@@ -2,9 +2,9 @@
 
 #include <cstring>
 
+#include "core/error.hpp"
 #include "devices/cpu/cpu_device.hpp"
 #include "devices/cpu/cpu_stream.hpp"
-#include "devices/error.hpp"
 
 namespace pe {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <iterator>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

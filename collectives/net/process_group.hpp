@@ -10,7 +10,7 @@
 
 #include "collectives/communicator.hpp"
 #include "collectives/net/net_transport.hpp"
-#include "devices/tensor.hpp"
+#include "core/tensor.hpp"
 
 namespace pe {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "devices/tensor.hpp"
+#include "core/tensor.hpp"
 
 namespace pe {
 

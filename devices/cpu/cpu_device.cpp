@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "devices/tensor.hpp"
+#include "core/tensor.hpp"
 
 namespace pe {
 

@@ -7,8 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "core/host_allocator.hpp"
 #include "devices/cpu/cpu_stream.hpp"
-#include "devices/cpu/host_allocator.hpp"
 #include "devices/device.hpp"
 
 namespace pe {

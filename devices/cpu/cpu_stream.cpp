@@ -1,7 +1,7 @@
 #include "devices/cpu/cpu_stream.hpp"
 
+#include "core/error.hpp"
 #include "devices/cpu/cpu_device.hpp"
-#include "devices/error.hpp"
 
 namespace pe {
 

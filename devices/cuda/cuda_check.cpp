@@ -1,6 +1,6 @@
 #include "devices/cuda/cuda_check.hpp"
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe {
 

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <string>
 
+#include "core/steady_clock.hpp"
 #include "devices/cuda/cuda_check.hpp"
 #include "devices/cuda/per_device.hpp"
-#include "devices/steady_clock.hpp"
 
 namespace pe {
 

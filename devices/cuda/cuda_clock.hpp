@@ -10,7 +10,7 @@
 
 namespace pe {
 
-/// The clock of one CUDA device, read on the host's steady clock (devices/steady_clock.hpp),
+/// The clock of one CUDA device, read on the host's steady clock (core/steady_clock.hpp),
 /// so that traces show when kernels ran rather than when the host launched them.
 ///
 /// Timing events (a pool of their own: the markers of queued streams are made without

@@ -1,12 +1,12 @@
 #include "devices/cuda/cuda_device.hpp"
 
+#include "core/tensor.hpp"
 #include "devices/cuda/cuda_check.hpp"
 #include "devices/cuda/cuda_device_factory.hpp"
 #include "devices/cuda/cuda_memory.hpp"
 #include "devices/cuda/cuda_stream.hpp"
 #include "devices/cuda/per_device.hpp"
 #include "devices/gpu_runtime.hpp"
-#include "devices/tensor.hpp"
 
 namespace pe {
 

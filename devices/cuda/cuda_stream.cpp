@@ -3,9 +3,9 @@
 #include <chrono>
 #include <thread>
 
+#include "core/error.hpp"
 #include "devices/cuda/cuda_check.hpp"
 #include "devices/cuda/cuda_memory.hpp"
-#include "devices/error.hpp"
 
 namespace pe {
 

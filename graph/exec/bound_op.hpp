@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "devices/kernel.hpp"
 #include "graph/proto.hpp"
+#include "kernels/kernel.hpp"
 
 namespace pe {
 

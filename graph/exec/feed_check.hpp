@@ -5,7 +5,7 @@
 #include <string_view>
 #include <string>
 
-#include "devices/tensor.hpp"
+#include "core/tensor.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/program_info.hpp"
 #include "graph/proto.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "devices/tensor.hpp"
+#include "core/tensor.hpp"
 #include "graph/proto.hpp"
 
 namespace pe {

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "devices/tensor.hpp"
+#include "core/tensor.hpp"
 
 namespace pe {
 

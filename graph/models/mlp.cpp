@@ -1,6 +1,6 @@
 #include "graph/models/mlp.hpp"
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/builder.hpp"
 #include "graph/models/classifier.hpp"
 

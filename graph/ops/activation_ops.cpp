@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "devices/math_shapes.hpp"
 #include "graph/ops/op_helpers.hpp"
+#include "kernels/math_shapes.hpp"
 
 namespace pe {
 

@@ -1,5 +1,5 @@
 // Schemas of conv2d and depthwise_conv2d (which Paddle emits when groups equals the input
-// channels) and of their grad ops. The geometry is devices/window_shapes.hpp's, the rule the
+// channels) and of their grad ops. The geometry is kernels/window_shapes.hpp's, the rule the
 // oneDNN kernels apply. Both take every attribute Paddle 2.6 writes; the ones for cuDNN,
 // oneDNN fusion and quantisation are accepted at their harmless defaults, and a value that
 // would change the math (a fused activation or residual) is refused.
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "devices/window_shapes.hpp"
 #include "graph/ops/op_helpers.hpp"
+#include "kernels/window_shapes.hpp"
 
 namespace pe {
 

@@ -4,7 +4,7 @@
 // records the kept ones in Mask (UINT8, 1 = kept); upscale_in_train divides the kept ones by
 // 1 - dropout_prob, downgrade_in_infer leaves them and instead scales by 1 - dropout_prob at
 // inference. The grad op reads Mask and Out@GRAD, not X. fix_seed, seed and the Seed input
-// (INT32, one element) choose the random stream: see devices/cpu/dropout_kernels.cpp.
+// (INT32, one element) choose the random stream: see kernels/cpu/dropout_kernels.cpp.
 #include "graph/op_registry.hpp"
 
 #include <cstdint>

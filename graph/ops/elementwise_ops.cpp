@@ -1,5 +1,5 @@
 // Schemas of the broadcasting binary ops elementwise_add, elementwise_sub, elementwise_mul,
-// elementwise_div and their grad ops. Y is broadcast against X by devices/math_shapes.hpp's
+// elementwise_div and their grad ops. Y is broadcast against X by kernels/math_shapes.hpp's
 // infer_broadcast, the rule the CPU kernels apply; Out has X's dims. All compute in FP32.
 #include "graph/op_registry.hpp"
 
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "devices/math_shapes.hpp"
 #include "graph/ops/op_helpers.hpp"
+#include "kernels/math_shapes.hpp"
 
 namespace pe {
 

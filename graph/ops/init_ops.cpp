@@ -2,7 +2,7 @@
 // gaussian_random. None has a gradient.
 #include "graph/op_registry.hpp"
 
-#include "devices/fill_value.hpp"
+#include "kernels/fill_value.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <string>
 
-#include "devices/math_shapes.hpp"
 #include "graph/ops/op_helpers.hpp"
+#include "kernels/math_shapes.hpp"
 
 namespace pe {
 

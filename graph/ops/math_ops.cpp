@@ -1,6 +1,6 @@
 // Schemas of the math ops: mul, matmul_v2, matmul, relu, tanh, sigmoid, scale, sum, mean,
 // reduce_mean, and the grad ops of those that have one. The shape rules are
-// devices/math_shapes.hpp's, the same the CPU kernels apply; every math op computes in FP32.
+// kernels/math_shapes.hpp's, the same the CPU kernels apply; every math op computes in FP32.
 #include "graph/op_registry.hpp"
 
 #include <cstdint>
@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "devices/math_shapes.hpp"
 #include "graph/attributes.hpp"
 #include "graph/ops/op_helpers.hpp"
+#include "kernels/math_shapes.hpp"
 
 namespace pe {
 

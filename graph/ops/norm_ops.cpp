@@ -2,14 +2,14 @@
 // VarianceOut are normally the variables Mean and Variance (the running statistics, updated
 // in place); SavedMean and SavedVariance (the batch mean and inverse std) carry the batch
 // statistics to the grad op. ReserveSpace (cuDNN's) is written empty. The statistics
-// conventions are the CPU kernel's (devices/cpu/dnnl_norm_kernels.cpp).
+// conventions are the CPU kernel's (kernels/cpu/dnnl_norm_kernels.cpp).
 #include "graph/op_registry.hpp"
 
 #include <string>
 #include <vector>
 
-#include "devices/window_shapes.hpp"
 #include "graph/ops/op_helpers.hpp"
+#include "kernels/window_shapes.hpp"
 
 namespace pe {
 

@@ -1,5 +1,5 @@
 // Schemas of pool2d (max and avg, global, ceil_mode, exclusive) and of its grad op, which
-// reads X, Out and Out@GRAD as Paddle's does. The geometry is devices/window_shapes.hpp's,
+// reads X, Out and Out@GRAD as Paddle's does. The geometry is kernels/window_shapes.hpp's,
 // the rule the oneDNN kernels apply. Adaptive pooling other than the global case and NHWC
 // are refused.
 #include "graph/op_registry.hpp"
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "devices/window_shapes.hpp"
 #include "graph/ops/op_helpers.hpp"
+#include "kernels/window_shapes.hpp"
 
 namespace pe {
 

@@ -1,8 +1,8 @@
 // Schemas of the shape ops: assign, and reshape2, flatten_contiguous_range, transpose2,
 // squeeze2, unsqueeze2, concat, split, cast with their grad ops. The rules are
-// devices/math_shapes.hpp's, the same the CPU kernels apply. They move data without computing
+// kernels/math_shapes.hpp's, the same the CPU kernels apply. They move data without computing
 // on it, so they take any dtype and give Out (and X@GRAD) the dtype of their input; cast
-// converts between the dtypes with a C++ element type (devices/dtype.hpp).
+// converts between the dtypes with a C++ element type (core/dtype.hpp).
 //
 // The XShape output, [0, X's dims], is how Paddle hands X's dims to the grad op, which
 // reads XShape and Out@GRAD but not X.
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "devices/math_shapes.hpp"
 #include "graph/attributes.hpp"
 #include "graph/ops/op_helpers.hpp"
+#include "kernels/math_shapes.hpp"
 
 namespace pe {
 

@@ -2,8 +2,8 @@
 // images or labels and normalisation; the rest is the file.
 #include <cstdint>
 
+#include "core/error.hpp"
 #include "data/idx.hpp"
-#include "devices/error.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

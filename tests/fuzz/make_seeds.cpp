@@ -20,8 +20,8 @@
 
 #include "collectives/net/net_packet_wire.hpp"
 #include "collectives/net/tensor_bytes.hpp"
+#include "core/error.hpp"
 #include "data/npy.hpp"
-#include "devices/error.hpp"
 #include "graph/backward.hpp"
 #include "graph/builder.hpp"
 #include "graph/exec/param_files.hpp"

@@ -8,7 +8,7 @@
 
 #include "collectives/net/net_inbox.hpp"
 #include "collectives/net/tensor_bytes.hpp"
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {

@@ -2,8 +2,8 @@
 // dtype, shape and bytes.
 #include <cstring>
 
+#include "core/error.hpp"
 #include "data/npy.hpp"
-#include "devices/error.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/exec/param_files.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 #include "tests/fuzz/param_specs.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 #include "graph/exec/param_files.hpp"
 #include "graph/ssa_graph.hpp"
 #include "graph/validate.hpp"

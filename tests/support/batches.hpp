@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "devices/tensor.hpp"
+#include "core/tensor.hpp"
 
 namespace pe::testing {
 

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "devices/error.hpp"
+#include "core/error.hpp"
 
 namespace pe::testing {
 

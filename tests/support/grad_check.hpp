@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "devices/attribute.hpp"
-#include "devices/tensor.hpp"
+#include "core/attribute.hpp"
+#include "core/tensor.hpp"
 
 namespace pe::testing {
 

@@ -7,11 +7,11 @@
 
 #include "collectives/communicators.hpp"
 #include "collectives/gpu/collective_rendezvous.hpp"
+#include "core/error.hpp"
+#include "core/host_allocator.hpp"
+#include "core/steady_clock.hpp"
+#include "core/tensor.hpp"
 #include "devices/cpu/cpu_device.hpp"
-#include "devices/cpu/host_allocator.hpp"
-#include "devices/error.hpp"
-#include "devices/steady_clock.hpp"
-#include "devices/tensor.hpp"
 
 namespace pe::testing {
 

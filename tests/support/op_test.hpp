@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "graph/exec/scope.hpp"
-#include "devices/attribute.hpp"
+#include "core/attribute.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/proto.hpp"
 

@@ -1,0 +1,16 @@
+#pragma once
+
+#include "core/allocator.hpp"
+
+namespace pe {
+
+/// Host memory, 64-byte aligned (BLAS and vectorised loops stay on their fast paths).
+class host_allocator final : public allocator {
+ public:
+  std::shared_ptr<std::byte> allocate(std::size_t bytes) override;
+
+  /// The process-wide instance: tensors on CPU places allocate from it.
+  static host_allocator& instance();
+};
+
+} // namespace pe

@@ -1,0 +1,18 @@
+#include "kernels/cpu/cpu_kernels.hpp"
+
+namespace pe {
+
+void register_cpu_kernels(kernel_registry& r) {
+  register_math_kernels(r);
+  register_elementwise_kernels(r);
+  register_softmax_kernels(r);
+  register_shape_kernels(r);
+  register_loss_kernels(r);
+  register_dropout_kernels(r);
+  register_init_kernels(r);
+  register_optimizer_kernels(r);
+  register_dnnl_kernels(r);
+  register_cpu_finite_check(r);
+}
+
+} // namespace pe

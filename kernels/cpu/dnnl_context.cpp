@@ -1,0 +1,86 @@
+#include "kernels/cpu/dnnl_context.hpp"
+
+#include <omp.h>
+
+#include "kernels/cpu/blas.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
+
+namespace pe {
+
+namespace {
+
+struct dnnl_thread {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  int threads = 0; ///< the OpenMP team size last applied on this thread
+};
+
+dnnl_thread& this_thread() {
+  thread_local dnnl_thread t;
+  const int wanted = blas_threads();
+  if (t.threads != wanted) {
+    omp_set_num_threads(wanted);
+    t.threads = wanted;
+  }
+  return t;
+}
+
+} // namespace
+
+void register_dnnl_kernels(kernel_registry& r) {
+  register_dnnl_conv_kernels(r);
+  register_dnnl_pool_kernels(r);
+  register_dnnl_norm_kernels(r);
+}
+
+int dnnl_threads() { return omp_get_max_threads(); }
+
+const dnnl::engine& dnnl_engine() { return this_thread().engine; }
+
+void dnnl_run(const dnnl::primitive& primitive, const std::unordered_map<int, dnnl::memory>& args) {
+  dnnl_thread& t = this_thread();
+  primitive.execute(t.stream, args);
+  t.stream.wait();
+}
+
+dnnl::memory::desc dnnl_plain_desc(const shape_t& dims) {
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return {dnnl::memory::dims(dims.begin(), dims.end()), dnnl::memory::data_type::f32, strides};
+}
+
+dnnl::memory dnnl_memory(const dnnl::memory::desc& md, const tensor& t) {
+  return {md, dnnl_engine(), const_cast<void*>(t.raw())};
+}
+
+dnnl::memory dnnl_scratch(const dnnl::memory::desc& md) { return {md, dnnl_engine()}; }
+
+dnnl::memory::desc dnnl_any(const dnnl::memory::desc& plain) {
+  return {plain.dims(), plain.data_type(), dnnl::memory::format_tag::any};
+}
+
+dnnl::memory::desc dnnl_blocked(const dnnl::memory::desc& plain) {
+  const auto avx512 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+  const bool wide =
+      (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & avx512) == avx512;
+  return {plain.dims(), plain.data_type(),
+          wide ? dnnl::memory::format_tag::nChw16c : dnnl::memory::format_tag::nChw8c};
+}
+
+dnnl::memory dnnl_reordered(const dnnl::memory& plain, const dnnl::memory::desc& md) {
+  if (plain.get_desc() == md) return plain;
+  dnnl::memory copy = dnnl_scratch(md);
+  dnnl_run(dnnl::reorder(plain, copy), {{DNNL_ARG_FROM, plain}, {DNNL_ARG_TO, copy}});
+  return copy;
+}
+
+dnnl::memory dnnl_result(const dnnl::memory& plain, const dnnl::memory::desc& md) {
+  return plain.get_desc() == md ? plain : dnnl_scratch(md);
+}
+
+void dnnl_store(const dnnl::memory& result, const dnnl::memory& plain) {
+  if (result == plain) return;
+  dnnl_run(dnnl::reorder(result, plain), {{DNNL_ARG_FROM, result}, {DNNL_ARG_TO, plain}});
+}
+
+} // namespace pe
