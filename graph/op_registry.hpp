@@ -145,7 +145,7 @@ void register_activation_ops(op_registry& r); // leaky_relu, gelu, softmax, log_
 void register_shape_ops(op_registry& r);     // assign, reshape2, flatten_contiguous_range, transpose2, squeeze2, unsqueeze2, concat, split, cast
 void register_loss_ops(op_registry& r);      // softmax_with_cross_entropy, cross_entropy, cross_entropy2, top_k, top_k_v2, accuracy
 void register_dropout_ops(op_registry& r);   // dropout
-void register_init_ops(op_registry& r);      // fill_constant, uniform_random, gaussian_random
+void register_init_ops(op_registry& r);      // fill_constant, fill_any_like, uniform_random, gaussian_random
 void register_optimizer_ops(op_registry& r); // sgd, momentum, adam
 void register_io_ops(op_registry& r);        // feed, fetch
 void register_conv_ops(op_registry& r);      // conv2d, depthwise_conv2d

@@ -1,10 +1,12 @@
 #pragma once
 
-// fill_constant's value, shared by its shape inference (which rejects a value the output
-// dtype cannot hold) and its CPU kernel (which fills with it), so both read it alike.
+// fill_constant's and fill_any_like's values, shared by their shape inference (which rejects
+// a value the output dtype cannot hold) and their CPU and CUDA kernels (which fill with it),
+// so all read them alike.
 
 #include <charconv>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -47,6 +49,40 @@ fill_value_t<T> fill_value(float value, const std::string& str_value) {
   if constexpr (!std::is_same_v<parsed, std::int64_t>)
     if (!representable_as<T>(v)) return {{}, shown + " is not representable as " + type};
   return {static_cast<T>(v), {}};
+}
+
+/// fill_any_like's value as a T, as Paddle's FullLikeKernel converts it: a value within
+/// [lowest, max] of T, static_cast (1.5 fills INT64 with 1, -1.5 with -1; 0.5 fills BOOL
+/// with true). Any other value is a problem (2 for BOOL, -1 for UINT8, 1e10 for INT32), as
+/// are NaN and the infinities for every type but FP32: Paddle lets those reach the integer
+/// conversion, which is undefined behaviour. FP32 holds every value.
+template <class T>
+fill_value_t<T> fill_like_value(float value) {
+  if constexpr (std::is_integral_v<T>)
+    if (!(value >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
+          value <= static_cast<double>(std::numeric_limits<T>::max())))
+      return {{}, "value " + std::to_string(value) + " is not representable as " +
+                      to_string(dtype_of<T>())};
+  return fill_value<T>(value, {}); // also refuses 2^63 for INT64, which passes the check above
+}
+
+/// fill_any_like's output: its dtype, attribute `dtype_attr` (a VarType number) or, when that
+/// is negative (Paddle's -1), X's dtype `x`; and `value` as that dtype's element type T
+/// (fill_like_value). Calls fill(type, T value) and returns "", or returns why there is no
+/// output (a dtype the engine does not run, a value T cannot hold) without calling it.
+template <class F>
+std::string with_fill_like(std::int32_t dtype_attr, dtype x, float value, F&& fill) {
+  const dtype type = dtype_attr < 0 ? x : static_cast<dtype>(dtype_attr);
+  if (!is_supported(type))
+    return (dtype_attr < 0 ? "X's dtype " : "dtype ") + to_string(type) +
+           " is not supported (FP32, INT64, INT32, UINT8 or BOOL)";
+  std::string problem;
+  visit_element_type(type, [&](auto element) {
+    const auto v = fill_like_value<decltype(element)>(value);
+    if (v.problem.empty()) fill(type, v.value);
+    else problem = v.problem;
+  });
+  return problem;
 }
 
 } // namespace pe

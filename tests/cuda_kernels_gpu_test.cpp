@@ -47,6 +47,7 @@ const std::vector<std::string> cpu_ops = {
     "softmax_with_cross_entropy", "softmax_with_cross_entropy_grad", "cross_entropy",
     "cross_entropy_grad", "cross_entropy2", "cross_entropy_grad2", "top_k", "top_k_grad",
     "top_k_v2", "top_k_v2_grad", "accuracy", "dropout", "dropout_grad", "fill_constant",
+    "fill_any_like",
     "uniform_random", "gaussian_random", "sgd", "momentum", "adam", "adamw", "conv2d",
     "conv2d_grad", "depthwise_conv2d", "depthwise_conv2d_grad", "pool2d", "pool2d_grad",
     "batch_norm", "batch_norm_grad"};
@@ -1178,6 +1179,31 @@ TEST_P(CudaKernels, FillConstantValues) {
       expect_match({"fill_constant", {}, {"Out"},
                     {{"dtype", type}, {"shape", dims}, {"value", -2.f}, {"str_value", std::string()}}});
     }
+}
+
+TEST_P(CudaKernels, FillAnyLikeValues) {
+  // init_dropout_kernels.cu's fill_any_like: X's dims (of either dtype; its values unread),
+  // dtype -1 (X's) or each dtype the engine runs, the value converted as Paddle's
+  // static_cast (1.5 and -2.5 truncated for the integers, 0.5 true for BOOL).
+  const std::int32_t as_x = -1, fp32 = 5, int64 = 3, int32 = 2, uint8 = 20, boolean = 0;
+  const tensor x = random({7, 9}, -1.f, 1.f, 216), ids = labels({5, 1}, 10, 217);
+  for (const tensor& in : {x, ids})
+    for (const auto& [type, value] : std::vector<std::pair<std::int32_t, float>>{
+             {as_x, 1.5f}, {as_x, -2.5f}, {fp32, 0.25f}, {int64, 1.5f}, {int64, -2.5f},
+             {int32, -7.9f}, {uint8, 255.f}, {uint8, 0.f}, {boolean, 0.5f}, {boolean, 0.f}}) {
+      SCOPED_TRACE(to_string(in.type()) + " X, dtype " + std::to_string(type) + ", value " +
+                   std::to_string(value));
+      expect_match({"fill_any_like", {{"X", in}}, {"Out"}, {{"value", value}, {"dtype", type}}});
+    }
+  // Rank 0 and empty X; Out written over X, the dtype changing.
+  for (const shape_t& dims : {shape_t{}, shape_t{0, 4}})
+    expect_match({"fill_any_like", {{"X", random(dims, -1.f, 1.f, 218)}}, {"Out"},
+                  {{"value", 3.f}, {"dtype", int64}}});
+  expect_match({.op = "fill_any_like",
+                .inputs = {{"X", x}},
+                .outputs = {"Out"},
+                .as = {{"value", -4.f}, {"dtype", int32}},
+                .in_place = {{0, 0}}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Target, CudaKernels, ::testing::Values(place::kind::gpu, place::kind::cpu),

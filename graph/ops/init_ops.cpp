@@ -1,5 +1,6 @@
 // Schemas of the initializer ops of startup programs: fill_constant, uniform_random,
-// gaussian_random. None has a gradient.
+// gaussian_random; and fill_any_like (paddle.full_like, ones_like, zeros_like), which fills a
+// tensor of X's dims. None has a gradient.
 #include "graph/op_registry.hpp"
 
 #include "kernels/fill_value.hpp"
@@ -42,6 +43,17 @@ void infer_fill_constant(shape_context& ctx) {
   }
 }
 
+/// Out has X's dims and fill_any_like's dtype (X's when the attribute is negative), checked
+/// to be one the engine runs and to hold `value` (kernels/fill_value.hpp's with_fill_like).
+void infer_fill_any_like(shape_context& ctx) {
+  dtype out = ctx.input_dtype("X");
+  const std::string problem =
+      with_fill_like(ctx.attrs().get<std::int32_t>("dtype"), ctx.input_dtype("X"),
+                     ctx.attrs().get<float>("value"), [&](dtype type, auto) { out = type; });
+  ctx.expect(problem.empty(), problem);
+  ctx.set_outputs("Out", ctx.input_dims("X"), out);
+}
+
 } // namespace
 
 void register_init_ops(op_registry& r) {
@@ -54,6 +66,14 @@ void register_init_ops(op_registry& r) {
                    {"dtype", fp32},
                    {"str_value", std::string()}},
          .infer_shape = infer_fill_constant,
+         .make_grad = {}});
+  // Paddle registers it without a gradient (X's values are never read, only its dims and
+  // dtype): the backward pass stops at it. dtype -1 is "X's dtype".
+  r.add({.type = "fill_any_like",
+         .inputs = {{"X"}},
+         .outputs = {{"Out"}},
+         .attrs = {{"value", 0.f}, {"dtype", std::int32_t{-1}}},
+         .infer_shape = infer_fill_any_like,
          .make_grad = {}});
   // seed 0 asks for a nondeterministic seed, as in Paddle.
   r.add({.type = "uniform_random",

@@ -29,7 +29,7 @@ void register_loss_kernels(kernel_registry& r);
 /// dropout and dropout_grad (dropout_kernels.cpp).
 void register_dropout_kernels(kernel_registry& r);
 
-/// fill_constant, uniform_random, gaussian_random (init_kernels.cpp).
+/// fill_constant, fill_any_like, uniform_random, gaussian_random (init_kernels.cpp).
 void register_init_kernels(kernel_registry& r);
 
 /// sgd, momentum, adam (optimizer_kernels.cpp).

@@ -1,4 +1,5 @@
-// CPU kernels of the initializer ops: fill_constant, uniform_random, gaussian_random.
+// CPU kernels of the initializer ops: fill_constant, uniform_random, gaussian_random; and
+// fill_any_like, which fills a tensor of X's dims.
 //
 // The random ops draw from std::mt19937_64 and turn its bits into floats themselves: the
 // engine's output is fully specified by the C++ standard, whereas std::*_distribution
@@ -46,6 +47,22 @@ void fill_constant(kernel_context& ctx) {
     default:
       ctx.fail("dtype " + to_string(type) + " is not supported (FP32, INT64 or INT32)");
   }
+}
+
+/// Out = X's dims, every element fill_any_like's value in its dtype (with_fill_like: the
+/// dtype attribute, or X's when it is negative). X's elements are not read; Out may be X.
+void fill_any_like(kernel_context& ctx) {
+  const tensor& x = ctx.input("X");
+  if (!x.initialized()) ctx.fail("input X is uninitialised");
+  const shape_t dims = x.shape(); // a copy: resizing Out may resize X
+  const std::string problem =
+      with_fill_like(ctx.attrs().get<std::int32_t>("dtype"), x.type(),
+                     ctx.attrs().get<float>("value"), [&](dtype type, auto value) {
+                       tensor& out = ctx.output("Out");
+                       out.resize(type, dims);
+                       std::fill_n(out.data<decltype(value)>(), out.numel(), value);
+                     });
+  if (!problem.empty()) ctx.fail(problem);
 }
 
 /// The FP32 output of a random op (the only dtype they support).
@@ -98,6 +115,7 @@ void gaussian_random(kernel_context& ctx) {
 
 void register_init_kernels(kernel_registry& r) {
   r.add("fill_constant", place::kind::cpu, fill_constant);
+  r.add("fill_any_like", place::kind::cpu, fill_any_like);
   r.add("uniform_random", place::kind::cpu, uniform_random);
   r.add("gaussian_random", place::kind::cpu, gaussian_random);
 }

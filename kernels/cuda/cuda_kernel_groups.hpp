@@ -24,7 +24,7 @@ void register_optimizer_kernels(kernel_registry& r);
 /// assign, reshape2, flatten_contiguous_range, squeeze2, unsqueeze2, transpose2, concat,
 /// split, cast and the grads (shape_kernels.cu).
 void register_shape_kernels(kernel_registry& r);
-/// fill_constant, uniform_random, gaussian_random, dropout, dropout_grad
+/// fill_constant, fill_any_like, uniform_random, gaussian_random, dropout, dropout_grad
 /// (init_dropout_kernels.cu).
 void register_init_dropout_kernels(kernel_registry& r);
 /// mul, matmul_v2, matmul and their grads through cuBLAS (gemm_kernels.cu).

@@ -1,11 +1,11 @@
 // CUDA kernels of the initializer ops and of dropout.
 //
-// fill_constant fills on the device. uniform_random and gaussian_random run the CPU kernel on
-// the host and copy its tensor to the device: they run once, in the startup program, and so
-// a seed gives bit-identical parameters on CPU and GPU places. dropout draws its mask on the
-// host with the CPU kernel's generator (kernels/dropout_ops.hpp, which also reads and checks
-// the attributes and the Seed and Mask inputs for both), so a step drops the same elements
-// on gpu:i as on cpu:i, copies it to the device and applies it there.
+// fill_constant and fill_any_like fill on the device. uniform_random and gaussian_random run
+// the CPU kernel on the host and copy its tensor to the device: they run once, in the startup
+// program, and so a seed gives bit-identical parameters on CPU and GPU places. dropout draws
+// its mask on the host with the CPU kernel's generator (kernels/dropout_ops.hpp, which also
+// reads and checks the attributes and the Seed and Mask inputs for both), so a step drops the
+// same elements on gpu:i as on cpu:i, copies it to the device and applies it there.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -41,6 +41,22 @@ void fill_constant(kernel_context& ctx) {
     case dtype::int32: return fill_with<std::int32_t>(ctx, type);
     default: ctx.fail("dtype " + to_string(type) + " is not supported (FP32, INT64 or INT32)");
   }
+}
+
+/// Out = X's dims, every element fill_any_like's value in its dtype, as the CPU kernel
+/// (with_fill_like). X's elements are not read; Out may be X.
+void fill_any_like(kernel_context& ctx) {
+  const tensor& x = gpu_input(ctx, "X");
+  const shape_t dims = x.shape(); // a copy: resizing Out may resize X
+  const std::string problem =
+      with_fill_like(ctx.attrs().get<std::int32_t>("dtype"), x.type(),
+                     ctx.attrs().get<float>("value"), [&](dtype type, auto value) {
+                       using T = decltype(value);
+                       tensor& out = ctx.output("Out");
+                       resize_output(ctx, out, type, dims);
+                       for_each(ctx, out.numel(), fill_map<T>{out.data<T>(), value});
+                     });
+  if (!problem.empty()) ctx.fail(problem);
 }
 
 /// Runs the op's CPU kernel into a host tensor (same attributes, a CPU place of the same
@@ -105,6 +121,7 @@ void dropout_grad(kernel_context& ctx) {
 
 void register_init_dropout_kernels(kernel_registry& r) {
   r.add("fill_constant", gpu, fill_constant);
+  r.add("fill_any_like", gpu, fill_any_like);
   r.add("uniform_random", gpu, through_host);
   r.add("gaussian_random", gpu, through_host);
   r.add("dropout", gpu, dropout);
