@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
@@ -21,8 +20,6 @@
 #include "idx_files.hpp"
 #include "tests/support/process.hpp"
 
-extern char** environ;
-
 namespace pe {
 namespace {
 
@@ -36,17 +33,7 @@ using testing::temp_dir;
 class child_run {
  public:
   explicit child_run(const std::vector<std::string>& args) {
-    std::vector<std::string> words{PE_RUN_BINARY};
-    words.insert(words.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& w : words)
-      argv.push_back(w.data());
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (char** e = environ; *e != nullptr; ++e)
-      if (std::strncmp(*e, "CPU_NUM=", 8) != 0)
-        envp.push_back(*e);
-    envp.push_back(nullptr);
+    const testing::exec_command command(PE_RUN_BINARY, args);
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0)
       throw std::runtime_error("pipe failed");
@@ -54,7 +41,7 @@ class child_run {
     if (pid_ == 0) { // the child: only async-signal-safe calls until exec
       ::dup2(fds[1], STDOUT_FILENO);
       ::dup2(fds[1], STDERR_FILENO);
-      ::execve(argv[0], argv.data(), envp.data());
+      command.exec();
       ::_exit(127);
     }
     ::close(fds[1]);

@@ -31,6 +31,7 @@ namespace pe {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::lines_of;
 using testing::slurp;
 using testing::temp_dir;
 
@@ -198,14 +199,6 @@ bool ended(pid_t pid) {
   auto stat = slurp("/proc/" + std::to_string(pid) + "/stat");
   auto paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
 }
 
 /// Every line of `text` split by its "[rank R] " prefix: the lines of each rank in order.

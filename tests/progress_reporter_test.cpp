@@ -8,7 +8,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <iomanip>
 #include <limits>
 #include <optional>
@@ -28,11 +27,13 @@
 #include "apps/run/progress_reporter.hpp"
 #include "core/error.hpp"
 #include "idx_files.hpp"
+#include "tests/support/process.hpp"
 
-extern char** environ;
 
 namespace pe {
 namespace {
+
+using testing::lines_of;
 
 /// A clock the test moves by hand.
 struct fake_clock {
@@ -51,15 +52,6 @@ std::vector<std::int64_t> shown_steps(const std::string& text) {
        it != std::sregex_iterator(); ++it)
     steps.push_back(std::stoll((*it)[1]));
   return steps;
-}
-
-/// `text` cut at newlines (a last line without one included).
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
 }
 
 std::vector<std::int64_t> range(std::int64_t first, std::int64_t last, std::int64_t stride) {
@@ -426,28 +418,14 @@ TEST(ProgressCli, LogEveryZeroIsRefused) {
 /// returns what it wrote there, "\r\n" (the terminal's newline) as "\n"; `status` is its
 /// exit status.
 std::string run_on_terminal(const std::vector<std::string>& args, int& status) {
-  std::vector<std::string> words{PE_RUN_BINARY};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& w : words)
-    argv.push_back(w.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_words{"TERM=xterm"};
-  for (char** e = environ; *e != nullptr; ++e)
-    if (std::strncmp(*e, "CPU_NUM=", 8) != 0 && std::strncmp(*e, "TERM=", 5) != 0)
-      env_words.emplace_back(*e);
-  std::vector<char*> envp;
-  for (auto& w : env_words)
-    envp.push_back(w.data());
-  envp.push_back(nullptr);
-
+  const testing::exec_command command(PE_RUN_BINARY, args, {"TERM=xterm"});
   winsize size{};
   size.ws_row = 50;
   size.ws_col = 200;
   int terminal = -1;
   const pid_t pid = ::forkpty(&terminal, nullptr, nullptr, &size);
   if (pid == 0) { // the child: only async-signal-safe calls until exec
-    ::execve(argv[0], argv.data(), envp.data());
+    command.exec();
     ::_exit(127);
   }
   if (pid < 0)

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace pe::testing {
 
@@ -20,5 +21,28 @@ struct run_result {
 /// caller's environment cannot leak into the run.
 run_result run_binary(const std::string& binary, const std::string& args,
                       const std::filesystem::path& scratch, const std::string& env = "");
+
+/// `text` cut at newlines (a last line without one included).
+std::vector<std::string> lines_of(const std::string& text);
+
+/// `binary args` as execve takes them, with this process's environment less CPU_NUM (so that
+/// the caller's cannot leak into the run) and less the variables `set` names, plus `set`
+/// (NAME=VALUE words). Built before fork, so that the child only calls execve.
+class exec_command {
+ public:
+  exec_command(const std::string& binary, const std::vector<std::string>& args,
+               const std::vector<std::string>& set = {});
+  exec_command(const exec_command&) = delete; // argv and envp point into the words
+  exec_command& operator=(const exec_command&) = delete;
+
+  /// Replaces this process with the command (async-signal-safe); returns only on failure.
+  void exec() const noexcept;
+
+ private:
+  std::vector<std::string> words_;
+  std::vector<std::string> env_words_;
+  std::vector<char*> argv_;
+  std::vector<char*> envp_;
+};
 
 } // namespace pe::testing
