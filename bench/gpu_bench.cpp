@@ -1,11 +1,14 @@
-// The GPU benchmark (issue 11, run by scripts/gpu_check.sh stage 5), all on gpu:0:
+// The GPU benchmark (issue 11, run by scripts/gpu_check.sh), all on gpu:0:
 //  - training the default MLP (graph/models/mlp.hpp: 784-256-128-10, SGD lr 0.1) with the
-//    actor executor on one place, batch 256 and 1024: samples/s and step time, against
+//    actor executor on one place, batch 256 and 1024, and the built-in CNN
+//    (graph/models/cnn.hpp defaults, momentum) at batch 64: samples/s and step time, against
 //    PyTorch eager training the same model on the same GPU in the same run
-//    (bench/mlp_torch.py --device cuda). Both feed one fixed random batch and fetch the loss
-//    to the host every step, so both wait for the device once per step. One difference:
-//    the engine's feeds are host tensors, copied to the device every step (on the copy
-//    stream, overlapping compute), while PyTorch keeps its batch on the GPU.
+//    (bench/mlp_torch.py and bench/cnn_torch.py --device cuda). Both feed one fixed random
+//    batch and fetch the loss to the host every step, so both wait for the device once per
+//    step. One difference: the engine's feeds are host tensors, copied to the device every
+//    step (on the copy stream, overlapping compute), while PyTorch keeps its batch on the GPU.
+//  - two logical places on the one GPU (gpu:0x2, the shared-GPU communicator) against gpu:0
+//    at the same global batch (MLP, 512: 256 per place).
 //  - executor overhead: a chain of `scale` ops on a 1-element tensor (the idea of
 //    bench/overhead_bench.cpp), so that a step is almost all scheduling. Two figures per op:
 //    the untraced step time / ops (host scheduling and the GPU's launch and run of each tiny
@@ -17,7 +20,9 @@
 // Without a GPU (no CUDA build, no driver, no device) it prints `gpu_bench: no GPU (...)` to
 // stderr and exits 0 without running anything. The PyTorch interpreter is $PE_TORCH_PYTHON
 // (default python3); when it cannot train on CUDA, the PyTorch rows are left out with the
-// reason on stderr.
+// reason on stderr. The PyTorch scripts are read from $PE_SOURCE_DIR/bench when that is set
+// (a binary built elsewhere, as scripts/gpu_check.sh --prebuilt runs it), else from the
+// source tree this binary was built from.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -34,6 +39,7 @@
 #include "bench/training.hpp"
 #include "devices/gpu_runtime.hpp"
 #include "graph/builder.hpp"
+#include "graph/models/cnn.hpp"
 #include "graph/models/mlp.hpp"
 
 namespace {
@@ -52,19 +58,37 @@ benchmark::Counter seconds_per_step() {
                                    benchmark::Counter::kInvert);
 }
 
-void train_actor(benchmark::State& state, std::int64_t batch) {
+void train_actor(benchmark::State& state, std::int64_t batch, int places) {
   const model_programs m = build_mlp(config);
   const feed_map feeds = bench::random_batch(m, {batch, config.input_width}, config.classes);
+  std::vector<place> where;
+  for (int p = 0; p < places; ++p) where.push_back(place::gpu(0, p));
+  bench::time_actor_training(state, m, where, feeds, batch, warmup_steps);
+  state.counters["step_time"] = seconds_per_step();
+}
+
+const cnn_config cnn; // the defaults: 2 x conv-bn-relu-pool (32, 64), fc 120-84-10, momentum
+
+void train_cnn_actor(benchmark::State& state, std::int64_t batch) {
+  const model_programs m = build_cnn(cnn);
+  const feed_map feeds =
+      bench::random_batch(m, {batch, 1, cnn.image_side, cnn.image_side}, cnn.classes);
   bench::time_actor_training(state, m, {place::gpu(0, 0)}, feeds, batch, warmup_steps);
   state.counters["step_time"] = seconds_per_step();
 }
 
-/// Runs bench/mlp_torch.py on CUDA for a few seconds and reports its samples/s and step time
+/// The folder of the PyTorch scripts: $PE_SOURCE_DIR/bench, else this source tree's.
+std::string bench_dir() {
+  const char* root = std::getenv("PE_SOURCE_DIR");
+  return std::string(root != nullptr && *root != '\0' ? root : PE_SOURCE_DIR) + "/bench";
+}
+
+/// Runs bench/<script> on CUDA for a few seconds and reports its samples/s and step time
 /// as the counters items_per_second and step_time; skips the benchmark when the script fails.
-void train_torch(benchmark::State& state, std::int64_t batch) {
+void train_torch(benchmark::State& state, const std::string& script, std::int64_t batch) {
   const char* python = std::getenv("PE_TORCH_PYTHON");
   const std::string interpreter = python != nullptr && *python != '\0' ? python : "python3";
-  const std::string command = interpreter + " " PE_SOURCE_DIR "/bench/mlp_torch.py" +
+  const std::string command = interpreter + " " + bench_dir() + "/" + script +
                               " --device cuda --batch " + std::to_string(batch) +
                               " --seconds 3";
   double samples_per_s = 0, step_ms = 0;
@@ -172,12 +196,35 @@ int main(int argc, char** argv) {
     const std::string b = std::to_string(batch);
     const std::string ours = "train_mlp/actor/gpu:0/batch:" + b;
     const std::string theirs = "train_mlp/torch/cuda/batch:" + b;
-    benchmark::RegisterBenchmark(ours.c_str(), train_actor, batch)->UseRealTime();
-    benchmark::RegisterBenchmark(theirs.c_str(), train_torch, batch)->Iterations(1)->Repetitions(1);
+    benchmark::RegisterBenchmark(ours.c_str(), train_actor, batch, 1)->UseRealTime();
+    benchmark::RegisterBenchmark(theirs.c_str(), train_torch, std::string("mlp_torch.py"), batch)
+        ->Iterations(1)
+        ->Repetitions(1);
     const std::string setup = "actor executor, 1 place vs PyTorch eager, batch " + b;
     rows.push_back({model + ", samples/s", setup, ours, theirs, torch_label, throughput});
     rows.push_back({model + ", step time", setup, ours, theirs, torch_label, step_time});
   }
+
+  const std::string cnn_model = "cnn training on gpu:0 (2 x conv-bn-relu-pool, fc 120-84-10)";
+  const std::string cnn_ours = "train_cnn/actor/gpu:0/batch:64";
+  const std::string cnn_theirs = "train_cnn/torch/cuda/batch:64";
+  benchmark::RegisterBenchmark(cnn_ours.c_str(), train_cnn_actor, 64)->UseRealTime();
+  benchmark::RegisterBenchmark(cnn_theirs.c_str(), train_torch, std::string("cnn_torch.py"), 64)
+      ->Iterations(1)
+      ->Repetitions(1);
+  const std::string cnn_setup = "actor executor, 1 place vs PyTorch eager, batch 64";
+  rows.push_back({cnn_model + ", samples/s", cnn_setup, cnn_ours, cnn_theirs, torch_label,
+                  throughput});
+  rows.push_back({cnn_model + ", step time", cnn_setup, cnn_ours, cnn_theirs, torch_label,
+                  step_time});
+
+  // Two logical places on the one GPU at the same global batch as one place.
+  const std::string shared = "train_mlp/actor/gpu:0x2/batch:512";
+  const std::string single = "train_mlp/actor/gpu:0/batch:512";
+  benchmark::RegisterBenchmark(shared.c_str(), train_actor, 512, 2)->UseRealTime();
+  benchmark::RegisterBenchmark(single.c_str(), train_actor, 512, 1)->UseRealTime();
+  rows.push_back({model + ", step time", "gpu:0x2 (256 per place) vs gpu:0, global batch 512",
+                  shared, single, "gpu:0, one place", step_time});
 
   static const programs chain = scale_chain();
   const bench::metric op_time{"op_time", "ns/op", 1e9};

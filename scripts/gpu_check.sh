@@ -2,7 +2,7 @@
 # Runs on a GPU machine what CI cannot: builds with CUDA, runs the GPU tests, races a training
 # step under compute-sanitizer, and the GPU benchmark.
 #
-#   scripts/gpu_check.sh [--deps DIR] [--build DIR] [--all-tests]
+#   scripts/gpu_check.sh [--deps DIR] [--build DIR] [--prebuilt DIR] [--all-tests]
 #
 #   --deps DIR   .deb files from scripts/pack_gpu_deps.sh (default .gpu-deps), unpacked with
 #                scripts/unpack_gpu_deps.sh into /tmp/pe-gpu-deps when the machine lacks
@@ -10,18 +10,24 @@
 #                With the device tool: pack here, then run with carry [".gpu-deps"] and the
 #                command `scripts/gpu_check.sh`.
 #   --build DIR  build folder (default build-gpu), configured with -DPE_WITH_CUDA=ON
+#   --prebuilt DIR  the binaries the checks run, built elsewhere with CUDA and packed by
+#                scripts/pack_gpu_build.sh (default none): no configure or build here, which
+#                saves the device tool's minutes; when one of them cannot load its libraries
+#                on this machine (ldd says "not found"), it says which and builds after all
 #   --all-tests  builds everything and also runs the whole test suite (by default only
 #                pe-actor-run, the GPU tests and the GPU benchmark are built)
 #
-# Stages (each says PASS or FAIL; the exit status is non-zero when any failed):
+# Stages (each says PASS or FAIL; the exit status is non-zero when any failed), in the order
+# of what matters most, so that a run stopped at its time limit has done the most important:
 #   1. a GPU must be there (nvidia-smi -L lists one);
 #      without one this prints why and exits 1 at once
 #   2. unpack the dependencies, find cuDNN and NCCL (the toolkit's, else PyTorch's wheels'),
-#      configure, build
+#      configure, build (or take --prebuilt's binaries)
 #   3. every gpu_* and cuda_* test binary (ctest -L gpu)
-#   4. compute-sanitizer --tool racecheck on one training step of the MLP on gpu:0
-#   5. a traced, hazard-checked run on gpu:0x2 (BUILD/gpu_check/gpu_trace.json)
-#   6. the GPU benchmark (bench/gpu_bench), when the build has one
+#   4. a traced, hazard-checked run on gpu:0x2 (BUILD/gpu_check/gpu_trace.json)
+#   5. the GPU benchmark (bench/gpu_bench), when the build has one
+#   6. compute-sanitizer --tool racecheck, then --tool memcheck, each on one training step
+#      of the MLP on gpu:0
 # Logs go to BUILD/gpu_check/ (and to $OUT/ when that is set, as on the device tool).
 set -uo pipefail
 
@@ -29,10 +35,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 deps=$root/.gpu-deps
 build=$root/build-gpu
 all_tests=0
+prebuilt=
 while (( $# > 0 )); do
   case $1 in
     --deps) deps=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
+    --prebuilt) prebuilt=$2; shift 2 ;;
     --all-tests) all_tests=1; shift ;;
     -h|--help) sed -n '2,/^set -uo/{/^#/p}' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument $1" >&2; exit 2 ;;
@@ -49,7 +57,11 @@ if ! gpus=$(nvidia-smi -L 2>&1) || [[ -z $gpus ]]; then
   exit 1
 fi
 echo "gpu_check: $gpus"
-export PATH=$PATH:/usr/local/cuda/bin
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null |
+  sed 's/^/gpu_check: nvidia-smi: /'
+# gpu_bench reads the PyTorch scripts from here (a --prebuilt binary was built elsewhere).
+export PE_SOURCE_DIR=$root
+export PATH=$PATH:/usr/local/cuda/bin:/usr/local/cuda/compute-sanitizer
 command -v nvcc >/dev/null || { echo "gpu_check: nvcc not found (CUDA toolkit)" >&2; exit 1; }
 
 logs=$build/gpu_check
@@ -125,28 +137,55 @@ if (( ${#library_dirs[@]} > 0 )); then
   LD_LIBRARY_PATH=$(IFS=:; echo "${library_dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export LD_LIBRARY_PATH
 fi
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
-cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPE_WITH_CUDA=ON \
-  -DPE_PYTHON=OFF "${prefix_args[@]}" "${library_args[@]}" >"$logs/configure.log" 2>&1
-status=$?
 # Only what the checks run (the device tool allows 10 minutes a command), unless --all-tests.
 gpu_tests=()
 for source in "$root"/tests/gpu_*_test.cpp "$root"/tests/cuda_*_test.cpp; do
   [[ -f $source ]] && gpu_tests+=("$(basename "$source" .cpp)")
 done
-targets=(--target pe-actor-run "${gpu_tests[@]}")
-[[ -f $root/bench/gpu_bench.cpp ]] && targets+=(gpu_bench)
-(( all_tests )) && targets=()
-if (( status == 0 )); then
-  cmake --build "$build" -j "$(nproc)" "${targets[@]}" >"$logs/build.log" 2>&1
-  status=$?
+binaries=(apps/pe-actor-run)
+for t in "${gpu_tests[@]}"; do binaries+=("tests/$t"); done
+[[ -f $root/bench/gpu_bench.cpp ]] && binaries+=(bench/gpu_bench)
+
+# --prebuilt: every binary must be there and find all its libraries here.
+use_prebuilt=0
+if [[ -n $prebuilt ]] && (( ! all_tests )); then
+  use_prebuilt=1
+  for b in "${binaries[@]}"; do
+    if [[ ! -x $prebuilt/$b ]]; then
+      echo "gpu_check: --prebuilt $prebuilt has no $b: building here"
+      use_prebuilt=0
+    elif missing=$(ldd "$prebuilt/$b" 2>&1 | grep "not found"); then
+      echo "gpu_check: --prebuilt $b cannot load here, not found: $(awk '{print $1}' <<<"$missing" | sort -u | xargs): building here"
+      use_prebuilt=0
+    fi
+    (( use_prebuilt )) || break
+  done
 fi
-stage build $status
-if (( status != 0 )); then
-  tail -40 "$logs/configure.log" "$logs/build.log" 2>/dev/null
-  save "$logs/configure.log" "$logs/build.log"
-  exit 1
+if (( use_prebuilt )); then
+  build=$(cd "$prebuilt" && pwd)
+  logs=$build/gpu_check
+  mkdir -p "$logs"
+  [[ -f $build/built.txt ]] && sed 's/^/gpu_check: prebuilt: /' "$build/built.txt"
+  stage build 0
+else
+  generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPE_WITH_CUDA=ON \
+    -DPE_PYTHON=OFF "${prefix_args[@]}" "${library_args[@]}" >"$logs/configure.log" 2>&1
+  status=$?
+  targets=(--target)
+  for b in "${binaries[@]}"; do targets+=("$(basename "$b")"); done
+  (( all_tests )) && targets=()
+  if (( status == 0 )); then
+    cmake --build "$build" -j "$(nproc)" "${targets[@]}" >"$logs/build.log" 2>&1
+    status=$?
+  fi
+  stage build $status
+  if (( status != 0 )); then
+    tail -40 "$logs/configure.log" "$logs/build.log" 2>/dev/null
+    save "$logs/configure.log" "$logs/build.log"
+    exit 1
+  fi
 fi
 
 # Every command below runs under a time limit, so that one hang cannot use up the device
@@ -169,7 +208,7 @@ limited() {
 status=0
 : >"$logs/gpu_tests.log"
 for t in "${gpu_tests[@]}"; do
-  limited 240 "$build/tests/$t" >"$logs/one_test.log" 2>&1 || status=1
+  limited 120 "$build/tests/$t" >"$logs/one_test.log" 2>&1 || status=1
   { echo "== $t"; cat "$logs/one_test.log"; } >>"$logs/gpu_tests.log"
   count() { grep -oE "^\[  $1 *\] [0-9]+ tests?" "$logs/one_test.log" | grep -oE '[0-9]+' | head -1; }
   p=$(count PASSED) k=$(count SKIPPED) f=$(count FAILED)
@@ -189,36 +228,18 @@ if (( all_tests )); then
   tail -5 "$logs/all_tests.log"
 fi
 
-# 4. Races in one training step on gpu:0.
-if command -v compute-sanitizer >/dev/null || [[ -x /usr/local/cuda/bin/compute-sanitizer ]]; then
-  limited 240 compute-sanitizer --tool racecheck --error-exitcode 99 \
-    "$build/apps/pe-actor-run" --places gpu:0 --steps 1 --batch-size 64 >"$logs/racecheck.log" 2>&1
-  status=$?
-  # Seen on the device tool's gVisor machines (KINDS.md): the sanitizer refuses the GPU, so
-  # nothing was checked. Still a failure, named as the machine's, not the engine's.
-  if grep -q "Device not supported" "$logs/racecheck.log"; then
-    echo "gpu_check: compute-sanitizer refused this machine's GPU (\"Device not supported\", as on gVisor" \
-      "runtimes): no race was checked; run on a machine where it works (the H100 kind, Firecracker)"
-  fi
-  stage racecheck $status
-  tail -15 "$logs/racecheck.log"
-else
-  echo "gpu_check: compute-sanitizer not found"
-  stage racecheck 127
-fi
-
-# 5. A traced run through the CLI: two logical places on gpu:0, their spans the device's
+# 4. A traced run through the CLI: two logical places on gpu:0, their spans the device's
 # times, checked for hazards (exit 3 on a violation); the trace file comes back for a look
 # at the streams overlapping (Perfetto).
-limited 120 "$build/apps/pe-actor-run" --places gpu:0x2 --steps 6 --batch-size 256 --trace "$logs/gpu_trace.json" \
+limited 60 "$build/apps/pe-actor-run" --places gpu:0x2 --steps 6 --batch-size 256 --trace "$logs/gpu_trace.json" \
   --trace-steps 4:5 --check-hazards >"$logs/trace.log" 2>&1
 stage trace $?
 tail -3 "$logs/trace.log"
 save "$logs/gpu_trace.json"
 
-# 6. The GPU benchmark.
+# 5. The GPU benchmark.
 if [[ -x $build/bench/gpu_bench ]]; then
-  limited 240 "$build/bench/gpu_bench" >"$logs/gpu_bench.log" 2>&1
+  limited 180 "$build/bench/gpu_bench" >"$logs/gpu_bench.log" 2>&1
   status=$?
   # Without a GPU the benchmark says so and exits 0; here, where nvidia-smi lists one, that
   # means it measured nothing.
@@ -229,9 +250,33 @@ else
   echo "gpu_check: no GPU benchmark in this build"
 fi
 
+# 6. Races and memory errors in one training step on gpu:0, last: the sanitizers are the
+# slowest stage and the likeliest to meet the device tool's time limit.
+sanitize() { # sanitize TOOL: one compute-sanitizer run, stage TOOL
+  local tool=$1
+  if ! command -v compute-sanitizer >/dev/null; then
+    echo "gpu_check: compute-sanitizer not found"
+    stage "$tool" 127
+    return
+  fi
+  limited 120 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+    "$build/apps/pe-actor-run" --places gpu:0 --steps 1 --batch-size 64 >"$logs/$tool.log" 2>&1
+  local status=$?
+  # Seen on the device tool's gVisor machines (KINDS.md): the sanitizer refuses the GPU, so
+  # nothing was checked. Still a failure, named as the machine's, not the engine's.
+  if grep -q "Device not supported" "$logs/$tool.log"; then
+    echo "gpu_check: compute-sanitizer refused this machine's GPU (\"Device not supported\", as on gVisor" \
+      "runtimes): nothing was checked; run on a machine where it works (the H100 kind, Firecracker)"
+  fi
+  stage "$tool" $status
+  tail -15 "$logs/$tool.log"
+}
+sanitize racecheck
+sanitize memcheck
+
 save "$logs"/*.log
 echo "gpu_check: summary:"
-for k in build gpu-tests all-tests racecheck trace gpu-bench; do
+for k in build gpu-tests all-tests trace gpu-bench racecheck memcheck; do
   [[ -n ${result[$k]:-} ]] && echo "  $k: ${result[$k]}"
 done
 exit $failed

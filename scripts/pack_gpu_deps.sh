@@ -6,7 +6,7 @@
 # Here (Debian 12, with apt sources):   scripts/pack_gpu_deps.sh [DIR]      (default .gpu-deps)
 #   `apt-get download`s into DIR the .deb files of those packages and of the libraries they
 #   need at run time, except the C/C++ runtime and toolchain every build machine has
-#   (libc6, libstdc++6, libgcc-s1, libgomp1, the compilers' own libraries, kerberos, ssl).
+#   (libc6, libstdc++6, libgcc-s1, the compilers' own libraries, kerberos, ssl).
 #   DIR/packages.txt lists what was packed. Needs no root.
 # There (or here, to prove it):          scripts/unpack_gpu_deps.sh DIR PREFIX
 #   `dpkg -x`es every .deb into PREFIX (never into /: the machine's own libraries stay),
@@ -38,7 +38,7 @@ top=(
 )
 # What every machine that can compile C++ has, and what must not be replaced under a running
 # system: the C library, the compiler's runtimes and headers, kerberos/ssl/rpc, debconf.
-skip='^(libc6|libc6-dev|libc-dev-bin|linux-libc-dev|libcrypt1|libcrypt-dev|libgcc-s1|libgcc-[0-9]+-dev|gcc-[0-9]+-base|libstdc\+\+6|libstdc\+\+-[0-9]+-dev|libgomp1|libatomic1|libitm1|libasan[0-9]+|liblsan0|libtsan[0-9]+|libubsan1|libhwasan0|libnsl2|libnsl-dev|libtirpc.*|rpcsvc-proto|libcom-err2|libgssapi-krb5-2|libk5crypto3|libkeyutils1|libkrb5.*|libssl3|zlib1g|debconf.*|dpkg|perl.*|libopenblas0-openmp|libopenblas0-serial|libopenblas-openmp-dev|libopenblas-serial-dev)$'
+skip='^(libc6|libc6-dev|libc-dev-bin|linux-libc-dev|libcrypt1|libcrypt-dev|libgcc-s1|libgcc-[0-9]+-dev|gcc-[0-9]+-base|libstdc\+\+6|libstdc\+\+-[0-9]+-dev|libatomic1|libitm1|libasan[0-9]+|liblsan0|libtsan[0-9]+|libubsan1|libhwasan0|libnsl2|libnsl-dev|libtirpc.*|rpcsvc-proto|libcom-err2|libgssapi-krb5-2|libk5crypto3|libkeyutils1|libkrb5.*|libssl3|zlib1g|debconf.*|dpkg|perl.*|libopenblas0-openmp|libopenblas0-serial|libopenblas-openmp-dev|libopenblas-serial-dev)$'
 
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
