@@ -62,7 +62,7 @@ void train_actor(benchmark::State& state, std::int64_t batch, int places) {
   const model_programs m = build_mlp(config);
   const feed_map feeds = bench::random_batch(m, {batch, config.input_width}, config.classes);
   std::vector<place> where;
-  for (int p = 0; p < places; ++p) where.push_back(place::gpu(0, p));
+  for (int p = 0; p < places; ++p) where.push_back(place::gpu(p, 0)); // logical place p on device 0
   bench::time_actor_training(state, m, where, feeds, batch, warmup_steps);
   state.counters["step_time"] = seconds_per_step();
 }

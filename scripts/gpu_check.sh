@@ -201,6 +201,9 @@ limited() {
   return $rc
 }
 
+# The tests that start pe-actor-run processes (gpu_jobs_test) start this build's.
+export PE_RUN_BINARY=$build/apps/pe-actor-run
+
 # 3. The GPU tests: every gpu_* and cuda_* test binary (ctest -L gpu runs the same ones).
 # A GPU test that skips here, where nvidia-smi shows a GPU, for want of a GPU or of the CUDA
 # kernels means the build or the CUDA runtime does not see it: that fails the stage too

@@ -73,7 +73,7 @@ TEST(GpuJobs, TwoProcessesOnTwoGpusTrainAsOneProcessOnBoth) {
   if (auto why = missing(2)) GTEST_SKIP() << *why;
   temp_dir dir("gpu_job_equal");
   const std::string flags = "--batch-size 64 --steps 12 --seed 3";
-  auto single = pe::testing::run_binary(PE_RUN_BINARY, flags + " --places gpu:0,1 --metrics " + dir.file("one.json"),
+  auto single = pe::testing::run_binary(pe::testing::pe_actor_run_binary(), flags + " --places gpu:0,1 --metrics " + dir.file("one.json"),
                                         dir.path());
   ASSERT_EQ(single.status, 0) << single.err;
   const auto expected = losses(dir.file("one.json"));

@@ -1,6 +1,7 @@
 #include "tests/support/job.hpp"
 
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -32,7 +33,12 @@ rank_process::rank_process(const std::vector<std::string>& args, const std::stri
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&files, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (posix_spawn(&pid_, argv[0], &files, nullptr, argv.data(), environ) != 0) pid_ = -1;
+  if (const int failed = posix_spawn(&pid_, argv[0], &files, nullptr, argv.data(), environ); failed != 0) {
+    // Not "still running": the tests' messages would hide that nothing started.
+    pid_ = -1;
+    status_ = 127;
+    std::ofstream(err) << "could not start " << binary << ": " << std::strerror(failed) << "\n";
+  }
   posix_spawn_file_actions_destroy(&files);
 }
 

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "tests/idx_files.hpp"
+#include "tests/support/process.hpp"
 
 namespace pe::testing {
 
@@ -20,14 +21,15 @@ namespace pe::testing {
 class rank_process {
  public:
   rank_process(const std::vector<std::string>& args, const std::string& out, const std::string& err,
-               const std::string& binary = PE_RUN_BINARY);
+               const std::string& binary = pe_actor_run_binary());
   ~rank_process();
   rank_process(const rank_process&) = delete;
   rank_process& operator=(const rank_process&) = delete;
 
   pid_t pid() const { return pid_; }
 
-  /// The exit status (128 + signal when killed), or nullopt while still running after `limit`.
+  /// The exit status (128 + signal when killed; 127 when it could not be started, err() then
+  /// saying why), or nullopt while still running after `limit`.
   std::optional<int> wait(std::chrono::milliseconds limit);
 
   std::string out() const;

@@ -18,6 +18,11 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
+std::string pe_actor_run_binary() {
+  const char* path = std::getenv("PE_RUN_BINARY");
+  return path != nullptr && *path != '\0' ? path : PE_RUN_BINARY;
+}
+
 run_result run_binary(const std::string& binary, const std::string& args,
                       const std::filesystem::path& scratch, const std::string& env) {
   auto out = (scratch / "stdout").string(), err = (scratch / "stderr").string();

@@ -22,6 +22,10 @@ struct run_result {
 run_result run_binary(const std::string& binary, const std::string& args,
                       const std::filesystem::path& scratch, const std::string& env = "");
 
+/// The pe-actor-run that tests start: $PE_RUN_BINARY when set (tests built elsewhere and run
+/// from a copy, as scripts/gpu_check.sh --prebuilt runs them), else the one built beside them.
+std::string pe_actor_run_binary();
+
 /// `text` cut at newlines (a last line without one included).
 std::vector<std::string> lines_of(const std::string& text);
 
