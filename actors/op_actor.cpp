@@ -66,7 +66,7 @@ void launch_op(actor_env& env, step_node& n, const std::vector<event_ref>& input
           : stream::task([envp = &env, np = &n] { run_node(*envp, *np, [&] { np->run(*envp->in); }); });
   if (t != nullptr) s.enqueue_timed(std::move(work), trace_sink(t, n));
   else s.enqueue(std::move(work));
-  s.record(n.done_on(n.place));
+  if (n.records_on(n.place)) s.record(n.done_on(n.place));
 }
 
 /// A collective: every place's part on its communication stream, in sequence.
@@ -88,7 +88,7 @@ void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref
     if (!order_after_inputs(env, s, inputs, static_cast<int>(p))) fail_stream(s);
     env.comm->launch(call, static_cast<int>(p), n.buffers(static_cast<int>(p)), s,
                      p == 0 ? done : communicator::completion{});
-    s.record(n.done_on(static_cast<int>(p)));
+    if (n.records_on(static_cast<int>(p))) s.record(n.done_on(static_cast<int>(p)));
   }
 }
 

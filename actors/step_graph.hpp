@@ -88,11 +88,16 @@ class step_node {
   /// The event recorded after this node's work on place p (p = place for non-collectives).
   event& done_on(int p) { return *events_[static_cast<std::size_t>(p)]; }
 
+  /// Whether the node's work on place p is followed by a record of done_on(p): only where a
+  /// reader on p runs on another stream (stream order covers the readers on the same one).
+  bool records_on(int p) const { return records_[static_cast<std::size_t>(p)] != 0; }
+
  private:
   friend class step_graph;
   std::optional<bound_op> op_;              // computation
   std::vector<std::vector<tensor*>> slots_; // collectives: [place][var]; others: [0] = {target}
   std::vector<std::unique_ptr<event>> events_; // by place; null where the node does not run
+  std::vector<char> records_;                  // by place: records_on
   shape_t shape_;                           // scale_loss_grad: loss@GRAD's shape
   int fetch_index_ = -1;
 };

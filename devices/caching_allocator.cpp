@@ -12,6 +12,14 @@ constexpr std::size_t small_granule = 512;
 constexpr std::size_t large_threshold = std::size_t{1} << 20;
 constexpr std::size_t large_granule = std::size_t{2} << 20;
 
+/// When the pending frees are worth a fence: a fence records an event on every stream of
+/// the device (six with two places on a GPU), and fencing each free cost more host time
+/// than a small op's launch (measured on an H100). Until a batch has this many blocks or
+/// bytes, a miss reserves a new block instead, so batching holds at most a few small
+/// blocks more than fencing each free; large blocks are fenced at once, as before.
+constexpr std::size_t fence_batch_blocks = 8;
+constexpr std::size_t fence_batch_bytes = std::size_t{1} << 20;
+
 std::size_t round_up(std::size_t bytes, std::size_t granule) {
   return (bytes + granule - 1) / granule * granule;
 }
@@ -32,6 +40,7 @@ struct caching_allocator::state {
   mutable std::mutex mutex;
   std::multimap<std::size_t, void*> cached; // by size: best fit first
   std::vector<block> pending;               // freed since the last fence
+  std::size_t pending_bytes = 0;            // their bytes
   std::deque<batch> fenced;                 // behind fences not yet seen done
   stats counts;
 
@@ -71,7 +80,13 @@ struct caching_allocator::state {
     ++counts.fences;
     counts.fenced_blocks += b.blocks.size();
     counts.pending_blocks = 0;
+    pending_bytes = 0;
     fenced.push_back(std::move(b));
+  }
+
+  /// Whether the pending frees make a batch (fence_batch_blocks). With mutex held.
+  bool batch_ready() const {
+    return pending.size() >= fence_batch_blocks || pending_bytes >= fence_batch_bytes;
   }
 
   /// put_fence, then reclaim: an idle device has passed the new fence at once.
@@ -109,6 +124,7 @@ struct caching_allocator::state {
   void free(void* p, std::size_t bytes) {
     std::lock_guard<std::mutex> guard(mutex);
     pending.push_back({p, bytes});
+    pending_bytes += bytes;
     ++counts.pending_blocks;
     counts.in_use_bytes -= bytes;
   }
@@ -133,14 +149,14 @@ std::shared_ptr<std::byte> caching_allocator::allocate(std::size_t bytes) {
   state& s = *state_;
   std::lock_guard<std::mutex> guard(s.mutex);
   s.reclaim();
-  // Fence the frees as soon as the last fence is passed, not only at a miss: a fence put at
-  // a miss covers work just launched, is not passed yet on a busy device, and every miss
-  // would then reserve more memory. One fence in flight at a time bounds their cost (each
-  // records an event on every stream) by how fast the device gets through its work.
-  if (!s.pending.empty() && s.fenced.empty()) s.fence_and_reclaim();
+  // Fence a batch of frees as soon as the last fence is passed, not only at a miss: a fence
+  // put at a miss covers work just launched, is not passed yet on a busy device, and every
+  // miss would then reserve more memory. One fence in flight at a time, and only for a
+  // batch (fence_batch_blocks), bounds their cost (each records an event on every stream).
+  if (s.batch_ready() && s.fenced.empty()) s.fence_and_reclaim();
   void* p = s.take_cached(size);
   std::size_t got = s.taken_size;
-  if (p == nullptr && !s.pending.empty()) {
+  if (p == nullptr && s.batch_ready()) {
     s.fence_and_reclaim();
     p = s.take_cached(size);
     got = s.taken_size;

@@ -41,12 +41,14 @@ class memory_backend {
 /// Blocks are rounded to size classes and kept in bins when freed. A freed block may still
 /// be read or written by kernels already launched (the host drops its last reference once
 /// the launch code ran, not once the kernel finished), so it is not reused at once: frees
-/// collect in a pending batch, and the next allocation that finds no ready block puts a
-/// fence after the device work submitted so far and moves the batch behind it. A batch's
-/// blocks return to the bins when its fence is done. Fences are cheap and rare: one per
-/// batch of frees, only when a ready block is missing, so a training loop that reuses its
-/// buffers reserves nothing after its first steps. Only when the device is out of memory
-/// does an allocation wait for fences and give cached blocks back before it tries again.
+/// collect in a pending batch. Once the batch holds 8 blocks or 1 MiB, the next allocation
+/// (when no fence is in flight, or when it finds no ready block) puts a fence after the
+/// device work submitted so far and moves the batch behind it; a miss before that reserves
+/// a new block. A batch's blocks return to the bins when its fence is done. Fences are
+/// rare: one per batch of frees (each records an event on every stream of the device), so
+/// a training loop that reuses its buffers reserves nothing after its first steps. Only
+/// when the device is out of memory does an allocation wait for fences and give cached
+/// blocks back before it tries again.
 ///
 /// Thread-safe. Buffers hold the allocator's state alive, so they may outlive it.
 class caching_allocator final : public allocator {

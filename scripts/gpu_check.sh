@@ -25,8 +25,10 @@
 #      configure, build (or take --prebuilt's binaries)
 #   3. every gpu_* and cuda_* test binary (ctest -L gpu)
 #   4. a traced, hazard-checked run on gpu:0x2 (BUILD/gpu_check/gpu_trace.json)
-#   5. the GPU benchmark (bench/gpu_bench), when the build has one
-#   6. compute-sanitizer --tool racecheck, then --tool memcheck, each on one training step
+#   5. the CUDA runtime calls of 50 training steps on gpu:0 and on gpu:0x2 (counted by
+#      bench/cuda_api_count, when the build has it): what a step costs the host
+#   6. the GPU benchmark (bench/gpu_bench), when the build has one
+#   7. compute-sanitizer --tool racecheck, then --tool memcheck, each on one training step
 #      of the MLP on gpu:0
 # Logs go to BUILD/gpu_check/ (and to $OUT/ when that is set, as on the device tool).
 set -uo pipefail
@@ -145,6 +147,7 @@ done
 binaries=(apps/pe-actor-run)
 for t in "${gpu_tests[@]}"; do binaries+=("tests/$t"); done
 [[ -f $root/bench/gpu_bench.cpp ]] && binaries+=(bench/gpu_bench)
+[[ -f $root/bench/cuda_api_count/cuda_api_count.cpp ]] && binaries+=(bench/libpe_cuda_api_count.so)
 
 # --prebuilt: every binary must be there and find all its libraries here.
 use_prebuilt=0
@@ -174,7 +177,11 @@ else
     -DPE_PYTHON=OFF "${prefix_args[@]}" "${library_args[@]}" >"$logs/configure.log" 2>&1
   status=$?
   targets=(--target)
-  for b in "${binaries[@]}"; do targets+=("$(basename "$b")"); done
+  for b in "${binaries[@]}"; do
+    name=$(basename "$b")
+    [[ $name == lib*.so ]] && name=${name#lib} && name=${name%.so}
+    targets+=("$name")
+  done
   (( all_tests )) && targets=()
   if (( status == 0 )); then
     cmake --build "$build" -j "$(nproc)" "${targets[@]}" >"$logs/build.log" 2>&1
@@ -240,7 +247,22 @@ stage trace $?
 tail -3 "$logs/trace.log"
 save "$logs/gpu_trace.json"
 
-# 5. The GPU benchmark.
+# 5. CUDA runtime calls per training step (the MLP at global batch 512), one place and two
+# logical places on the one GPU.
+if [[ -f $build/bench/libpe_cuda_api_count.so ]]; then
+  status=0
+  : >"$logs/api_count.log"
+  for places in gpu:0 gpu:0x2; do
+    echo "== --places $places --steps 50 --batch-size 512" >>"$logs/api_count.log"
+    LD_PRELOAD=$build/bench/libpe_cuda_api_count.so PE_CUDA_API_COUNT_STEPS=50 \
+      limited 60 "$build/apps/pe-actor-run" --places "$places" --steps 50 --batch-size 512 \
+      >>"$logs/api_count.log" 2>&1 || status=1
+  done
+  stage api-count $status
+  grep -E "^==|per_step|^trained" "$logs/api_count.log"
+fi
+
+# 6. The GPU benchmark.
 if [[ -x $build/bench/gpu_bench ]]; then
   limited 180 "$build/bench/gpu_bench" >"$logs/gpu_bench.log" 2>&1
   status=$?
@@ -253,7 +275,7 @@ else
   echo "gpu_check: no GPU benchmark in this build"
 fi
 
-# 6. Races and memory errors in one training step on gpu:0, last: the sanitizers are the
+# 7. Races and memory errors in one training step on gpu:0, last: the sanitizers are the
 # slowest stage and the likeliest to meet the device tool's time limit.
 sanitize() { # sanitize TOOL: one compute-sanitizer run, stage TOOL
   local tool=$1
@@ -279,7 +301,7 @@ sanitize memcheck
 
 save "$logs"/*.log
 echo "gpu_check: summary:"
-for k in build gpu-tests all-tests trace gpu-bench racecheck memcheck; do
+for k in build gpu-tests all-tests trace api-count gpu-bench racecheck memcheck; do
   [[ -n ${result[$k]:-} ]] && echo "  $k: ${result[$k]}"
 done
 exit $failed

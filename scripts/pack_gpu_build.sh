@@ -28,6 +28,8 @@ for source in "$root"/tests/gpu_*_test.cpp "$root"/tests/cuda_*_test.cpp; do
 done
 targets=()
 for b in "${binaries[@]}"; do targets+=("$(basename "$b")"); done
+binaries+=(bench/libpe_cuda_api_count.so) # the LD_PRELOAD counter of CUDA runtime calls
+targets+=(pe_cuda_api_count)
 cmake --build "$build" -j 2 --target "${targets[@]}"
 
 rm -rf "$dir"

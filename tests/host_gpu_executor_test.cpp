@@ -67,6 +67,26 @@ class HostGpuExecutor : public ::testing::Test {
   }
 };
 
+TEST_F(HostGpuExecutor, OnlyWorkReadOnAnotherStreamIsFollowedByARecord) {
+  // Each record is a cudaEventRecord on a GPU: the ops whose readers all run on the same
+  // stream record nothing (stream order covers them), and the results stay the reference's.
+  parallel_executor exe({place::gpu(0)}, m.startup, m.main);
+  exe.run(feed(1), {m.loss});
+  const int before = testing::host_gpu_device::markers_recorded();
+  const float loss = exe.run(feed(2), {m.loss})[0].values<float>()[0];
+  const int per_step = testing::host_gpu_device::markers_recorded() - before;
+  const int ops = static_cast<int>(exe.graph().ops.size());
+  // Left: the feeds' record, the loss's producer read by the fetch on the copy stream, the
+  // loss-gradient scale's copy read by the compute stream, and the three streams' drains.
+  EXPECT_LE(per_step, 8) << ops << " ops";
+  EXPECT_GT(per_step, 0);
+  scope reference;
+  reference_executor(m.startup, reference).run({}, {});
+  reference_executor cpu(m.main, reference);
+  cpu.run(feed(1), {m.loss});
+  EXPECT_NEAR(loss, cpu.run(feed(2), {m.loss})[0].values<float>()[0], 1e-5f);
+}
+
 TEST_F(HostGpuExecutor, TrainingOnASimulatedGpuPlaceEqualsTheReference) {
   for (sync_mode sync : {sync_mode::event, sync_mode::wait}) {
     SCOPED_TRACE(sync == sync_mode::event ? "--sync event" : "--sync wait");

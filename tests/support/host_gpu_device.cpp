@@ -18,6 +18,7 @@ namespace pe::testing {
 namespace {
 
 std::atomic<int> spans_read_count{0};
+std::atomic<int> records_count{0};
 /// set_simulated_device_lag's lag, and the steady time by which the simulated devices will
 /// have finished everything recorded so far.
 std::atomic<std::int64_t> lag_ns{0};
@@ -32,9 +33,14 @@ class host_backend final : public stream_backend {
  public:
   explicit host_backend(std::string name) : name_(std::move(name)) {}
 
+  marker record() override {
+    ++records_count;
+    return make_marker();
+  }
+  marker record_timed() override { return make_marker(); }
   /// The work before it ran at launch; the device "finishes" it `lag` after the later of
   /// now and what this stream already had to finish or wait for.
-  marker record() override {
+  marker make_marker() {
     std::lock_guard<std::mutex> guard(mutex_);
     ready_ns_ = std::max(ready_ns_, steady_ns()) + lag_ns.load();
     std::int64_t idle = idle_from_ns.load();
@@ -42,7 +48,6 @@ class host_backend final : public stream_backend {
     }
     return new host_marker{ready_ns_};
   }
-  marker record_timed() override { return record(); }
   void wait(marker m) override { catch_up(static_cast<host_marker*>(m)->ready_ns); }
   /// When the device will have finished what this stream launched so far.
   std::int64_t ready_ns() {
@@ -110,6 +115,10 @@ void host_gpu_device::stop() {
 
 int host_gpu_device::spans_read() {
   return spans_read_count.load();
+}
+
+int host_gpu_device::markers_recorded() {
+  return records_count.load();
 }
 
 void set_simulated_device_lag(std::chrono::nanoseconds lag) {

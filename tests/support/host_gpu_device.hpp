@@ -41,6 +41,10 @@ class host_gpu_device final : public device {
   /// every host_gpu_device of the process.
   static int spans_read();
 
+  /// How many markers the streams recorded (records of events, drains; not the timed
+  /// markers of traced work), over every host_gpu_device of the process.
+  static int markers_recorded();
+
  private:
   place place_;
   std::array<std::unique_ptr<queued_stream>, 3> streams_; // by stream_kind
