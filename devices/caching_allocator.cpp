@@ -12,8 +12,8 @@ constexpr std::size_t small_granule = 512;
 constexpr std::size_t large_threshold = std::size_t{1} << 20;
 constexpr std::size_t large_granule = std::size_t{2} << 20;
 
-/// When the pending frees are worth a fence: a fence records an event on every stream of
-/// the device (six with two places on a GPU), and fencing each free cost more host time
+/// When the pending frees are worth a fence: a CUDA fence records an event on every stream
+/// of the process (six with two places on a GPU), and fencing each free cost more host time
 /// than a small op's launch (measured on an H100). Until a batch has this many blocks or
 /// bytes, a miss reserves a new block instead, so batching holds at most a few small
 /// blocks more than fencing each free; large blocks are fenced at once, as before.

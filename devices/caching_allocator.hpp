@@ -45,7 +45,7 @@ class memory_backend {
 /// (when no fence is in flight, or when it finds no ready block) puts a fence after the
 /// device work submitted so far and moves the batch behind it; a miss before that reserves
 /// a new block. A batch's blocks return to the bins when its fence is done. Fences are
-/// rare: one per batch of frees (each records an event on every stream of the device), so
+/// rare: one per batch of frees (a CUDA fence records an event on every stream), so
 /// a training loop that reuses its buffers reserves nothing after its first steps. Only
 /// when the device is out of memory does an allocation wait for fences and give cached
 /// blocks back before it tries again.

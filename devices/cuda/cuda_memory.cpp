@@ -105,7 +105,6 @@ std::unique_ptr<memory_fence> cuda_backend::fence() {
   stream_registry& r = streams();
   std::lock_guard<std::mutex> guard(r.mutex); // streams unregister before they are destroyed
   for (cuda_stream_backend* s : r.streams) {
-    if (s->device() != device_) continue; // another device's streams cannot use this memory
     auto pool = s->event_pool();
     cudaEvent_t e = pool->take();
     const cudaError_t status = cudaEventRecord(e, s->handle());

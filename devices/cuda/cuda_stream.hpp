@@ -38,7 +38,6 @@ class cuda_stream_backend final : public stream_backend {
 
   /// The CUDA stream (null until start()).
   cudaStream_t handle() const { return handle_; }
-  int device() const { return place_.device; }
   const std::shared_ptr<cuda_event_pool>& event_pool() const { return events_; }
 
   /// What a kernel library keeps per stream (a cuBLAS or cuDNN handle bound to it), made by
