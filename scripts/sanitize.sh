@@ -22,7 +22,8 @@ tests=(device_test communicator_test cpu_collective_test parallel_executor_test
        reference_executor_test ssa_graph_test hazard_test trace_test param_files_test
        dropout_ops_test cnn_model_test paddle_training_test net_communicator_test
        process_group_test process_executor_test multiprocess_test collective_rendezvous_test
-       queued_stream_test host_gpu_executor_test conv_algorithms_test distinct_gpus_test)
+       queued_stream_test host_gpu_executor_test conv_algorithms_test distinct_gpus_test
+       caching_allocator_test)
 cmake --build "$build" -j2 --target "${tests[@]}"
 if [[ "$kind" == thread ]]; then
   scripts/build_caf_tsan.sh build-caf-tsan
