@@ -6,15 +6,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/trace_format.hpp"
+
 namespace pe {
 
 namespace {
 
 using json = nlohmann::json;
-
-double micros(std::int64_t ns) {
-  return static_cast<double>(ns) / 1000.0;
-}
+using trace_format::to_us;
+namespace key = trace_format::key;
+namespace phase = trace_format::phase;
+namespace category = trace_format::category;
+namespace metadata = trace_format::metadata;
 
 /// Assigns every event a track: its group (a place, or the collectives) and the first lane
 /// of that group free at its start.
@@ -23,14 +26,14 @@ class track_layout {
   track_layout(const trace_source& source, const std::vector<trace_event>& events) {
     // Groups in display order: the places, the collectives, the steps.
     for (const auto& name : source.place_names) rank_[name] = static_cast<int>(rank_.size());
-    rank_["collectives"] = static_cast<int>(rank_.size());
-    rank_["steps"] = static_cast<int>(rank_.size());
+    rank_[trace_format::collectives_track] = static_cast<int>(rank_.size());
+    rank_[trace_format::steps_track] = static_cast<int>(rank_.size());
     for (const auto& name : source.place_names) track(name, 0);
     for (std::size_t i = 0; i < events.size(); ++i) { // events are sorted by start
       const trace_event& e = events[i];
       const op_handle& op = source.graph.ops.at(static_cast<std::size_t>(e.op));
       std::string group = is_collective(op.what)
-                              ? std::string("collectives")
+                              ? std::string(trace_format::collectives_track)
                               : source.place_names.at(static_cast<std::size_t>(op.place));
       auto& lanes = lane_ends_[group];
       std::size_t lane = 0;
@@ -39,7 +42,7 @@ class track_layout {
       lanes[lane] = e.end_ns;
       track_of_event_.push_back(track(group, lane));
     }
-    steps_track_ = track("steps", 0);
+    steps_track_ = track(trace_format::steps_track, 0);
   }
 
   int of_event(std::size_t i) const { return track_of_event_[i]; }
@@ -50,7 +53,7 @@ class track_layout {
 
  private:
   int track(const std::string& group, std::size_t lane) {
-    std::string name = lane == 0 ? group : group + " (" + std::to_string(lane + 1) + ")";
+    std::string name = trace_format::track_name(group, lane);
     auto [it, added] = ids_.try_emplace(name, static_cast<int>(names_.size()));
     if (added) {
       names_.push_back(name);
@@ -86,8 +89,10 @@ void write_chrome_trace(std::ostream& out, const trace_source& source,
                         const std::vector<trace_event>& events) {
   track_layout layout(source, events);
   json trace_events = json::array();
-  trace_events.push_back({{"ph", "M"}, {"pid", 1}, {"name", "process_name"},
-                          {"args", {{"name", "pe-actor"}}}});
+  constexpr int pid = trace_format::first_pid;
+  trace_events.push_back({{key::ph, phase::metadata}, {key::pid, pid},
+                          {key::name, metadata::process_name},
+                          {key::args, {{key::name, trace_format::tool_name}}}});
 
   // (step, op) -> event index, to draw the messages.
   std::map<std::pair<std::uint64_t, int>, std::size_t> fired;
@@ -106,23 +111,26 @@ void write_chrome_trace(std::ostream& out, const trace_source& source,
       extent->second.first = std::min(extent->second.first, e.start_ns);
       extent->second.second = std::max(extent->second.second, e.end_ns);
     }
+    const char* cat = collective                                   ? category::collective
+                      : op.what == op_handle::kind::computation ? category::computation
+                                                                 : category::engine;
     trace_events.push_back(
-        {{"ph", "X"},
-         {"pid", 1},
-         {"tid", layout.of_event(i)},
-         {"ts", micros(e.start_ns)},
-         {"dur", micros(e.end_ns - e.start_ns)},
-         {"name", op_type_name(op, source.main)},
-         {"cat", collective ? "collective" : op.what == op_handle::kind::computation ? "computation" : "engine"},
-         {"args",
-          {{"step", e.step},
-           {"op", e.op},
-           {"label", describe(op, source.main, source.place_names)},
-           {"inputs", var_list(source, op.inputs, collective)},
-           {"outputs", var_list(source, op.outputs, collective)},
-           {"thread", e.thread},
-           {"enqueued_us", micros(e.enqueued_ns)}}}});
-    if (collective) trace_events.back()["args"]["collective"] = collective_index.at(e.op);
+        {{key::ph, phase::span},
+         {key::pid, pid},
+         {key::tid, layout.of_event(i)},
+         {key::ts, to_us(e.start_ns)},
+         {key::dur, to_us(e.end_ns - e.start_ns)},
+         {key::name, op_type_name(op, source.main)},
+         {key::cat, cat},
+         {key::args,
+          {{key::step, e.step},
+           {key::op, e.op},
+           {key::label, describe(op, source.main, source.place_names)},
+           {key::inputs, var_list(source, op.inputs, collective)},
+           {key::outputs, var_list(source, op.outputs, collective)},
+           {key::thread, e.thread},
+           {key::enqueued_us, to_us(e.enqueued_ns)}}}});
+    if (collective) trace_events.back()[key::args][key::collective] = collective_index.at(e.op);
   }
 
   // One arrow per message: every output edge of a fired op to a reader fired in the same step.
@@ -134,39 +142,43 @@ void write_chrome_trace(std::ostream& out, const trace_source& source,
         auto r = fired.find({e.step, reader});
         if (r == fired.end()) continue;
         ++flow_id;
-        trace_events.push_back({{"ph", "s"}, {"pid", 1}, {"tid", layout.of_event(i)},
-                                {"ts", micros(e.end_ns)}, {"id", flow_id}, {"name", "message"},
-                                {"cat", "message"}});
-        trace_events.push_back({{"ph", "f"}, {"bp", "e"}, {"pid", 1},
-                                {"tid", layout.of_event(r->second)},
-                                {"ts", micros(events[r->second].start_ns)}, {"id", flow_id},
-                                {"name", "message"}, {"cat", "message"}});
+        trace_events.push_back({{key::ph, phase::flow_start}, {key::pid, pid},
+                                {key::tid, layout.of_event(i)}, {key::ts, to_us(e.end_ns)},
+                                {key::id, flow_id}, {key::name, category::message},
+                                {key::cat, category::message}});
+        trace_events.push_back({{key::ph, phase::flow_end}, {key::bp, phase::enclosing},
+                                {key::pid, pid}, {key::tid, layout.of_event(r->second)},
+                                {key::ts, to_us(events[r->second].start_ns)}, {key::id, flow_id},
+                                {key::name, category::message}, {key::cat, category::message}});
       }
   }
 
   for (const auto& [step, extent] : step_extent)
-    trace_events.push_back({{"ph", "X"}, {"pid", 1}, {"tid", layout.steps()},
-                            {"ts", micros(extent.first)}, {"dur", micros(extent.second - extent.first)},
-                            {"name", "step " + std::to_string(step)}, {"cat", "step"},
-                            {"args", {{"step", step}}}});
+    trace_events.push_back({{key::ph, phase::span}, {key::pid, pid}, {key::tid, layout.steps()},
+                            {key::ts, to_us(extent.first)},
+                            {key::dur, to_us(extent.second - extent.first)},
+                            {key::name, "step " + std::to_string(step)},
+                            {key::cat, category::step}, {key::args, {{key::step, step}}}});
   for (std::size_t t = 0; t < layout.names().size(); ++t) {
-    trace_events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", t}, {"name", "thread_name"},
-                            {"args", {{"name", layout.names()[t]}}}});
-    trace_events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", t}, {"name", "thread_sort_index"},
-                            {"args", {{"sort_index", layout.sort_index(t)}}}});
+    trace_events.push_back({{key::ph, phase::metadata}, {key::pid, pid}, {key::tid, t},
+                            {key::name, metadata::thread_name},
+                            {key::args, {{key::name, layout.names()[t]}}}});
+    trace_events.push_back({{key::ph, phase::metadata}, {key::pid, pid}, {key::tid, t},
+                            {key::name, metadata::thread_sort_index},
+                            {key::args, {{key::sort_index, layout.sort_index(t)}}}});
   }
 
-  json doc = {{"traceEvents", std::move(trace_events)},
-              {"displayTimeUnit", "ns"},
-              {"otherData",
-               {{"tool", "pe-actor"},
-                {"places", source.place_names},
-                {"tracks", layout.names()},
-                {"process",
-                 {{"rank", source.process_rank},
-                  {"processes", source.num_processes},
-                  {"clock_offset_ns", source.clock_offset_ns},
-                  {"origin_ns", source.origin_ns}}}}}};
+  json doc = {{key::trace_events, std::move(trace_events)},
+              {key::display_time_unit, trace_format::display_unit},
+              {key::other_data,
+               {{key::tool, trace_format::tool_name},
+                {key::places, source.place_names},
+                {key::tracks, layout.names()},
+                {key::process,
+                 {{key::rank, source.process_rank},
+                  {key::processes, source.num_processes},
+                  {key::clock_offset_ns, source.clock_offset_ns},
+                  {key::origin_ns, source.origin_ns}}}}}};
   out << doc.dump() << '\n';
 }
 

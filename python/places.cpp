@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/place_list.hpp"
 #include "python/bindings.hpp"
 
 namespace py = pybind11;
@@ -11,16 +12,10 @@ namespace pe::python {
 
 namespace {
 
-/// "cpu:0" or "gpu:1" as a place; throws pybind11::value_error otherwise.
+/// "cpu:0" or "gpu:1" as a place (core/place_list.hpp reads it, as it reads pe-actor-run's
+/// --places); throws pybind11::value_error otherwise.
 place parse_place(const std::string& name) {
-  const auto colon = name.find(':');
-  const std::string kind = name.substr(0, colon);
-  const std::string index = colon == std::string::npos ? "" : name.substr(colon + 1);
-  if ((kind == "cpu" || kind == "gpu") && !index.empty() &&
-      index.find_first_not_of("0123456789") == std::string::npos && index.size() < 6) {
-    const int i = std::stoi(index);
-    return kind == "cpu" ? place::cpu(i) : place::gpu(i);
-  }
+  if (const auto p = parse_place_name(name)) return *p;
   throw py::value_error("a place is named cpu:N or gpu:N, got '" + name + "'");
 }
 
@@ -35,9 +30,7 @@ std::vector<place> cpu_places(std::optional<int> count) {
                             std::string(env) + "'");
   }
   if (*count < 1) throw py::value_error("cpu_places needs at least one place");
-  std::vector<place> places;
-  for (int i = 0; i < *count; ++i) places.push_back(place::cpu(i));
-  return places;
+  return make_cpu_places(*count);
 }
 
 std::vector<place> to_places(py::handle places) {

@@ -16,6 +16,7 @@
 #include "apps/run/launch_options.hpp"
 #include "devices/gpu_runtime.hpp"
 #include "core/error.hpp"
+#include "core/place_list.hpp"
 #include "graph/models/cnn.hpp"
 
 namespace po = boost::program_options;
@@ -63,21 +64,11 @@ std::vector<int> parse_widths(const std::string& text) {
   }
 }
 
-std::vector<place> cpu_places(int count) {
-  std::vector<place> places;
-  for (int i = 0; i < count; ++i)
-    places.push_back(place::cpu(i));
-  return places;
-}
-
-/// "cpu:N" -> N >= 1 CPU places; gpu:... -> GPU places (apps/run/gpu_places.hpp).
+/// --places: cpu:N or the GPU forms (core/place_list.hpp); only a GPU list asks the CUDA
+/// runtime for its devices.
 std::vector<place> parse_places(const std::string& text) {
-  if (text.starts_with("gpu:")) return parse_gpu_places(text, query_gpus());
-  auto count = text.starts_with("cpu:") ? positive_int(std::string_view(text).substr(4))
-                                        : std::nullopt;
-  if (!count)
-    throw error("--places: expected cpu:N with N >= 1 CPU places, got '" + text + "'");
-  return cpu_places(*count);
+  const place_list list = parse_place_list(text);
+  return list_places(list, text, list.type == place::kind::gpu ? query_gpus() : gpu_inventory{});
 }
 
 /// The actor executor's places when --places is not given: CPU_NUM (as Paddle reads it),
@@ -85,12 +76,12 @@ std::vector<place> parse_places(const std::string& text) {
 std::vector<place> default_places() {
   const char* cpu_num = std::getenv("CPU_NUM");
   if (cpu_num == nullptr)
-    return cpu_places(core_count());
+    return make_cpu_places(core_count());
   auto count = positive_int(cpu_num);
   if (!count)
     throw error(std::string("CPU_NUM=") + cpu_num +
                 " in the environment: expected a positive number of CPU places");
-  return cpu_places(*count);
+  return make_cpu_places(*count);
 }
 
 /// "A:B" -> the training steps A..B (inclusive, 1-based) that --trace-steps selects.
@@ -342,7 +333,7 @@ void interpret_executor(const po::variables_map& vm, run_options& o) {
     require_positive(o.threads, "threads");
     return;
   }
-  o.places = places.value_or(cpu_places(1));
+  o.places = places.value_or(make_cpu_places(1));
   if (o.places.size() != 1)
     throw error("--executor reference runs on one place, got --places " + o.places_text() +
                 "; use --executor actor for several places");
@@ -525,8 +516,7 @@ std::optional<run_options> parse_options(int argc, const char* const* argv,
 }
 
 std::string run_options::places_text() const {
-  if (!places.empty() && places.front().type == place::kind::gpu) return gpu_places_text(places);
-  return "cpu:" + std::to_string(places.size());
+  return place_list_text(places);
 }
 
 nlohmann::json to_json(const run_options& o) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "actors/trace_format.hpp"
+
 namespace pe {
 
 std::vector<op_type_time> op_type_times(const trace_file& trace) {
@@ -70,8 +72,7 @@ std::vector<std::size_t> critical_path(const trace_file& trace, std::uint64_t st
 }
 
 std::string track_group(const std::string& track) {
-  auto lane = track.rfind(" (");
-  return lane != std::string::npos && track.ends_with(')') ? track.substr(0, lane) : track;
+  return trace_format::track_group(track);
 }
 
 std::vector<idle_gap> idle_gaps(const trace_file& trace, std::uint64_t step, double min_us) {

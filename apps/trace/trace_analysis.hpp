@@ -52,7 +52,7 @@ struct idle_gap {
   double duration_us() const { return end_us - start_us; }
 };
 
-/// The group a track belongs to: "cpu:0 (2)" -> "cpu:0".
+/// The group a track belongs to: "cpu:0 (2)" -> "cpu:0" (trace_format::track_group).
 std::string track_group(const std::string& track);
 
 /// Idle gaps of `step` longer than `min_us`, per group in display order, from the step's

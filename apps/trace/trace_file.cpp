@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/trace_format.hpp"
+#include "apps/trace/trace_document.hpp"
 #include "core/error.hpp"
 
 namespace pe {
@@ -14,10 +16,9 @@ namespace pe {
 namespace {
 
 using json = nlohmann::json;
-
-/// Times are microseconds from nanosecond clocks; a span's ts + dur may differ from its
-/// message's ts by rounding only.
-constexpr double same_time_us = 1e-3;
+using trace_format::same_time_us;
+namespace key = trace_format::key;
+namespace phase = trace_format::phase;
 
 /// Finds the span of a track that a message arrow starts (ends) at.
 class span_index {
@@ -48,7 +49,7 @@ class span_index {
 };
 
 std::size_t track_of(const json& event, const trace_file& trace) {
-  auto tid = event.at("tid").get<std::size_t>();
+  auto tid = event.at(key::tid).get<std::size_t>();
   if (tid >= trace.tracks.size())
     throw error("an event names track " + std::to_string(tid) + " of " +
                 std::to_string(trace.tracks.size()));
@@ -62,38 +63,37 @@ void read_events(const json& events, trace_file& trace,
   for (std::size_t t = 0; t < trace.tracks.size(); ++t)
     trace.track_sort_index[t] = static_cast<int>(t);
   for (const json& e : events) {
-    auto ph = e.at("ph").get<std::string>();
-    if (ph == "X" && e.at("cat") == "step") {
-      double ts = e.at("ts").get<double>();
-      trace.steps.push_back({e.at("args").at("step").get<std::uint64_t>(), ts,
-                             ts + e.at("dur").get<double>()});
-    } else if (ph == "X") {
-      const json& args = e.at("args");
-      double ts = e.at("ts").get<double>();
-      trace.spans.push_back({e.at("name").get<std::string>(), e.at("cat").get<std::string>(),
-                             args.at("label").get<std::string>(),
-                             args.at("step").get<std::uint64_t>(), track_of(e, trace), ts,
-                             ts + e.at("dur").get<double>()});
-    } else if (ph == "s") {
-      arrows[e.at("id").get<std::uint64_t>()].first = &e;
-    } else if (ph == "f") {
-      arrows[e.at("id").get<std::uint64_t>()].second = &e;
-    } else if (ph == "M" && e.at("name") == "thread_sort_index") {
-      trace.track_sort_index.at(track_of(e, trace)) = e.at("args").at("sort_index").get<int>();
+    auto ph = e.at(key::ph).get<std::string>();
+    if (ph == phase::span && e.at(key::cat) == trace_format::category::step) {
+      double ts = e.at(key::ts).get<double>();
+      trace.steps.push_back({e.at(key::args).at(key::step).get<std::uint64_t>(), ts,
+                             ts + e.at(key::dur).get<double>()});
+    } else if (ph == phase::span) {
+      const json& args = e.at(key::args);
+      double ts = e.at(key::ts).get<double>();
+      trace.spans.push_back({e.at(key::name).get<std::string>(),
+                             e.at(key::cat).get<std::string>(),
+                             args.at(key::label).get<std::string>(),
+                             args.at(key::step).get<std::uint64_t>(), track_of(e, trace), ts,
+                             ts + e.at(key::dur).get<double>()});
+    } else if (ph == phase::flow_start) {
+      arrows[e.at(key::id).get<std::uint64_t>()].first = &e;
+    } else if (ph == phase::flow_end) {
+      arrows[e.at(key::id).get<std::uint64_t>()].second = &e;
+    } else if (ph == phase::metadata && e.at(key::name) == trace_format::metadata::thread_sort_index) {
+      trace.track_sort_index.at(track_of(e, trace)) =
+          e.at(key::args).at(key::sort_index).get<int>();
     }
   }
 }
 
 trace_file parse(const json& doc) {
-  const json& other = doc.at("otherData");
-  if (!other.is_object() || other.value("tool", "") != "pe-actor")
-    throw error("not a pe-actor trace (otherData.tool is not \"pe-actor\"); write one with "
-                "pe-actor-run --trace");
+  const json& other = pe_actor_other_data(doc);
   trace_file trace;
-  trace.places = other.at("places").get<std::vector<std::string>>();
-  trace.tracks = other.at("tracks").get<std::vector<std::string>>();
+  trace.places = other.at(key::places).get<std::vector<std::string>>();
+  trace.tracks = other.at(key::tracks).get<std::vector<std::string>>();
   std::map<std::uint64_t, std::pair<const json*, const json*>> arrows;
-  read_events(doc.at("traceEvents"), trace, arrows);
+  read_events(doc.at(key::trace_events), trace, arrows);
 
   auto by_start = [](const auto& a, const auto& b) { return a.start_us < b.start_us; };
   std::stable_sort(trace.spans.begin(), trace.spans.end(), by_start);
@@ -104,8 +104,8 @@ trace_file parse(const json& doc) {
     if (ends.first == nullptr || ends.second == nullptr)
       throw error("message arrow " + std::to_string(id) + " lacks its start or its end");
     trace.messages.push_back(
-      {spans.at(track_of(*ends.first, trace), ends.first->at("ts").get<double>(), true),
-       spans.at(track_of(*ends.second, trace), ends.second->at("ts").get<double>(), false)});
+      {spans.at(track_of(*ends.first, trace), ends.first->at(key::ts).get<double>(), true),
+       spans.at(track_of(*ends.second, trace), ends.second->at(key::ts).get<double>(), false)});
   }
   return trace;
 }

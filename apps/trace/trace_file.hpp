@@ -37,8 +37,9 @@ struct trace_step {
   double duration_us() const { return end_us - start_us; }
 };
 
-/// A Chrome Trace Event file as write_chrome_trace (actors/trace_export.hpp) writes it, with
-/// the message arrows resolved to the spans they connect.
+/// A Chrome Trace Event file as write_chrome_trace (actors/trace_export.hpp) writes it, in
+/// the format actors/trace_format.hpp defines, with the message arrows resolved to the spans
+/// they connect.
 struct trace_file {
   std::vector<std::string> places;
   std::vector<std::string> tracks;    ///< by track id ("tid"); the "steps" track included

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/trace_format.hpp"
+#include "apps/trace/trace_document.hpp"
 #include "core/error.hpp"
 
 namespace pe {
@@ -17,6 +19,10 @@ namespace pe {
 namespace {
 
 using json = nlohmann::json;
+namespace key = trace_format::key;
+namespace phase = trace_format::phase;
+namespace category = trace_format::category;
+namespace metadata = trace_format::metadata;
 
 constexpr const char* clocks_note =
   "Times are microseconds on rank 0's steady clock, counted from origin_ns (the earliest "
@@ -49,7 +55,7 @@ using collective_spans =
 
 /// Where a trace is placed among the merged ones: pids start at 1, as in a single trace.
 int pid_of(int rank) {
-  return rank + 1;
+  return trace_format::first_pid + rank;
 }
 
 process_trace read_process_trace(const std::string& path) {
@@ -60,24 +66,21 @@ process_trace read_process_trace(const std::string& path) {
   trace.path = path;
   try {
     trace.doc = json::parse(in);
-    const json& other = trace.doc.at("otherData");
-    if (!other.is_object() || other.value("tool", "") != "pe-actor")
-      throw error("not a pe-actor trace (otherData.tool is not \"pe-actor\"); write one with "
-                  "pe-actor-run --trace");
-    if (other.contains("merged"))
+    const json& other = pe_actor_other_data(trace.doc);
+    if (other.contains(key::merged))
       throw error("already a merged trace; merge the traces each process wrote (t.rankR.json)");
-    if (!other.contains("process"))
+    if (!other.contains(key::process))
       throw error("the trace has no otherData.process (rank, clock offset): written by a "
                   "pe-actor-run that predates multi-process traces");
-    const json& process = other.at("process");
-    trace.rank = process.at("rank").get<int>();
-    trace.processes = process.at("processes").get<int>();
-    trace.clock_offset_ns = process.at("clock_offset_ns").get<std::int64_t>();
-    trace.origin_ns = process.at("origin_ns").get<std::int64_t>();
+    const json& process = other.at(key::process);
+    trace.rank = process.at(key::rank).get<int>();
+    trace.processes = process.at(key::processes).get<int>();
+    trace.clock_offset_ns = process.at(key::clock_offset_ns).get<std::int64_t>();
+    trace.origin_ns = process.at(key::origin_ns).get<std::int64_t>();
     if (trace.rank < 0 || trace.rank >= trace.processes)
       throw error("rank " + std::to_string(trace.rank) + " of " +
                   std::to_string(trace.processes) + " processes is out of range");
-    if (!trace.doc.at("traceEvents").is_array())
+    if (!trace.doc.at(key::trace_events).is_array())
       throw error("traceEvents is not an array");
   } catch (const json::exception& e) {
     throw error(path + ": not a pe-actor trace: " + e.what());
@@ -129,38 +132,42 @@ void merge_events(const process_trace& trace, std::int64_t shift_ns, json& event
                   std::uint64_t& next_flow_id, collective_spans& collectives) {
   const int pid = pid_of(trace.rank);
   auto shifted = [&](const json& ts) {
-    return static_cast<double>(std::llround(ts.get<double>() * 1000.0) + shift_ns) / 1000.0;
+    return trace_format::to_us(trace_format::to_ns(ts.get<double>()) + shift_ns);
   };
   std::map<std::uint64_t, std::uint64_t> flow_ids;
-  events.push_back({{"ph", "M"}, {"pid", pid}, {"name", "process_name"},
-                    {"args", {{"name", "rank " + std::to_string(trace.rank)}}}});
-  events.push_back({{"ph", "M"}, {"pid", pid}, {"name", "process_sort_index"},
-                    {"args", {{"sort_index", trace.rank}}}});
-  for (const json& e : trace.doc.at("traceEvents")) {
-    const std::string ph = e.at("ph").get<std::string>();
-    if (ph == "M" && e.value("name", "") == "process_name")
+  events.push_back({{key::ph, phase::metadata}, {key::pid, pid},
+                    {key::name, metadata::process_name},
+                    {key::args, {{key::name, "rank " + std::to_string(trace.rank)}}}});
+  events.push_back({{key::ph, phase::metadata}, {key::pid, pid},
+                    {key::name, metadata::process_sort_index},
+                    {key::args, {{key::sort_index, trace.rank}}}});
+  for (const json& e : trace.doc.at(key::trace_events)) {
+    const std::string ph = e.at(key::ph).get<std::string>();
+    if (ph == phase::metadata && e.value(key::name, "") == metadata::process_name)
       continue; // replaced by "rank R"
     json out = e;
-    out["pid"] = pid;
-    if (out.contains("ts"))
-      out["ts"] = shifted(out.at("ts"));
-    if (out.contains("args") && out["args"].contains("enqueued_us"))
-      out["args"]["enqueued_us"] = shifted(out["args"]["enqueued_us"]);
-    if (ph == "s" || ph == "f") {
-      auto [id, added] = flow_ids.try_emplace(e.at("id").get<std::uint64_t>(), next_flow_id);
+    out[key::pid] = pid;
+    if (out.contains(key::ts))
+      out[key::ts] = shifted(out.at(key::ts));
+    if (out.contains(key::args) && out[key::args].contains(key::enqueued_us))
+      out[key::args][key::enqueued_us] = shifted(out[key::args][key::enqueued_us]);
+    if (ph == phase::flow_start || ph == phase::flow_end) {
+      auto [id, added] = flow_ids.try_emplace(e.at(key::id).get<std::uint64_t>(), next_flow_id);
       next_flow_id += added;
-      out["id"] = id->second;
+      out[key::id] = id->second;
     }
-    if (ph == "X" && e.value("cat", "") == "collective" && e.at("args").contains("collective")) {
-      auto key = std::make_pair(e["args"].at("step").get<std::uint64_t>(),
-                                e["args"]["collective"].get<std::int64_t>());
-      auto& ends = collectives[key];
+    if (ph == phase::span && e.value(key::cat, "") == category::collective &&
+        e.at(key::args).contains(key::collective)) {
+      const json& args = e.at(key::args);
+      auto which = std::make_pair(args.at(key::step).get<std::uint64_t>(),
+                                  args.at(key::collective).get<std::int64_t>());
+      auto& ends = collectives[which];
       if (!ends.empty() && ends.back().pid == pid)
-        throw error("collective " + std::to_string(key.second) + " of step " +
-                    std::to_string(key.first) + " has two spans");
-      double start = out.at("ts").get<double>();
-      ends.push_back({pid, out.at("tid"), out.at("name").get<std::string>(), start,
-                      start + out.at("dur").get<double>()});
+        throw error("collective " + std::to_string(which.second) + " of step " +
+                    std::to_string(which.first) + " has two spans");
+      double start = out.at(key::ts).get<double>();
+      ends.push_back({pid, out.at(key::tid), out.at(key::name).get<std::string>(), start,
+                      start + out.at(key::dur).get<double>()});
     }
     events.push_back(std::move(out));
   }
@@ -176,10 +183,12 @@ std::size_t add_network_arrows(const std::vector<collective_end>& ends, json& ev
       if (from.pid == to.pid)
         continue;
       auto id = next_flow_id++;
-      events.push_back({{"ph", "s"}, {"pid", from.pid}, {"tid", from.tid}, {"ts", from.start_us},
-                        {"id", id}, {"name", from.name}, {"cat", "network"}});
-      events.push_back({{"ph", "f"}, {"bp", "e"}, {"pid", to.pid}, {"tid", to.tid},
-                        {"ts", to.end_us}, {"id", id}, {"name", from.name}, {"cat", "network"}});
+      events.push_back({{key::ph, phase::flow_start}, {key::pid, from.pid},
+                        {key::tid, from.tid}, {key::ts, from.start_us}, {key::id, id},
+                        {key::name, from.name}, {key::cat, category::network}});
+      events.push_back({{key::ph, phase::flow_end}, {key::bp, phase::enclosing},
+                        {key::pid, to.pid}, {key::tid, to.tid}, {key::ts, to.end_us},
+                        {key::id, id}, {key::name, from.name}, {key::cat, category::network}});
       ++arrows;
     }
   return arrows;
@@ -214,11 +223,12 @@ merge_report merge_traces(const std::vector<std::string>& paths, std::ostream& o
     } catch (const error& e) {
       throw error(t.path + ": " + e.what());
     }
-    merged.push_back({{"file", t.path},
-                      {"rank", t.rank},
-                      {"clock_offset_ns", t.clock_offset_ns},
-                      {"origin_ns", t.origin_ns},
-                      {"places", t.doc.at("otherData").value("places", json::array())}});
+    merged.push_back(
+        {{key::file, t.path},
+         {key::rank, t.rank},
+         {key::clock_offset_ns, t.clock_offset_ns},
+         {key::origin_ns, t.origin_ns},
+         {key::places, t.doc.at(key::other_data).value(key::places, json::array())}});
   }
   std::string arrows_note;
   if (traces.size() > max_processes_with_network_arrows) {
@@ -233,14 +243,14 @@ merge_report merge_traces(const std::vector<std::string>& paths, std::ostream& o
   }
   report.events = events.size();
 
-  json doc = {{"traceEvents", std::move(events)},
-              {"displayTimeUnit", "ns"},
-              {"otherData",
-               {{"tool", "pe-actor"},
-                {"origin_ns", origin_ns},
-                {"merged", std::move(merged)},
-                {"clocks", clocks_note},
-                {"network_arrows", arrows_note}}}};
+  json doc = {{key::trace_events, std::move(events)},
+              {key::display_time_unit, trace_format::display_unit},
+              {key::other_data,
+               {{key::tool, trace_format::tool_name},
+                {key::origin_ns, origin_ns},
+                {key::merged, std::move(merged)},
+                {key::clocks, clocks_note},
+                {key::network_arrows, arrows_note}}}};
   out << doc.dump() << '\n';
   return report;
 }
@@ -248,8 +258,8 @@ merge_report merge_traces(const std::vector<std::string>& paths, std::ostream& o
 bool is_merged_trace(const std::string& path) {
   std::ifstream in(path);
   json doc = json::parse(in, nullptr, false);
-  return doc.is_object() && doc.contains("otherData") && doc["otherData"].is_object() &&
-         doc["otherData"].contains("merged");
+  return doc.is_object() && doc.contains(key::other_data) && doc[key::other_data].is_object() &&
+         doc[key::other_data].contains(key::merged);
 }
 
 } // namespace pe

@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "actors/trace_format.hpp"
+
 namespace pe {
 
 namespace {
@@ -32,14 +34,14 @@ constexpr std::array<op_kind, 8> kinds = {{
 }};
 
 bool is_backward(const trace_span& s) {
-  return s.cat == "computation" && s.name.ends_with("_grad");
+  return s.cat == trace_format::category::computation && s.name.ends_with("_grad");
 }
 
 /// The kind of a span: by category, and for computations by op type family.
 std::size_t kind_of(const trace_span& s) {
-  if (s.cat == "collective")
+  if (s.cat == trace_format::category::collective)
     return 6;
-  if (s.cat != "computation")
+  if (s.cat != trace_format::category::computation)
     return 7;
   std::string type = is_backward(s) ? s.name.substr(0, s.name.size() - 5) : s.name;
   static const std::set<std::string> matmul = {"mul", "matmul", "matmul_v2", "fc", "conv2d"};
