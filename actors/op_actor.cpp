@@ -20,8 +20,9 @@ bool order_after_inputs(const actor_env& env, stream& s, const std::vector<event
   return ok;
 }
 
+/// The failure is a consequence: the executor reports the input's own failure first.
 void fail_stream(stream& s) {
-  s.enqueue([] { throw error("waited on failed work: an input's writer failed"); });
+  s.enqueue([] { throw error(error_kind::consequence, "waited on failed work: an input's writer failed"); });
 }
 
 /// What a traced firing's span goes to: the recorder, once the stream knows when the work

@@ -429,7 +429,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
 
   // Every op actor has enqueued its work; the streams may still be running it. Kernel
   // errors are in st.in; a stream's own error is the cause only where it did not just wait
-  // on another stream's failure (a collective that failed by itself, say).
+  // on another stream's failure (a collective that failed by itself, say): its kind says.
   std::optional<std::string> cause, consequence;
   for (device* d : rt.device_list())
     for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy}) {
@@ -437,7 +437,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       if (!s.synchronize()) {
         const std::string what = s.error().value_or("the stream was stopped") + " (" +
                                  to_string(d->where()) + " " + to_string(kind) + " stream)";
-        auto& slot = what.starts_with("waited on failed work") ? consequence : cause;
+        auto& slot = s.error_kind() == error_kind::consequence ? consequence : cause;
         if (!slot) slot = what;
       }
       s.clear_error();

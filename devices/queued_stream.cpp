@@ -226,14 +226,20 @@ bool queued_stream::synchronize() {
   auto r = it.rec;
   push(std::move(it));
   const bool ok = r->synchronize();
-  if (!ok && !r->device_error().empty()) fail(r->device_error());
+  if (!ok && !r->device_error().empty()) fail({r->device_error(), pe::error_kind::ordinary});
   resolve_spans(); // the device passed every span enqueued before: their sinks are told now
   return ok && !stopped_->load();
 }
 
 std::optional<std::string> queued_stream::error() const {
   std::lock_guard<std::mutex> guard(mutex_);
-  return error_;
+  if (!error_) return std::nullopt;
+  return error_->message;
+}
+
+pe::error_kind queued_stream::error_kind() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return error_ ? error_->kind : pe::error_kind::ordinary;
 }
 
 void queued_stream::clear_error() {
@@ -242,10 +248,10 @@ void queued_stream::clear_error() {
   failed_.store(false);
 }
 
-void queued_stream::fail(std::string message) {
+void queued_stream::fail(failure why) {
   std::lock_guard<std::mutex> guard(mutex_);
   if (failed_.load()) return;
-  error_ = std::move(message);
+  error_ = std::move(why);
   failed_.store(true);
 }
 
@@ -266,7 +272,7 @@ void queued_stream::execute(item& it) {
       try {
         m = backend_->record();
       } catch (const std::exception& x) {
-        fail(x.what());
+        fail({x.what(), pe::error_kind::ordinary});
       }
       it.rec->reach(m, drain && failed_.load()); // failed as well when m is null
       return;
@@ -274,13 +280,13 @@ void queued_stream::execute(item& it) {
     case item::what::wait: {
       if (failed_.load()) return; // poisoned already: nothing after this runs anyway
       if (!it.rec->wait_reached() || it.rec->failed()) {
-        fail("waited on failed work of " + it.rec->origin());
+        fail({"waited on failed work of " + it.rec->origin(), pe::error_kind::consequence});
         return;
       }
       try {
         backend_->wait(it.rec->handle());
       } catch (const std::exception& x) {
-        fail(x.what());
+        fail({x.what(), pe::error_kind::ordinary});
       }
       return;
     }
@@ -290,10 +296,8 @@ void queued_stream::execute(item& it) {
       if (failed && it.type == item::what::work) return; // poisoned: skip
       try {
         run_work(it, failed);
-      } catch (const std::exception& x) {
-        fail(x.what());
       } catch (...) {
-        fail("unknown exception");
+        fail(caught_failure());
       }
       return;
     }
@@ -347,7 +351,7 @@ void queued_stream::resolve_spans() {
       try {
         span = backend_->take_span(p.begin, p.end);
       } catch (const std::exception& x) {
-        fail(x.what());
+        fail({x.what(), pe::error_kind::ordinary});
         continue;
       }
     }

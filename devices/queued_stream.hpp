@@ -164,6 +164,7 @@ class queued_stream : public stream {
   void wait(const event& e) override;
   bool synchronize() override;
   std::optional<std::string> error() const override;
+  pe::error_kind error_kind() const override;
   void clear_error() override;
 
   /// Drops queued work, ends waits on this stream and joins the thread. Idempotent.
@@ -193,7 +194,7 @@ class queued_stream : public stream {
   /// Tells the sinks of the pending spans whose work the device finished, in order.
   void resolve_spans();
   void drop_spans();
-  void fail(std::string message);
+  void fail(failure why);
   std::shared_ptr<stream_record> new_record();
 
   place place_;
@@ -206,7 +207,7 @@ class queued_stream : public stream {
   std::deque<item> queue_; // guarded by mutex_
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> failed_{false};
-  std::optional<std::string> error_; // guarded by mutex_
+  std::optional<failure> error_; // guarded by mutex_
   std::mutex resolve_mutex_; // held by resolve_spans(), across its sinks
   std::mutex spans_mutex_;
   std::deque<pending_span> spans_; // guarded by spans_mutex_

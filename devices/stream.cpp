@@ -1,5 +1,7 @@
 #include "devices/stream.hpp"
 
+#include <exception>
+
 namespace pe {
 
 std::string to_string(stream_kind kind) {
@@ -9,6 +11,18 @@ std::string to_string(stream_kind kind) {
     case stream_kind::copy: return "copy";
   }
   return "?";
+}
+
+stream::failure stream::caught_failure() {
+  try {
+    throw;
+  } catch (const pe::error& e) { // qualified: error and error_kind name members here
+    return {e.what(), e.kind()};
+  } catch (const std::exception& e) {
+    return {e.what(), pe::error_kind::ordinary};
+  } catch (...) {
+    return {"unknown exception", pe::error_kind::ordinary};
+  }
 }
 
 void stream::enqueue_timed(task work, span_sink timed) {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "core/error.hpp"
 #include "core/place.hpp"
 #include "core/steady_clock.hpp"
 
@@ -42,10 +43,17 @@ class event {
 /// A task that throws marks the stream failed: later tasks are skipped (their events still
 /// complete, as failed) until clear_error(), and a stream that waits on an event of failed
 /// work fails too. So a failure poisons everything ordered after it, on every stream,
-/// without a host round trip; the host reads the first message with error().
+/// without a host round trip; the host reads the first message with error() and its kind
+/// with error_kind().
 class stream {
  public:
   using task = std::function<void()>;
+
+  /// A failure as a stream records it: the message error() returns and its kind.
+  struct failure {
+    std::string message;
+    pe::error_kind kind = pe::error_kind::ordinary;
+  };
 
   /// When a task's work ran, in steady-clock nanoseconds (core/steady_clock.hpp).
   struct work_span {
@@ -95,6 +103,13 @@ class stream {
   /// stream waited on failed work or was stopped.
   virtual std::optional<std::string> error() const = 0;
 
+  /// The kind of error()'s failure: consequence when the stream waited on failed work or a
+  /// task threw a pe::error of that kind, else (no failure, a stop included) ordinary.
+  /// A second accessor rather than error() returning a failure: every caller that prints
+  /// the message keeps working, and only the one that ranks failures (the executor) asks.
+  /// Both read the same first failure, which stays until clear_error().
+  virtual pe::error_kind error_kind() const = 0;
+
   /// Lets later work run again after a failure. Call only while the stream is idle.
   virtual void clear_error() = 0;
 
@@ -108,6 +123,10 @@ class stream {
     work();
     timed({start, steady_ns()});
   }
+
+  /// The failure of the exception being handled; call only inside a catch block. A
+  /// pe::error keeps its kind; any other exception is an ordinary failure.
+  static failure caught_failure();
 };
 
 } // namespace pe

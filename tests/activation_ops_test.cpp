@@ -16,15 +16,9 @@
 
 namespace {
 
+using namespace pe::testing;
 using pe::shape_t;
 using pe::tensor;
-using pe::testing::attr_list;
-using pe::testing::error_of;
-using pe::testing::gradient_matches;
-using pe::testing::infer;
-using pe::testing::make_op;
-using pe::testing::random_tensor;
-using pe::testing::run_op;
 
 pe::proto::OpDesc unary_op(const std::string& type, const attr_list& attrs = {}) {
   return make_op(type, {{"X", "x"}}, {{"Out", "out"}}, attrs);
@@ -49,10 +43,6 @@ tensor forward(const std::string& type, const tensor& x, const attr_list& attrs 
       return ::testing::AssertionFailure()
              << "element " << i << " is " << got[i] << ", expected " << expected[i];
   return ::testing::AssertionSuccess();
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 const tensor sample = tensor::from_vector<float>({-1, 0.5, 2, -0.25}, {2, 2});

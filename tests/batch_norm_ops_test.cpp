@@ -17,15 +17,9 @@
 
 namespace {
 
+using namespace pe::testing;
 using pe::shape_t;
 using pe::tensor;
-using pe::testing::attr_list;
-using pe::testing::error_of;
-using pe::testing::gradient_matches;
-using pe::testing::infer;
-using pe::testing::make_op;
-using pe::testing::random_tensor;
-using pe::testing::run_op;
 
 /// batch_norm with MeanOut and VarianceOut on Mean and Variance, as Paddle binds them.
 pe::proto::OpDesc bn_op(const attr_list& attrs = {}) {
@@ -279,14 +273,7 @@ TEST(BatchNorm, InfersShapesAndRejectsWhatItDoesNotImplement) {
     EXPECT_EQ(dims.at(v).dims, (shape_t{6})) << v;
   EXPECT_EQ(dims.at("reserve").dims, (shape_t{0}));
 
-  const auto message = [&](const pe::proto::OpDesc& op) {
-    try {
-      infer(op, vars);
-    } catch (const pe::error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  const auto message = [&](const pe::proto::OpDesc& op) { return infer_error(op, vars); };
   EXPECT_NE(message(bn_op({{"data_layout", std::string("NHWC")}}))
                 .find("op #0 (batch_norm): data_layout 'NHWC' is not supported; only NCHW"),
             std::string::npos);

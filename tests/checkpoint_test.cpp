@@ -17,6 +17,7 @@ namespace pe {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::contains;
 using testing::expect_error;
 using testing::run_result;
 using testing::slurp;
@@ -131,10 +132,6 @@ std::vector<double> losses(const std::string& metrics_file, std::int64_t first_s
     out.push_back(step.at("loss").get<double>());
   }
   return out;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 /// A small MLP on one place, by default in batches of 1000 of the 8192 synthetic samples: 9

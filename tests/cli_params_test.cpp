@@ -9,21 +9,19 @@
 #include "graph/exec/param_files.hpp"
 #include "graph/program_io.hpp"
 #include "idx_files.hpp"
+#include "tests/support/expect_error.hpp"
+#include "tests/support/paddle_fixtures.hpp"
 #include "tests/support/process.hpp"
 
 namespace pe {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::contains;
+using testing::paddle_fixture;
 using testing::run_result;
 using testing::slurp;
 using testing::temp_dir;
-
-const std::string data_dir = std::string(PE_TEST_DATA_DIR) + "/paddle_params";
-
-std::string fixture(const std::string& name) {
-  return data_dir + "/" + name;
-}
 
 run_result run(const std::string& args, const temp_dir& dir) {
   return testing::run_binary(PE_RUN_BINARY, args, dir.path());
@@ -34,10 +32,6 @@ std::string failure(const run_result& r) {
   EXPECT_EQ(r.status, 2) << r.out << r.err;
   EXPECT_TRUE(r.err.starts_with("pe-actor-run: error: ")) << r.err;
   return r.err;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 /// 8 idx images of 4x4 pixels (width 16, what Paddle's fixture program takes) in `dir`.
@@ -58,7 +52,7 @@ std::string write_idx_data(const temp_dir& dir) {
 
 /// --model and --startup of Paddle's training program.
 std::string paddle_program() {
-  return " --model " + fixture("main.pb") + " --startup " + fixture("startup.pb");
+  return " --model " + paddle_fixture("main.pb") + " --startup " + paddle_fixture("startup.pb");
 }
 
 TEST(CliParams, HelpDescribesTheFlags) {
@@ -75,7 +69,7 @@ TEST(CliParams, RejectsFlagsThatDoNotFit) {
   EXPECT_TRUE(contains(failure(run("--params x", dir)), "--params and --output are for --infer"));
   EXPECT_TRUE(contains(failure(run("--infer --params x --output y --data npy:z", dir)),
                        "--infer needs --model PATH"));
-  const std::string model = " --model " + fixture("model.pdmodel");
+  const std::string model = " --model " + paddle_fixture("model.pdmodel");
   EXPECT_TRUE(contains(failure(run("--infer --output y --data npy:z" + model, dir)),
                        "--infer needs --params PATH"));
   EXPECT_TRUE(contains(failure(run("--infer --params x --output y" + model, dir)),
@@ -94,7 +88,7 @@ TEST(CliParams, LoadsTrainsWithZeroRateAndSavesPaddlesBytes) {
   temp_dir dir("cli_params_round_trip");
   const std::string data = write_idx_data(dir);
   const fs::path params = dir.path() / "params";
-  fs::copy(fixture("init"), params);
+  fs::copy(paddle_fixture("init"), params);
   write_param_file((params / "learning_rate_0").string(), tensor::zeros(dtype::fp32, {}));
   for (const std::string setup : {"--places cpu:1", "--places cpu:2", "--executor reference"}) {
     const fs::path saved = dir.path() / "saved" / std::to_string(std::hash<std::string>{}(setup));
@@ -105,7 +99,7 @@ TEST(CliParams, LoadsTrainsWithZeroRateAndSavesPaddlesBytes) {
     EXPECT_TRUE(contains(r.out, "loaded 5 variables from " + params.string())) << r.out;
     EXPECT_TRUE(contains(r.out, "saved 5 variables to " + saved.string())) << r.out;
     for (const auto* name : {"fc_0.b_0", "fc_0.w_0", "fc_1.b_0", "fc_1.w_0"})
-      EXPECT_EQ(slurp((saved / name).string()), slurp(fixture(std::string("init/") + name)))
+      EXPECT_EQ(slurp((saved / name).string()), slurp(paddle_fixture(std::string("init/") + name)))
           << setup << ": " << name;
     EXPECT_EQ(slurp((saved / "learning_rate_0").string()),
               slurp((params / "learning_rate_0").string()));
@@ -116,15 +110,15 @@ TEST(CliParams, TrainedParametersDifferFromTheLoadedOnes) {
   temp_dir dir("cli_params_trained");
   const fs::path saved = dir.path() / "saved";
   auto r = run("--places cpu:2" + paddle_program() + write_idx_data(dir) +
-                   " --batch-size 4 --steps 3 --load-params " + fixture("model.pdiparams") +
+                   " --batch-size 4 --steps 3 --load-params " + paddle_fixture("model.pdiparams") +
                    " --save-params " + saved.string(),
                dir);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "loaded 4 variables")) << r.out;
   // Trained with Paddle's rate 0.1 from its startup: same format, other values.
   const auto w = slurp((saved / "fc_0.w_0").string());
-  EXPECT_EQ(w.size(), slurp(fixture("init/fc_0.w_0")).size());
-  EXPECT_NE(w, slurp(fixture("init/fc_0.w_0")));
+  EXPECT_EQ(w.size(), slurp(paddle_fixture("init/fc_0.w_0")).size());
+  EXPECT_NE(w, slurp(paddle_fixture("init/fc_0.w_0")));
 }
 
 TEST(CliParams, SaveParamsDirIsCheckedBeforeTraining) {
@@ -140,7 +134,7 @@ TEST(CliParams, SaveParamsDirIsCheckedBeforeTraining) {
 TEST(CliParams, BadParameterFilesFailNamingFileAndVariable) {
   temp_dir dir("cli_params_bad");
   const fs::path params = dir.path() / "params";
-  fs::copy(fixture("init"), params);
+  fs::copy(paddle_fixture("init"), params);
   write_param_file((params / "fc_1.b_0").string(), tensor::zeros(dtype::fp32, {3}));
   auto r = run(paddle_program() + write_idx_data(dir) + " --steps 1 --load-params " +
                    params.string(),
@@ -155,7 +149,7 @@ TEST(CliParams, BadParameterFilesFailNamingFileAndVariable) {
 std::string write_inputs(const temp_dir& dir) {
   const fs::path in = dir.path() / "in";
   fs::create_directories(in);
-  fs::copy_file(fixture("input.npy"), in / "image.npy");
+  fs::copy_file(paddle_fixture("input.npy"), in / "image.npy");
   return in.string();
 }
 
@@ -173,17 +167,17 @@ TEST(CliParams, InferenceMatchesPaddle) {
   // 5 rows in batches of 2: the last is partial, and on two places one place gets no row.
   for (const std::string setup : {"--places cpu:1", "--places cpu:2", "--executor reference"}) {
     const fs::path out = dir.path() / "out" / std::to_string(std::hash<std::string>{}(setup));
-    auto r = run(setup + " --infer --model " + fixture("model.pdmodel") + " --params " +
-                     fixture("model.pdiparams") + " --data npy:" + in +
+    auto r = run(setup + " --infer --model " + paddle_fixture("model.pdmodel") + " --params " +
+                     paddle_fixture("model.pdiparams") + " --data npy:" + in +
                      " --batch-size 2 --output " + out.string(),
                  dir);
     ASSERT_EQ(r.status, 0) << setup << ": " << r.err;
     EXPECT_TRUE(contains(r.out, "inferred 5 rows in 3 batches")) << r.out;
     // The fetch ops' targets in col order: the logits, then the softmax.
     expect_near(read_npy((out / "save_infer_model/scale_0.tmp_0.npy").string()),
-                read_npy(fixture("output_0.npy")), setup + " logits");
+                read_npy(paddle_fixture("output_0.npy")), setup + " logits");
     expect_near(read_npy((out / "save_infer_model/scale_1.tmp_0.npy").string()),
-                read_npy(fixture("output_1.npy")), setup + " softmax");
+                read_npy(paddle_fixture("output_1.npy")), setup + " softmax");
   }
 }
 
@@ -191,9 +185,9 @@ TEST(CliParams, InferenceRejectsMissingAndMisfitInputs) {
   temp_dir dir("cli_params_infer_bad");
   const fs::path in = dir.path() / "in";
   fs::create_directories(in);
-  const std::string without_params = " --infer --model " + fixture("model.pdmodel") +
+  const std::string without_params = " --infer --model " + paddle_fixture("model.pdmodel") +
                                      " --data npy:" + in.string() + " --output " + dir.file("out");
-  const std::string args = without_params + " --params " + fixture("model.pdiparams");
+  const std::string args = without_params + " --params " + paddle_fixture("model.pdiparams");
   EXPECT_TRUE(contains(failure(run(args, dir)),
                        "missing " + (in / "image.npy").string() + " for feed 'image'"));
   write_npy((in / "image.npy").string(), tensor::zeros(dtype::fp64, {5, 16}));
@@ -205,7 +199,7 @@ TEST(CliParams, InferenceRejectsMissingAndMisfitInputs) {
                                                     ": feed 'image' has shape [5, 3], the model "
                                                     "declares [-1, 16]"));
   write_npy((in / "image.npy").string(), tensor::zeros(dtype::fp32, {5, 16}));
-  EXPECT_TRUE(contains(failure(run(without_params + " --params " + fixture("init.combined"), dir)),
+  EXPECT_TRUE(contains(failure(run(without_params + " --params " + paddle_fixture("init.combined"), dir)),
                        "init.combined: holds 5 variables; expected 4 ('fc_0.b_0', 'fc_0.w_0', "
                        "'fc_1.b_0', 'fc_1.w_0')\n"));
 }

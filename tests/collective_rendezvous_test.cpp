@@ -116,16 +116,31 @@ TEST(CollectiveRendezvous, AFailedStreamDisagreeingBuffersOrAFailingIssueFailEve
   }
 }
 
+/// Every local rank of `meeting` meets at broadcast #0 from global rank `root`, local rank r
+/// bringing buffers[r]; the error message each rank got ("" if none). Sets `issued` when the
+/// broadcast is issued.
+std::vector<std::string> meet_at_broadcast(collective_rendezvous& meeting, int root,
+                                           const std::vector<tensor*>& buffers, bool& issued) {
+  return on_every_rank(static_cast<int>(buffers.size()), [&](int r) {
+    meeting.meet(r, {call_of(0, collective_call::kind::broadcast, root), {buffers[static_cast<std::size_t>(r)]}},
+                 false, [&](auto&) { issued = true; });
+  });
+}
+
+/// meet_at_broadcast issued the broadcast and failed no rank.
+::testing::AssertionResult broadcasts(collective_rendezvous& meeting, int root, const std::vector<tensor*>& buffers) {
+  bool issued = false;
+  const auto errors = meet_at_broadcast(meeting, root, buffers, issued);
+  if (!issued) return ::testing::AssertionFailure() << "the broadcast was not issued";
+  for (std::size_t r = 0; r < errors.size(); ++r)
+    if (!errors[r].empty()) return ::testing::AssertionFailure() << "rank " << r << ": " << errors[r];
+  return ::testing::AssertionSuccess();
+}
+
 TEST(CollectiveRendezvous, ABroadcastChecksOnlyTheRootsBuffers) {
   collective_rendezvous meeting(2);
   tensor root = tensor::zeros(dtype::fp32, {5}), other; // the other is resized by the issue
-  bool issued = false;
-  const auto errors = on_every_rank(2, [&](int r) {
-    meeting.meet(r, {call_of(0, collective_call::kind::broadcast, 1), {r == 1 ? &root : &other}}, false,
-                 [&](auto&) { issued = true; });
-  });
-  EXPECT_TRUE(issued);
-  for (const auto& e : errors) EXPECT_EQ(e, "");
+  EXPECT_TRUE(broadcasts(meeting, 1, {&other, &root}));
 }
 
 TEST(CollectiveRendezvous, ABroadcastFromAnotherProcessFindsNoRootAmongTheLocalRanks) {
@@ -133,12 +148,7 @@ TEST(CollectiveRendezvous, ABroadcastFromAnotherProcessFindsNoRootAmongTheLocalR
   // process 1. Its buffer is the destination, allocated by the executor with the root's size.
   collective_rendezvous meeting(1, 0);
   tensor mine = tensor::zeros(dtype::fp32, {5});
-  bool issued = false;
-  const auto errors = on_every_rank(1, [&](int r) {
-    meeting.meet(r, {call_of(0, collective_call::kind::broadcast, 1), {&mine}}, false, [&](auto&) { issued = true; });
-  });
-  EXPECT_TRUE(issued);
-  EXPECT_EQ(errors[0], "");
+  EXPECT_TRUE(broadcasts(meeting, 1, {&mine}));
 }
 
 TEST(CollectiveRendezvous, ALocalRootOfALaterProcessIsFoundByItsGlobalRank) {
@@ -147,19 +157,11 @@ TEST(CollectiveRendezvous, ALocalRootOfALaterProcessIsFoundByItsGlobalRank) {
   tensor root = tensor::zeros(dtype::fp32, {5}), other, ints = tensor::zeros(dtype::int64, {5});
   {
     collective_rendezvous meeting(2, 2);
-    bool issued = false;
-    const auto errors = on_every_rank(2, [&](int r) {
-      meeting.meet(r, {call_of(0, collective_call::kind::broadcast, 3), {r == 1 ? &root : &other}}, false,
-                   [&](auto&) { issued = true; });
-    });
-    EXPECT_TRUE(issued);
-    for (const auto& e : errors) EXPECT_EQ(e, "");
+    EXPECT_TRUE(broadcasts(meeting, 3, {&other, &root}));
   }
   collective_rendezvous meeting(2, 2);
-  const auto errors = on_every_rank(2, [&](int r) {
-    meeting.meet(r, {call_of(0, collective_call::kind::broadcast, 3), {r == 1 ? &ints : &root}}, false,
-                 [](auto&) {});
-  });
+  bool issued = false;
+  const auto errors = meet_at_broadcast(meeting, 3, {&root, &ints}, issued);
   for (const auto& e : errors) EXPECT_NE(e.find("the input on rank 3 is missing or not FP32"), std::string::npos) << e;
 }
 
@@ -241,6 +243,7 @@ class scripted_stream final : public stream {
   void wait(const event&) override {}
   bool synchronize() override { return ran_.wait_for(std::chrono::seconds(30)) == std::future_status::ready; }
   std::optional<std::string> error() const override { return std::nullopt; }
+  pe::error_kind error_kind() const override { return pe::error_kind::ordinary; }
   void clear_error() override {}
 
   /// The device finished this rank's part between these times.

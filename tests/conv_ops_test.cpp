@@ -19,17 +19,9 @@
 
 namespace {
 
+using namespace pe::testing;
 using pe::shape_t;
 using pe::tensor;
-using pe::testing::attr_list;
-using pe::testing::error_of;
-using pe::testing::gradient_matches;
-using pe::testing::infer;
-using pe::testing::make_op;
-using pe::testing::random_tensor;
-using pe::testing::run_op;
-
-using ints = std::vector<std::int32_t>;
 
 /// A convolution's geometry, as the naive reference takes it.
 struct conv_case {
@@ -90,10 +82,6 @@ tensor run_conv(const std::string& type, const tensor& x, const tensor& f, const
 /// oneDNN sums in another order than the naive loop: 1e-4 relative.
 ::testing::AssertionResult tensor_near(const tensor& got, const tensor& expected) {
   return pe::testing::tensor_is(got, expected, 1e-4f);
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 struct forward_case {
@@ -294,16 +282,8 @@ TEST(Conv2d, RejectsWhatItDoesNotImplement) {
   const pe::var_table vars = {{"x", {pe::dtype::fp32, {-1, 4, 8, 8}}},
                               {"f", {pe::dtype::fp32, {6, 4, 3, 3}}},
                               {"b", {pe::dtype::fp32, {6}}}};
-  const auto error_of_infer = [&](const pe::proto::OpDesc& op) {
-    try {
-      infer(op, vars);
-    } catch (const pe::error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
   const auto message = [&](const attr_list& attrs) {
-    return error_of_infer(conv_op("conv2d", attrs));
+    return infer_error(conv_op("conv2d", attrs), vars);
   };
   EXPECT_TRUE(contains(message({{"data_format", std::string("NHWC")}}),
                        "op #0 (conv2d): data_format 'NHWC' is not supported; only NCHW"));
@@ -323,8 +303,9 @@ TEST(Conv2d, RejectsWhatItDoesNotImplement) {
   EXPECT_TRUE(contains(message({{"dilations", ints{4, 1}}}),
                        "height: the window spans 9 but the padded input has only 8"));
   EXPECT_TRUE(
-      contains(error_of_infer(make_op("conv2d", {{"Input", "x"}, {"Filter", "f"}, {"Bias", "b"}},
-                                      {{"Output", "out"}})),
+      contains(infer_error(make_op("conv2d", {{"Input", "x"}, {"Filter", "f"}, {"Bias", "b"}},
+                                   {{"Output", "out"}}),
+                           vars),
                "the Bias and ResidualData inputs"));
   // The kernel applies the same rule.
   pe::scope scope;

@@ -33,6 +33,7 @@
 #include "kernels/math_shapes.hpp"
 #include "kernels/window_shapes.hpp"
 #include "tests/support/grad_check.hpp"
+#include "tests/support/kernel_cases.hpp"
 
 namespace pe::cuda {
 namespace {
@@ -972,41 +973,34 @@ TEST(CudaWindows, Conv2dAsCudnnRunsItMatchesCpu) {
   // The CUDA kernel's plan, replayed on the host: the padding choice, the padded copy
   // (pad_map), cuDNN's symmetric convolution (by loops, above), and the crop of Input@GRAD
   // (crop_map), against the CPU kernels.
-  using ints = std::vector<std::int32_t>;
-  struct conv_case {
-    std::string op;
-    std::int64_t c, m, groups;
-    ints strides, paddings, dilations;
-    std::string algorithm;
-    bool copied; // whether the plan must pad a copy
+  /// A convolution, and whether the plan must pad a copy of its input.
+  struct replay_case {
+    testing::conv_case conv;
+    bool copied;
   };
-  for (const conv_case& cc :
-       {conv_case{"conv2d", 4, 6, 1, {1, 1}, {1, 1}, {1, 1}, "EXPLICIT", false},
-        conv_case{"conv2d", 4, 6, 2, {2, 1}, {1, 2}, {1, 1}, "EXPLICIT", false},
-        conv_case{"conv2d", 3, 5, 1, {1, 2}, {0, 0}, {2, 1}, "EXPLICIT", false},
-        conv_case{"conv2d", 2, 4, 1, {2, 2}, {0, 0}, {1, 1}, "SAME", false},
-        conv_case{"conv2d", 2, 4, 1, {1, 1}, {0, 0}, {1, 1}, "SAME", true},
-        conv_case{"conv2d", 3, 4, 1, {1, 1}, {0, 2, 1, 0}, {1, 1}, "EXPLICIT", true},
-        conv_case{"conv2d", 4, 4, 2, {2, 1}, {2, 0, 0, 1}, {2, 2}, "EXPLICIT", true},
-        conv_case{"conv2d", 2, 3, 1, {1, 1}, {0, 0}, {1, 1}, "VALID", false},
-        conv_case{"depthwise_conv2d", 4, 4, 4, {1, 1}, {1, 1}, {1, 1}, "EXPLICIT", false},
-        conv_case{"depthwise_conv2d", 4, 8, 4, {1, 2}, {1, 0, 0, 1}, {1, 1}, "EXPLICIT", true}}) {
-    SCOPED_TRACE(cc.op + " groups " + std::to_string(cc.groups) + " strides " + to_string(cc.strides) +
-                 " paddings " + to_string(cc.paddings) + " dilations " + to_string(cc.dilations) +
-                 " " + cc.algorithm);
+  for (const auto& [cc, copied] :
+       {replay_case{{"conv2d", 4, 6, 1, {1, 1}, {1, 1}, {1, 1}, "EXPLICIT"}, false},
+        replay_case{{"conv2d", 4, 6, 2, {2, 1}, {1, 2}, {1, 1}, "EXPLICIT"}, false},
+        replay_case{{"conv2d", 3, 5, 1, {1, 2}, {0, 0}, {2, 1}, "EXPLICIT"}, false},
+        replay_case{{"conv2d", 2, 4, 1, {2, 2}, {0, 0}, {1, 1}, "SAME"}, false},
+        replay_case{{"conv2d", 2, 4, 1, {1, 1}, {0, 0}, {1, 1}, "SAME"}, true},
+        replay_case{{"conv2d", 3, 4, 1, {1, 1}, {0, 2, 1, 0}, {1, 1}, "EXPLICIT"}, true},
+        replay_case{{"conv2d", 4, 4, 2, {2, 1}, {2, 0, 0, 1}, {2, 2}, "EXPLICIT"}, true},
+        replay_case{{"conv2d", 2, 3, 1, {1, 1}, {0, 0}, {1, 1}, "VALID"}, false},
+        replay_case{{"depthwise_conv2d", 4, 4, 4, {1, 1}, {1, 1}, {1, 1}, "EXPLICIT"}, false},
+        replay_case{{"depthwise_conv2d", 4, 8, 4, {1, 2}, {1, 0, 0, 1}, {1, 1}, "EXPLICIT"}, true}}) {
+    SCOPED_TRACE(cc.describe());
     const std::int64_t n = 2, kh = 3, kw = 2;
     tensor input = random({n, cc.c, 7, 6}, -1.f, 1.f, 52);
     tensor filter = random({cc.m, cc.c / cc.groups, kh, kw}, -1.f, 1.f, 53);
-    const attrs as = {{"strides", cc.strides},     {"paddings", cc.paddings},
-                      {"dilations", cc.dilations}, {"groups", static_cast<std::int32_t>(cc.groups)},
-                      {"padding_algorithm", cc.algorithm}, {"data_format", std::string("NCHW")}};
+    const attrs as = cc.attrs();
     tensor cpu_out;
     run_cpu(cc.op, {{"Input", &input}, {"Filter", &filter}}, {{"Output", &cpu_out}}, as);
     attribute_map a;
     for (const auto& [name, value] : as) a.set(name, value);
     const conv_geometry geo = infer_conv(sink{}, input.shape(), filter.shape(), a);
     const cudnn_conv plan = cudnn_conv::of(geo, input.shape(), filter.shape());
-    EXPECT_EQ(plan.copied(), cc.copied);
+    EXPECT_EQ(plan.copied(), copied);
 
     // The input as cuDNN reads it.
     tensor x = input;
@@ -1042,9 +1036,7 @@ TEST(CudaWindows, BatchNormMatchesCpu) {
       tensor x = random(dims, -2.f, 3.f, 55), scale = random({c}, 0.5f, 1.5f, 56),
              bias = random({c}, -1.f, 1.f, 57), mean = random({c}, -0.5f, 0.5f, 58),
              variance = random({c}, 0.5f, 2.f, 59);
-      const attrs as = {{"momentum", 0.9f},        {"epsilon", 1e-5f},
-                        {"is_test", global},       {"trainable_statistics", false},
-                        {"use_global_stats", false}, {"data_layout", std::string("NCHW")}};
+      const attrs as = testing::batch_norm_attrs(global);
       tensor cpu_y, cpu_mean_out, cpu_var_out, cpu_saved_mean, cpu_saved_var;
       run_cpu("batch_norm",
               {{"X", &x}, {"Scale", &scale}, {"Bias", &bias}, {"Mean", &mean}, {"Variance", &variance}},

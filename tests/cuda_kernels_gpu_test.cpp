@@ -26,6 +26,7 @@
 #include "devices/device.hpp"
 #include "kernels/kernel.hpp"
 #include "tests/support/grad_check.hpp"
+#include "tests/support/kernel_cases.hpp"
 
 namespace pe {
 namespace {
@@ -509,9 +510,7 @@ TEST_P(CudaKernels, PoolConvBatchNorm) {
   for (const std::int32_t groups : {1, 3}) {
     const std::string op = groups == 3 ? "depthwise_conv2d" : "conv2d";
     const tensor filter = random({6, 3 / groups, 3, 3}, -1.f, 1.f, 48);
-    const attrs as = {{"strides", ints{1, 2}}, {"paddings", ints{1, 1}}, {"dilations", ints{1, 1}},
-                      {"groups", groups}, {"padding_algorithm", std::string("EXPLICIT")},
-                      {"data_format", std::string("NCHW")}};
+    const attrs as = testing::conv_case{op, 3, 6, groups, {1, 2}, {1, 1}, {1, 1}, "EXPLICIT"}.attrs();
     expect_match({op, {{"Input", x}, {"Filter", filter}}, {"Output"}, as});
     expect_match({op + "_grad",
                   {{"Input", x}, {"Filter", filter}, {"Output@GRAD", random({2, 6, 9, 4}, -1.f, 1.f, 49)}},
@@ -520,9 +519,7 @@ TEST_P(CudaKernels, PoolConvBatchNorm) {
   const tensor scale = random({3}, 0.5f, 1.5f, 50), bias = random({3}, -1.f, 1.f, 51);
   const tensor mean = random({3}, -0.5f, 0.5f, 52), variance = random({3}, 0.5f, 2.f, 53);
   for (const bool is_test : {false, true}) {
-    const attrs as = {{"momentum", 0.9f},         {"epsilon", 1e-5f},
-                      {"is_test", is_test},       {"trainable_statistics", false},
-                      {"use_global_stats", false}, {"data_layout", std::string("NCHW")}};
+    const attrs as = testing::batch_norm_attrs(is_test);
     expect_match({"batch_norm",
                   {{"X", x}, {"Scale", scale}, {"Bias", bias}, {"Mean", mean}, {"Variance", variance}},
                   {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"}, as});
@@ -534,9 +531,7 @@ TEST_P(CudaKernels, PoolConvBatchNorm) {
   }
   // A place an uneven split left without rows: running statistics unchanged, no NaN.
   const tensor no_rows = random({0, 3, 5, 5}, -1.f, 1.f, 56);
-  const attrs training = {{"momentum", 0.9f},         {"epsilon", 1e-5f},
-                          {"is_test", false},         {"trainable_statistics", false},
-                          {"use_global_stats", false}, {"data_layout", std::string("NCHW")}};
+  const attrs training = testing::batch_norm_attrs(false);
   expect_match({"batch_norm",
                 {{"X", no_rows}, {"Scale", scale}, {"Bias", bias}, {"Mean", mean}, {"Variance", variance}},
                 {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"}, training});
@@ -550,13 +545,7 @@ TEST_P(CudaKernels, ConvThroughCudnn) {
   // The cases of cuDNN's convolution: groups, depthwise (channel multiplier 1 and 2),
   // dilation, strides, symmetric paddings (cuDNN pads) and asymmetric ones, SAME with an odd
   // total padding and VALID (the kernel pads a copy of the input and crops Input@GRAD).
-  using ints = std::vector<std::int32_t>;
-  struct conv_case {
-    std::string op;
-    std::int64_t c, m, groups;
-    ints strides, paddings, dilations;
-    std::string algorithm;
-  };
+  using testing::conv_case;
   const tensor x = random({2, 4, 9, 8}, -1.f, 1.f, 80);
   for (const conv_case& cc :
        {conv_case{"conv2d", 4, 6, 1, {1, 1}, {1, 1}, {1, 1}, "EXPLICIT"},
@@ -570,19 +559,10 @@ TEST_P(CudaKernels, ConvThroughCudnn) {
         conv_case{"depthwise_conv2d", 4, 4, 4, {1, 1}, {1, 1}, {1, 1}, "EXPLICIT"},
         conv_case{"depthwise_conv2d", 4, 8, 4, {1, 2}, {1, 0, 0, 1}, {1, 1}, "EXPLICIT"},
         conv_case{"depthwise_conv2d", 4, 4, 4, {2, 2}, {0, 0}, {1, 1}, "SAME"}}) {
-    const auto text = [](const ints& v) {
-      std::string t;
-      for (const std::int32_t i : v) t += (t.empty() ? "" : ",") + std::to_string(i);
-      return "[" + t + "]";
-    };
-    SCOPED_TRACE(cc.op + " groups " + std::to_string(cc.groups) + " strides " + text(cc.strides) +
-                 " paddings " + text(cc.paddings) + " dilations " + text(cc.dilations) + " " +
-                 cc.algorithm);
+    SCOPED_TRACE(cc.describe());
     // A 3x2 kernel: the two axes pad differently under SAME.
     const tensor filter = random({cc.m, cc.c / cc.groups, 3, 2}, -1.f, 1.f, 81);
-    const attrs as = {{"strides", cc.strides},     {"paddings", cc.paddings},
-                      {"dilations", cc.dilations}, {"groups", static_cast<std::int32_t>(cc.groups)},
-                      {"padding_algorithm", cc.algorithm}, {"data_format", std::string("NCHW")}};
+    const attrs as = cc.attrs();
     tensor out; // the CPU's Output, for Output@GRAD's dims
     {
       attribute_map a;
@@ -670,9 +650,7 @@ TEST_P(CudaKernels, InPlaceAsTheEngineBindsThem) {
                 {{"X", bx}, {"Scale", random({3}, 0.5f, 1.5f, 68)}, {"Bias", random({3}, -1.f, 1.f, 69)},
                  {"Mean", random({3}, -0.5f, 0.5f, 70)}, {"Variance", random({3}, 0.5f, 2.f, 71)}},
                 {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"},
-                {{"momentum", 0.9f}, {"epsilon", 1e-5f}, {"is_test", false}, {"trainable_statistics", false},
-                 {"use_global_stats", false}, {"data_layout", std::string("NCHW")}},
-                {}, {{1, 3}, {2, 4}}});
+                testing::batch_norm_attrs(false), {}, {{1, 3}, {2, 4}}});
 }
 
 // --- The cases below widen the coverage towards the GPU kernels' own code paths: each says
@@ -775,12 +753,7 @@ TEST_P(CudaKernels, BatchNormBranches) {
                    {1, 3, 1, 1}, false, false, true},
            bn_case{"one element per channel at inference", {1, 3, 1, 1}, true, false, false}}) {
     SCOPED_TRACE(bc.why);
-    const attrs as = {{"momentum", 0.9f},
-                      {"epsilon", 1e-5f},
-                      {"is_test", bc.is_test},
-                      {"trainable_statistics", bc.trainable_statistics},
-                      {"use_global_stats", bc.use_global_stats},
-                      {"data_layout", std::string("NCHW")}};
+    const attrs as = testing::batch_norm_attrs(bc.is_test, bc.trainable_statistics, bc.use_global_stats);
     const tensor x = random(bc.dims, 0.f, 2.f, 104);
     const named in = {{"X", x}, {"Scale", scale}, {"Bias", bias}, {"Mean", mean}, {"Variance", variance}};
     const std::vector<std::string> outs = {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"};

@@ -12,10 +12,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/tensor.hpp"
 #include "devices/cpu/cpu_device.hpp"
 #include "devices/device.hpp"
@@ -87,6 +89,35 @@ bool eventually(const std::atomic<bool>& done, std::chrono::milliseconds within 
 const std::optional<bool> ok = true;
 const std::optional<bool> failed = false;
 
+/// Two CPU devices: a task the test blocks holds its own device's thread, so the streams
+/// that must go on past it live on the other device.
+struct two_devices {
+  std::unique_ptr<device> dev0 = open_device(place::cpu(0));
+  std::unique_ptr<device> dev1 = open_device(place::cpu(1));
+};
+
+/// Work that does not complete until the test opens gate `g`: dev0's compute stream `a`
+/// blocked at `g`, and event `e` recorded behind the blocked task.
+struct blocked_work : two_devices {
+  stream& a = dev0->get_stream(stream_kind::compute);
+  gate g;
+  std::unique_ptr<event> e = block();
+
+  /// Opens the gate and waits for A's work: ok when it completed.
+  std::optional<bool> release() {
+    g.open();
+    return sync(a, *dev0);
+  }
+
+ private:
+  std::unique_ptr<event> block() {
+    a.enqueue(g.blocker());
+    auto recorded = dev0->make_event();
+    a.record(*recorded);
+    return recorded;
+  }
+};
+
 TEST(device, one_stream_runs_work_in_enqueue_order) {
   auto dev = open_device(place::cpu(0));
   for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy}) {
@@ -132,16 +163,15 @@ TEST(device, record_captures_the_work_enqueued_so_far) {
 }
 
 TEST(device, wait_orders_later_work_after_the_captured_work) {
-  auto dev = open_device(place::cpu(0));
-  auto other = open_device(place::cpu(1)); // a blocked task holds its own device's thread
-  stream& a = dev->get_stream(stream_kind::compute);
-  stream& b = other->get_stream(stream_kind::copy);
+  two_devices d;
+  stream& a = d.dev0->get_stream(stream_kind::compute);
+  stream& b = d.dev1->get_stream(stream_kind::copy);
   gate g;
   std::atomic<bool> a_done{false}, b_before_ran{false}, b_ran{false}, b_saw_a{false};
   a.enqueue([&] {
     if (g.pass()) a_done = true;
   });
-  auto e = dev->make_event();
+  auto e = d.dev0->make_event();
   a.record(*e);
   b.enqueue([&] { b_before_ran = true; });
   b.wait(*e);
@@ -155,57 +185,46 @@ TEST(device, wait_orders_later_work_after_the_captured_work) {
   std::this_thread::sleep_for(race_window);
   EXPECT_FALSE(b_ran.load());
   g.open();
-  EXPECT_EQ(sync(b, *other), ok);
+  EXPECT_EQ(sync(b, *d.dev1), ok);
   EXPECT_TRUE(b_ran.load());
   EXPECT_TRUE(b_saw_a.load());
 }
 
 TEST(device, wait_uses_the_capture_of_when_it_was_enqueued) {
-  // B lives on another device: a blocked task holds its own device's thread.
-  auto dev = open_device(place::cpu(0));
-  auto other = open_device(place::cpu(1));
-  stream& a = dev->get_stream(stream_kind::compute);
-  stream& b = other->get_stream(stream_kind::communication);
-  gate first, second;
+  blocked_work w; // A blocked at the first gate, w.g
+  stream& b = w.dev1->get_stream(stream_kind::communication);
+  gate second;
   std::atomic<bool> second_done{false};
-  a.enqueue(first.blocker());
-  auto e = dev->make_event();
-  a.record(*e);
-  b.wait(*e);
+  b.wait(*w.e);
   std::atomic<bool> b_ran{false};
   b.enqueue([&] { b_ran = true; });
-  a.enqueue([&] {
+  w.a.enqueue([&] {
     if (second.pass()) second_done = true;
   });
-  a.record(*e); // moves the event past the second task; B's wait must not move with it
+  w.a.record(*w.e); // moves the event past the second task; B's wait must not move with it
 
-  first.open();
-  EXPECT_EQ(sync(b, *other), ok);
+  w.g.open();
+  EXPECT_EQ(sync(b, *w.dev1), ok);
   EXPECT_TRUE(b_ran.load());
   EXPECT_FALSE(second_done.load());
-  EXPECT_FALSE(e->query());
+  EXPECT_FALSE(w.e->query());
   second.open();
-  EXPECT_EQ(sync(*e, *dev), ok);
+  EXPECT_EQ(sync(*w.e, *w.dev0), ok);
   EXPECT_TRUE(second_done.load());
 }
 
 TEST(device, an_event_never_recorded_counts_as_complete) {
-  auto dev = open_device(place::cpu(0));
-  auto other = open_device(place::cpu(1)); // a blocked task holds its own device's thread
-  stream& a = dev->get_stream(stream_kind::compute);
-  stream& b = other->get_stream(stream_kind::copy);
-  gate g;
-  a.enqueue(g.blocker()); // busy work elsewhere that a wrong wait could get stuck behind
-  auto e = dev->make_event();
+  blocked_work w; // busy work elsewhere that a wrong wait could get stuck behind
+  stream& b = w.dev1->get_stream(stream_kind::copy);
+  auto e = w.dev0->make_event();
   EXPECT_TRUE(e->query());
-  EXPECT_EQ(sync(*e, *dev), ok);
+  EXPECT_EQ(sync(*e, *w.dev0), ok);
   b.wait(*e);
   std::atomic<bool> b_ran{false};
   b.enqueue([&] { b_ran = true; });
-  EXPECT_EQ(sync(b, *other), ok);
+  EXPECT_EQ(sync(b, *w.dev1), ok);
   EXPECT_TRUE(b_ran.load());
-  g.open();
-  EXPECT_EQ(sync(a, *dev), ok);
+  EXPECT_EQ(w.release(), ok);
 }
 
 TEST(device, host_waits_on_events_of_different_devices) {
@@ -260,6 +279,7 @@ TEST(device, a_throwing_task_fails_its_stream) {
 
   EXPECT_EQ(sync(s, *dev), failed);
   EXPECT_EQ(s.error(), std::optional<std::string>("boom"));
+  EXPECT_EQ(s.error_kind(), error_kind::ordinary);
   EXPECT_FALSE(later_ran.load());
   EXPECT_TRUE(after->query()); // skipped work still completes, as failed
   EXPECT_EQ(sync(*after, *dev), failed);
@@ -285,8 +305,35 @@ TEST(device, a_wait_on_failed_work_fails_the_waiting_stream) {
   ASSERT_TRUE(b.error().has_value());
   EXPECT_NE(b.error()->find("waited on failed work"), std::string::npos) << *b.error();
   EXPECT_NE(b.error()->find("cpu:0"), std::string::npos) << *b.error();
+  EXPECT_EQ(b.error_kind(), error_kind::consequence); // what the executor ranks by
   EXPECT_EQ(sync(*b_done, *dev1), failed);
   EXPECT_EQ(a.error(), std::optional<std::string>("boom"));
+  EXPECT_EQ(a.error_kind(), error_kind::ordinary);
+}
+
+// A task that throws a pe::error of the consequence kind (an op whose input's writer
+// failed) records that kind with its message; any other exception is an ordinary failure,
+// and clear_error() forgets the kind with the message.
+TEST(device, a_thrown_errors_kind_is_the_streams_error_kind) {
+  auto dev = open_device(place::cpu(0));
+  stream& s = dev->get_stream(stream_kind::compute);
+  s.enqueue([] { throw error(error_kind::consequence, "an input's writer failed"); });
+  EXPECT_EQ(sync(s, *dev), failed);
+  EXPECT_EQ(s.error(), std::optional<std::string>("an input's writer failed"));
+  EXPECT_EQ(s.error_kind(), error_kind::consequence);
+  s.clear_error();
+  EXPECT_EQ(s.error_kind(), error_kind::ordinary);
+
+  s.enqueue([] { throw std::runtime_error("not a pe::error"); });
+  EXPECT_EQ(sync(s, *dev), failed);
+  EXPECT_EQ(s.error(), std::optional<std::string>("not a pe::error"));
+  EXPECT_EQ(s.error_kind(), error_kind::ordinary);
+  s.clear_error();
+
+  s.enqueue([] { throw 42; });
+  EXPECT_EQ(sync(s, *dev), failed);
+  EXPECT_EQ(s.error(), std::optional<std::string>("unknown exception"));
+  EXPECT_EQ(s.error_kind(), error_kind::ordinary);
 }
 
 TEST(device, enqueue_always_runs_after_a_failure_and_is_told) {
@@ -328,54 +375,40 @@ TEST(device, the_first_error_wins) {
 }
 
 TEST(device, stop_returns_while_a_stream_waits_on_work_that_never_completes) {
-  auto dev0 = open_device(place::cpu(0));
-  auto dev1 = open_device(place::cpu(1));
-  stream& a = dev0->get_stream(stream_kind::compute);
-  stream& b = dev1->get_stream(stream_kind::communication);
-  gate g;
-  a.enqueue(g.blocker());
-  auto e = dev0->make_event();
-  a.record(*e);
-  b.wait(*e);
+  blocked_work w;
+  stream& b = w.dev1->get_stream(stream_kind::communication);
+  b.wait(*w.e);
   std::atomic<bool> queued_ran{false}, late_ran{false};
   b.enqueue([&] { queued_ran = true; });
-  auto b_done = dev1->make_event();
+  auto b_done = w.dev1->make_event();
   b.record(*b_done);
   std::this_thread::sleep_for(race_window); // let B's thread block in the wait
 
-  const auto stopped = bounded([&] { dev1->stop(); return true; }, [&] { g.open(); });
+  const auto stopped = bounded([&] { w.dev1->stop(); return true; }, [&] { w.g.open(); });
   EXPECT_EQ(stopped, ok) << "device::stop hung on a stream waiting for unfinished work";
-  dev1->stop(); // idempotent
+  w.dev1->stop(); // idempotent
   b.enqueue([&] { late_ran = true; });
-  EXPECT_EQ(sync(b, *dev1), failed);
+  EXPECT_EQ(sync(b, *w.dev1), failed);
   EXPECT_TRUE(b_done->query());
-  EXPECT_EQ(sync(*b_done, *dev1), failed);
+  EXPECT_EQ(sync(*b_done, *w.dev1), failed);
 
-  g.open();
-  EXPECT_EQ(sync(a, *dev0), ok);
+  EXPECT_EQ(w.release(), ok);
   EXPECT_FALSE(queued_ran.load());
   EXPECT_FALSE(late_ran.load());
 }
 
 TEST(device, destroying_a_device_releases_its_waiting_streams) {
-  auto dev0 = open_device(place::cpu(0));
-  auto dev1 = open_device(place::cpu(1));
-  stream& a = dev0->get_stream(stream_kind::compute);
-  gate g;
-  a.enqueue(g.blocker());
-  auto e = dev0->make_event();
-  a.record(*e);
+  blocked_work w;
   std::atomic<bool> ran{false};
   for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy}) {
-    dev1->get_stream(kind).wait(*e);
-    dev1->get_stream(kind).enqueue([&] { ran = true; });
+    w.dev1->get_stream(kind).wait(*w.e);
+    w.dev1->get_stream(kind).enqueue([&] { ran = true; });
   }
   std::this_thread::sleep_for(race_window);
 
-  const auto destroyed = bounded([&] { dev1.reset(); return true; }, [&] { g.open(); });
+  const auto destroyed = bounded([&] { w.dev1.reset(); return true; }, [&] { w.g.open(); });
   EXPECT_EQ(destroyed, ok) << "destroying the device hung on streams waiting for unfinished work";
-  g.open();
-  EXPECT_EQ(sync(a, *dev0), ok);
+  EXPECT_EQ(w.release(), ok);
   EXPECT_FALSE(ran.load());
 }
 
@@ -404,34 +437,28 @@ TEST(device, a_stream_waiting_on_a_stopped_stream_fails) {
   EXPECT_FALSE(b_ran.load());
   ASSERT_TRUE(b.error().has_value());
   EXPECT_NE(b.error()->find("waited on failed work"), std::string::npos) << *b.error();
+  EXPECT_EQ(b.error_kind(), error_kind::consequence);
 }
 
 // A task that blocks the host way (event::synchronize) on a sibling stream, which itself
 // waits on work that never completes: stop must flag the sibling before joining the task's
 // thread, or the task never returns and stop never does either.
 TEST(device, stop_releases_a_task_synchronizing_on_a_sibling_stream) {
-  auto dev0 = open_device(place::cpu(0));
-  auto dev1 = open_device(place::cpu(1));
-  stream& a = dev0->get_stream(stream_kind::compute);
-  gate g;
-  a.enqueue(g.blocker());
-  auto e = dev0->make_event();
-  a.record(*e);
-  stream& comm = dev1->get_stream(stream_kind::communication);
-  comm.wait(*e);
-  auto comm_done = dev1->make_event();
+  blocked_work w;
+  stream& comm = w.dev1->get_stream(stream_kind::communication);
+  comm.wait(*w.e);
+  auto comm_done = w.dev1->make_event();
   comm.record(*comm_done);
   std::atomic<bool> task_returned{false};
-  dev1->get_stream(stream_kind::compute).enqueue([&] {
+  w.dev1->get_stream(stream_kind::compute).enqueue([&] {
     comm_done->synchronize();
     task_returned = true;
   });
   std::this_thread::sleep_for(race_window);
 
-  const auto stopped = bounded([&] { dev1->stop(); return true; }, [&] { g.open(); });
+  const auto stopped = bounded([&] { w.dev1->stop(); return true; }, [&] { w.g.open(); });
   EXPECT_EQ(stopped, ok) << "device::stop hung: the task blocked on the sibling stream was not released";
-  g.open();
-  EXPECT_EQ(sync(a, *dev0), ok);
+  EXPECT_EQ(w.release(), ok);
 }
 
 TEST(device, copy_runs_in_stream_order) {

@@ -19,13 +19,8 @@
 
 namespace {
 
+using namespace pe::testing;
 using pe::tensor;
-using pe::testing::attr_list;
-using pe::testing::error_of;
-using pe::testing::infer;
-using pe::testing::make_op;
-using pe::testing::random_tensor;
-using pe::testing::run_op;
 
 pe::proto::OpDesc dropout_op(const attr_list& attrs) {
   return make_op("dropout", {{"X", "x"}}, {{"Out", "out"}, {"Mask", "mask"}}, attrs);

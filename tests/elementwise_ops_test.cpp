@@ -17,16 +17,9 @@
 
 namespace {
 
+using namespace pe::testing;
 using pe::shape_t;
 using pe::tensor;
-using pe::testing::attr_list;
-using pe::testing::infer;
-using pe::testing::make_op;
-using pe::testing::run_op;
-
-using pe::testing::iota;
-using pe::testing::tensor_is;
-using pe::testing::values;
 
 pe::proto::OpDesc binary_op(const std::string& type, const attr_list& attrs = {}) {
   return make_op(type, {{"X", "x"}, {"Y", "y"}}, {{"Out", "out"}}, attrs);
@@ -40,21 +33,6 @@ tensor forward(const std::string& type, const tensor& x, const tensor& y,
   vars.var("y") = y.clone();
   run_op(binary_op(type, attrs), vars);
   return vars.get("out");
-}
-
-/// The pe::error message `run` throws, or "" when it throws nothing.
-template <class Fn>
-std::string thrown_by(Fn&& run) {
-  try {
-    run();
-  } catch (const pe::error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 TEST(ElementwiseOps, BroadcastYAtAxis) {
@@ -156,22 +134,21 @@ TEST(ElementwiseOps, RejectBadShapes) {
   const pe::var_table vars = {{"x", {pe::dtype::fp32, {-1, 3, 4}}},
                               {"y", {pe::dtype::fp32, {4, 3}}},
                               {"i", {pe::dtype::int64, {-1, 3, 4}}}};
-  std::string message = thrown_by([&] { infer(binary_op("elementwise_mul"), vars); });
+  std::string message = infer_error(binary_op("elementwise_mul"), vars);
   EXPECT_TRUE(contains(message, "op #0 (elementwise_mul)") &&
               contains(message, "Y dim 0 does not match X dim 1") &&
               contains(message, "X [-1, 3, 4], Y [4, 3], axis -1"))
       << message;
-  message = thrown_by([&] {
-    infer(make_op("elementwise_div", {{"X", "i"}, {"Y", "y"}}, {{"Out", "out"}}), vars);
-  });
+  message =
+      infer_error(make_op("elementwise_div", {{"X", "i"}, {"Y", "y"}}, {{"Out", "out"}}), vars);
   EXPECT_TRUE(contains(message, "X must be FP32")) << message;
-  message = thrown_by([&] {
+  message = error_of([&] {
     forward("elementwise_sub", iota({2, 3}), iota({3}), {{"axis", std::int32_t{2}}});
   });
   EXPECT_TRUE(contains(message, "elementwise_sub") &&
               contains(message, "axis must be -1 or lie in [0, rank(X) - rank(Y)]"))
       << message;
-  message = thrown_by([&] { forward("elementwise_div", iota({2, 3}), iota({2})); });
+  message = error_of([&] { forward("elementwise_div", iota({2, 3}), iota({2})); });
   EXPECT_TRUE(contains(message, "X [2, 3], Y [2], axis -1")) << message;
 }
 

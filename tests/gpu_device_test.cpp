@@ -89,7 +89,9 @@ TEST_F(GpuDevice, AThrowingTaskFailsItsStreamAndEveryWaiter) {
   EXPECT_TRUE(always_failed);
   EXPECT_FALSE(waiter_ran);
   EXPECT_EQ(compute.error().value_or(""), "kernel exploded");
+  EXPECT_EQ(compute.error_kind(), error_kind::ordinary);
   EXPECT_EQ(comm.error().value_or(""), "waited on failed work of the compute stream of gpu:0");
+  EXPECT_EQ(comm.error_kind(), error_kind::consequence);
 
   compute.clear_error();
   comm.clear_error();

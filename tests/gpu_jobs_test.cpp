@@ -20,10 +20,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-using pe::testing::job;
-using pe::testing::losses;
-using pe::testing::temp_dir;
-using pe::testing::words;
+using namespace pe::testing;
 
 /// Why this machine and build cannot run a job needing `gpus` GPUs, or nullopt.
 std::optional<std::string> missing(int gpus) {
@@ -46,35 +43,35 @@ void expect_all_failed(job& j) {
   }
 }
 
+/// The job was refused: every rank failed (expect_all_failed), rank 0 saying `message`.
+void expect_refused(job& j, const std::string& message) {
+  expect_all_failed(j);
+  EXPECT_NE(j.ranks[0]->err().find(message), std::string::npos) << j.errors();
+}
+
 TEST(GpuJobs, TwoProcessesOnOneGpuAreRefusedNamingBoth) {
   if (auto why = missing(1)) GTEST_SKIP() << *why;
   // What `pe-actor-launch --nproc 2 -- --places gpu:0` does on one machine: NCCL documents one
   // GPU in two ranks as unsupported (it may hang), so both processes refuse before NCCL.
   temp_dir dir("gpu_job_shared");
   job j(dir, 2, words("--places gpu:0 --steps 5"));
-  expect_all_failed(j);
   // Rank 1 finds the same, unless rank 0's exit reaches it first (then it lost rank 0).
-  EXPECT_NE(j.ranks[0]->err().find("process rank 1's gpu:0 is the GPU of process rank 0's gpu:0 (PCI "),
-            std::string::npos)
-      << j.errors();
+  expect_refused(j, "process rank 1's gpu:0 is the GPU of process rank 0's gpu:0 (PCI ");
 }
 
 TEST(GpuJobs, CpuAndGpuProcessesAreRefusedAtJoin) {
   if (auto why = missing(1)) GTEST_SKIP() << *why;
   temp_dir dir("gpu_job_kinds");
   job j(dir, 2, words("--steps 5"), {{"--places", "cpu:1"}, {"--places", "gpu:0"}});
-  expect_all_failed(j);
-  EXPECT_NE(j.ranks[0]->err().find("process rank 1 differs from rank 0 in place kind: gpu there, cpu on rank 0"),
-            std::string::npos)
-      << j.errors();
+  expect_refused(j, "process rank 1 differs from rank 0 in place kind: gpu there, cpu on rank 0");
 }
 
 TEST(GpuJobs, TwoProcessesOnTwoGpusTrainAsOneProcessOnBoth) {
   if (auto why = missing(2)) GTEST_SKIP() << *why;
   temp_dir dir("gpu_job_equal");
   const std::string flags = "--batch-size 64 --steps 12 --seed 3";
-  auto single = pe::testing::run_binary(pe::testing::pe_actor_run_binary(), flags + " --places gpu:0,1 --metrics " + dir.file("one.json"),
-                                        dir.path());
+  auto single = run_binary(pe_actor_run_binary(), flags + " --places gpu:0,1 --metrics " + dir.file("one.json"),
+                           dir.path());
   ASSERT_EQ(single.status, 0) << single.err;
   const auto expected = losses(dir.file("one.json"));
   ASSERT_EQ(expected.size(), 12u);

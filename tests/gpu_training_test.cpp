@@ -29,19 +29,11 @@ namespace pe {
 namespace {
 
 model_programs model(const std::string& optimizer) {
-  mlp_config c;
-  c.input_width = 16;
-  c.hidden = {24, 12};
-  c.classes = 4;
-  c.optimizer = optimizer;
-  c.learning_rate = optimizer == "adam" ? 0.01f : 0.1f;
-  c.seed = 11;
-  return build_mlp(c);
+  return testing::argmax_mlp(optimizer, optimizer == "adam" ? 0.01f : 0.1f);
 }
 
 feed_map batch_feed(const model_programs& m, std::uint64_t seed) {
-  auto b = testing::argmax_batch(24, 16, 4, seed);
-  return {{m.image, b.image}, {m.label, b.label}};
+  return testing::argmax_feed(m, 24, seed);
 }
 
 std::vector<float> reference_losses(const model_programs& m, scope& vars) {

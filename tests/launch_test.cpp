@@ -192,6 +192,12 @@ bool gone(pid_t pid) {
   return ::kill(pid, 0) == -1 && errno == ESRCH;
 }
 
+/// Every process of `pids` is gone: none left running, none left a zombie.
+void expect_all_gone(const std::vector<pid_t>& pids) {
+  for (auto pid : pids)
+    EXPECT_TRUE(gone(pid)) << pid;
+}
+
 /// Whether process `pid` has ended: gone, or a zombie its new parent has not reaped yet.
 bool ended(pid_t pid) {
   if (gone(pid))
@@ -349,8 +355,7 @@ exec sleep 60)");
     << err;
   EXPECT_EQ(err.find("SIGKILL"), std::string::npos) << "SIGTERM ends sleep: " << err;
   EXPECT_EQ(process.out(), "[rank 1] rank 1 fails\n");
-  for (auto pid : pids)
-    EXPECT_TRUE(gone(pid)) << pid;
+  expect_all_gone(pids);
 }
 
 TEST(Launch, RankKilledBySignalGivesStatus128PlusTheSignal) {
@@ -366,8 +371,7 @@ exec sleep 60)");
                                "sending SIGTERM to the other ranks\n"),
             std::string::npos)
     << process.err();
-  for (auto pid : pids)
-    EXPECT_TRUE(gone(pid)) << pid;
+  expect_all_gone(pids);
 }
 
 TEST(Launch, RankIgnoringSigtermIsKilledAfterTheGrace) {
@@ -388,8 +392,7 @@ exec sleep 60)");
                        " did not stop within 0.3 s of SIGTERM; sending SIGKILL\n"),
               std::string::npos)
       << err;
-  for (auto pid : pids)
-    EXPECT_TRUE(gone(pid)) << pid;
+  expect_all_gone(pids);
 }
 
 /// A signal to the launcher reaches every rank (which traps it, writes a marker and exits
@@ -412,8 +415,7 @@ while :; do sleep 0.1; done)");
     << "ranks ending on the launcher's signal are no failure: " << process.err();
   for (int rank = 0; rank < 3; ++rank)
     EXPECT_EQ(slurp(dir.file("got." + std::to_string(rank))), name + "\n") << rank;
-  for (auto pid : pids)
-    EXPECT_TRUE(gone(pid)) << pid;
+  expect_all_gone(pids);
 }
 
 TEST(Launch, SigtermIsForwardedToEveryRank) {
@@ -446,8 +448,7 @@ while :; do sleep 0.1; done)");
               std::to_string(pids[static_cast<std::size_t>(rank)]) + "\n")
       << "rank " << rank << " leads its own process group";
   }
-  for (auto pid : pids)
-    EXPECT_TRUE(gone(pid)) << pid;
+  expect_all_gone(pids);
 }
 
 TEST(Launch, SecondSignalKillsEveryRank) {
@@ -469,8 +470,7 @@ while :; do sleep 0.1; done)");
                                "sending SIGKILL to every rank\n"),
             std::string::npos)
     << process.err();
-  for (auto pid : pids)
-    EXPECT_TRUE(gone(pid)) << pid;
+  expect_all_gone(pids);
 }
 
 TEST(Launch, KilledLauncherTakesItsRanksWithIt) {

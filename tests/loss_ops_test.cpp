@@ -18,18 +18,8 @@
 
 namespace {
 
+using namespace pe::testing;
 using pe::tensor;
-using pe::testing::attr_list;
-using pe::testing::error_of;
-using pe::testing::infer;
-using pe::testing::make_op;
-using pe::testing::slot_vars;
-using pe::testing::run_op;
-
-std::vector<float> values(const tensor& t) {
-  auto v = t.values<float>();
-  return {v.begin(), v.end()};
-}
 
 pe::proto::OpDesc cross_entropy_op(const attr_list& attrs = {}) {
   return make_op("softmax_with_cross_entropy", {{"Logits", "x"}, {"Label", "y"}},
@@ -46,13 +36,14 @@ TEST(SoftmaxWithCrossEntropy, MatchesHandComputedValues) {
   const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
   const std::vector<double> expected_softmax = {std::exp(1.0) / z, std::exp(2.0) / z,
                                                 std::exp(3.0) / z, 1 / 3., 1 / 3., 1 / 3.};
-  auto softmax = values(vars.get("sm"));
+  auto softmax = elements_of<float>(vars.get("sm"));
   ASSERT_EQ(vars.get("sm").shape(), (pe::shape_t{2, 3}));
   for (std::size_t i = 0; i < softmax.size(); ++i)
     EXPECT_NEAR(softmax[i], expected_softmax[i], 1e-6) << i;
   ASSERT_EQ(vars.get("loss").shape(), (pe::shape_t{2, 1}));
-  EXPECT_NEAR(values(vars.get("loss"))[0], std::log(1 + std::exp(-1.0) + std::exp(-2.0)), 1e-6);
-  EXPECT_NEAR(values(vars.get("loss"))[1], std::log(3.0), 1e-6);
+  EXPECT_NEAR(elements_of<float>(vars.get("loss"))[0],
+              std::log(1 + std::exp(-1.0) + std::exp(-2.0)), 1e-6);
+  EXPECT_NEAR(elements_of<float>(vars.get("loss"))[1], std::log(3.0), 1e-6);
 }
 
 TEST(SoftmaxWithCrossEntropy, StaysFiniteForHugeLogits) {
@@ -60,8 +51,8 @@ TEST(SoftmaxWithCrossEntropy, StaysFiniteForHugeLogits) {
   vars.var("x") = tensor::from_vector<float>({1000, 0}, {1, 2});
   vars.var("y") = tensor::from_vector<std::int64_t>({1}, {1, 1});
   run_op(cross_entropy_op(), vars);
-  EXPECT_NEAR(values(vars.get("loss"))[0], 1000.f, 1e-3);
-  EXPECT_EQ(values(vars.get("sm")), (std::vector<float>{1.f, 0.f}));
+  EXPECT_NEAR(elements_of<float>(vars.get("loss"))[0], 1000.f, 1e-3);
+  EXPECT_EQ(elements_of<float>(vars.get("sm")), (std::vector<float>{1.f, 0.f}));
 }
 
 TEST(SoftmaxWithCrossEntropy, IgnoredRowsHaveZeroLossAndGradient) {
@@ -70,7 +61,7 @@ TEST(SoftmaxWithCrossEntropy, IgnoredRowsHaveZeroLossAndGradient) {
   vars.var("y") = tensor::from_vector<std::int64_t>({7, 0, 7}, {3, 1});
   auto op = cross_entropy_op({{"ignore_index", std::int32_t{7}}});
   run_op(op, vars);
-  auto loss = values(vars.get("loss"));
+  auto loss = elements_of<float>(vars.get("loss"));
   EXPECT_EQ(loss[0], 0.f);
   EXPECT_NEAR(loss[1], std::log(1 + std::exp(1.0)), 1e-6); // -log(e^3 / (e^3 + e^4))
   EXPECT_EQ(loss[2], 0.f);
@@ -78,7 +69,7 @@ TEST(SoftmaxWithCrossEntropy, IgnoredRowsHaveZeroLossAndGradient) {
   vars.var("loss@GRAD") = tensor::from_vector<float>({2, 2, 2}, {3, 1});
   for (const auto& grad : pe::op_registry::global().find(op.type())->make_grad(op))
     run_op(grad, vars);
-  auto g = values(vars.get("x@GRAD"));
+  auto g = elements_of<float>(vars.get("x@GRAD"));
   const double s0 = 1 / (1 + std::exp(1.0)); // softmax of row 1, class 0
   EXPECT_EQ(g[0], 0.f);
   EXPECT_EQ(g[1], 0.f);
@@ -93,7 +84,8 @@ TEST(SoftmaxWithCrossEntropy, SoftLabelsWeighEveryClass) {
   vars.var("x") = tensor::from_vector<float>({0, std::log(3.f)}, {1, 2}); // softmax [1/4, 3/4]
   vars.var("y") = tensor::from_vector<float>({0.5f, 0.5f}, {1, 2});
   run_op(cross_entropy_op({{"soft_label", true}}), vars);
-  EXPECT_NEAR(values(vars.get("loss"))[0], -0.5 * std::log(0.25) - 0.5 * std::log(0.75), 1e-6);
+  EXPECT_NEAR(elements_of<float>(vars.get("loss"))[0],
+              -0.5 * std::log(0.25) - 0.5 * std::log(0.75), 1e-6);
 }
 
 TEST(SoftmaxWithCrossEntropy, RejectsLabelOutOfRangeNamingValueAndRow) {
@@ -123,38 +115,35 @@ TEST(SoftmaxWithCrossEntropy, RejectsOtherAxesAndMismatchedLabels) {
       << message;
 }
 
+/// softmax_with_cross_entropy's Logits gradient against central differences, the loss
+/// summed over Loss (Softmax bound as well, as programs bind it).
+::testing::AssertionResult cross_entropy_gradient_matches(const tensor& logits, const tensor& label,
+                                                          const attr_list& attrs = {}) {
+  return gradient_matches({.op_type = "softmax_with_cross_entropy",
+                           .inputs = {{"Logits", {logits}}, {"Label", {label}}},
+                           .attrs = attrs,
+                           .check_slots = {"Logits"},
+                           .loss_outputs = {"Loss"},
+                           .extra_outputs = {"Softmax"}});
+}
+
 TEST(SoftmaxWithCrossEntropy, GradientMatchesNumeric) {
-  EXPECT_TRUE(pe::testing::gradient_matches(
-      {.op_type = "softmax_with_cross_entropy",
-       .inputs = {{"Logits", {pe::testing::random_tensor({4, 5}, 1, -2.f, 2.f)}},
-                  {"Label", {pe::testing::random_labels({4, 1}, 5, 2)}}},
-       .attrs = {},
-       .check_slots = {"Logits"},
-       .loss_outputs = {"Loss"},
-       .extra_outputs = {"Softmax"}}));
+  EXPECT_TRUE(cross_entropy_gradient_matches(random_tensor({4, 5}, 1, -2.f, 2.f),
+                                             random_labels({4, 1}, 5, 2)));
 }
 
 TEST(SoftmaxWithCrossEntropy, GradientMatchesNumericWithIgnoredRowsAndRank3) {
-  EXPECT_TRUE(pe::testing::gradient_matches(
-      {.op_type = "softmax_with_cross_entropy",
-       .inputs = {{"Logits", {pe::testing::random_tensor({2, 2, 4}, 3, -2.f, 2.f)}},
-                  {"Label", {tensor::from_vector<std::int64_t>({0, 2, 3, 2}, {2, 2, 1})}}},
-       .attrs = {{"ignore_index", std::int32_t{2}}},
-       .check_slots = {"Logits"},
-       .loss_outputs = {"Loss"},
-       .extra_outputs = {"Softmax"}}));
+  EXPECT_TRUE(cross_entropy_gradient_matches(
+      random_tensor({2, 2, 4}, 3, -2.f, 2.f),
+      tensor::from_vector<std::int64_t>({0, 2, 3, 2}, {2, 2, 1}),
+      {{"ignore_index", std::int32_t{2}}}));
 }
 
 TEST(SoftmaxWithCrossEntropy, SoftLabelGradientMatchesNumeric) {
-  EXPECT_TRUE(pe::testing::gradient_matches(
-      {.op_type = "softmax_with_cross_entropy",
-       .inputs = {{"Logits", {pe::testing::random_tensor({2, 3}, 4, -2.f, 2.f)}},
-                  {"Label", {tensor::from_vector<float>({0.2f, 0.3f, 0.5f, 0.6f, 0.4f, 0.f},
-                                                        {2, 3})}}},
-       .attrs = {{"soft_label", true}},
-       .check_slots = {"Logits"},
-       .loss_outputs = {"Loss"},
-       .extra_outputs = {"Softmax"}}));
+  EXPECT_TRUE(cross_entropy_gradient_matches(
+      random_tensor({2, 3}, 4, -2.f, 2.f),
+      tensor::from_vector<float>({0.2f, 0.3f, 0.5f, 0.6f, 0.4f, 0.f}, {2, 3}),
+      {{"soft_label", true}}));
 }
 
 TEST(SoftmaxWithCrossEntropy, InfersShapesWithUnknownBatch) {
@@ -188,7 +177,7 @@ TEST(TopK, PicksLargestWithLowerIndexFirstOnTies) {
   vars.var("x") = tensor::from_vector<float>({1, 3, 3, 2, 5, 4, 5, 5}, {2, 4});
   run_op(top_k_op(3), vars);
   ASSERT_EQ(vars.get("out").shape(), (pe::shape_t{2, 3}));
-  EXPECT_EQ(values(vars.get("out")), (std::vector<float>{3, 3, 2, 5, 5, 5}));
+  EXPECT_EQ(elements_of<float>(vars.get("out")), (std::vector<float>{3, 3, 2, 5, 5, 5}));
   auto idx = vars.get("idx").values<std::int64_t>();
   EXPECT_EQ(std::vector<std::int64_t>(idx.begin(), idx.end()),
             (std::vector<std::int64_t>{1, 2, 3, 0, 2, 3}));
@@ -225,30 +214,25 @@ pe::proto::OpDesc top_k_v2_op(const attr_list& attrs) {
   return make_op("top_k_v2", {{"X", "x"}}, {{"Out", "out"}, {"Indices", "idx"}}, attrs);
 }
 
-std::vector<std::int64_t> indices_of(const tensor& t) {
-  auto v = t.values<std::int64_t>();
-  return {v.begin(), v.end()};
-}
-
 TEST(TopKV2, PicksAlongAxisLargestOrSmallest) {
   pe::scope vars;
   // Columns of X [3, 2]: {1, 3, 3} and {5, 4, 6}.
   vars.var("x") = tensor::from_vector<float>({1, 5, 3, 4, 3, 6}, {3, 2});
   run_op(top_k_v2_op({{"k", std::int32_t{2}}, {"axis", std::int32_t{0}}}), vars);
   ASSERT_EQ(vars.get("out").shape(), (pe::shape_t{2, 2}));
-  EXPECT_EQ(values(vars.get("out")), (std::vector<float>{3, 6, 3, 5}));
-  EXPECT_EQ(indices_of(vars.get("idx")), (std::vector<std::int64_t>{1, 2, 2, 0}));
+  EXPECT_EQ(elements_of<float>(vars.get("out")), (std::vector<float>{3, 6, 3, 5}));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("idx")), (std::vector<std::int64_t>{1, 2, 2, 0}));
 
   run_op(top_k_v2_op({{"k", std::int32_t{2}}, {"axis", std::int32_t{-2}}, {"largest", false}}),
          vars);
-  EXPECT_EQ(values(vars.get("out")), (std::vector<float>{1, 4, 3, 5}));
-  EXPECT_EQ(indices_of(vars.get("idx")), (std::vector<std::int64_t>{0, 1, 1, 0}));
+  EXPECT_EQ(elements_of<float>(vars.get("out")), (std::vector<float>{1, 4, 3, 5}));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("idx")), (std::vector<std::int64_t>{0, 1, 1, 0}));
 
   // Defaults: the last axis, largest first, as top_k.
   run_op(top_k_v2_op({}), vars);
   ASSERT_EQ(vars.get("out").shape(), (pe::shape_t{3, 1}));
-  EXPECT_EQ(values(vars.get("out")), (std::vector<float>{5, 4, 6}));
-  EXPECT_EQ(indices_of(vars.get("idx")), (std::vector<std::int64_t>{1, 1, 1}));
+  EXPECT_EQ(elements_of<float>(vars.get("out")), (std::vector<float>{5, 4, 6}));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("idx")), (std::vector<std::int64_t>{1, 1, 1}));
 }
 
 TEST(TopKV2, InfersAndRejectsShapes) {
@@ -307,32 +291,38 @@ pe::proto::OpDesc accuracy_op() {
                  {{"Accuracy", "acc"}, {"Correct", "correct"}, {"Total", "total"}});
 }
 
-TEST(Accuracy, CountsRowsWhoseLabelIsAmongTopK) {
+/// A scope with accuracy_op's inputs: Out (top-k values, not read), Indices and Label.
+pe::scope accuracy_scope(tensor out, tensor indices, tensor label) {
   pe::scope vars;
-  vars.var("out") = tensor::zeros(pe::dtype::fp32, {3, 2});
-  vars.var("idx") = tensor::from_vector<std::int64_t>({1, 2, 0, 3, 4, 1}, {3, 2});
-  vars.var("y") = tensor::from_vector<std::int64_t>({2, 1, 1}, {3, 1});
+  vars.var("out") = std::move(out);
+  vars.var("idx") = std::move(indices);
+  vars.var("y") = std::move(label);
+  return vars;
+}
+
+TEST(Accuracy, CountsRowsWhoseLabelIsAmongTopK) {
+  pe::scope vars = accuracy_scope(tensor::zeros(pe::dtype::fp32, {3, 2}),
+                                  tensor::from_vector<std::int64_t>({1, 2, 0, 3, 4, 1}, {3, 2}),
+                                  tensor::from_vector<std::int64_t>({2, 1, 1}, {3, 1}));
   run_op(accuracy_op(), vars);
-  EXPECT_FLOAT_EQ(values(vars.get("acc"))[0], 2.f / 3.f);
+  EXPECT_FLOAT_EQ(elements_of<float>(vars.get("acc"))[0], 2.f / 3.f);
   EXPECT_EQ(vars.get("correct").values<std::int32_t>()[0], 2);
   EXPECT_EQ(vars.get("total").values<std::int32_t>()[0], 3);
 }
 
 TEST(Accuracy, EmptyBatchCountsZero) {
-  pe::scope vars;
-  vars.var("out") = tensor::zeros(pe::dtype::fp32, {0, 1});
-  vars.var("idx") = tensor::zeros(pe::dtype::int64, {0, 1});
-  vars.var("y") = tensor::zeros(pe::dtype::int64, {0, 1});
+  pe::scope vars = accuracy_scope(tensor::zeros(pe::dtype::fp32, {0, 1}),
+                                  tensor::zeros(pe::dtype::int64, {0, 1}),
+                                  tensor::zeros(pe::dtype::int64, {0, 1}));
   run_op(accuracy_op(), vars);
-  EXPECT_EQ(values(vars.get("acc"))[0], 0.f);
+  EXPECT_EQ(elements_of<float>(vars.get("acc"))[0], 0.f);
   EXPECT_EQ(vars.get("total").values<std::int32_t>()[0], 0);
 }
 
 TEST(Accuracy, RejectsLabelOfOtherBatch) {
-  pe::scope vars;
-  vars.var("out") = tensor::zeros(pe::dtype::fp32, {3, 2});
-  vars.var("idx") = tensor::zeros(pe::dtype::int64, {3, 2});
-  vars.var("y") = tensor::zeros(pe::dtype::int64, {2, 1});
+  pe::scope vars = accuracy_scope(tensor::zeros(pe::dtype::fp32, {3, 2}),
+                                  tensor::zeros(pe::dtype::int64, {3, 2}),
+                                  tensor::zeros(pe::dtype::int64, {2, 1}));
   std::string message = error_of(accuracy_op(), vars);
   EXPECT_NE(message.find("Label has shape [2, 1], expected [3, 1]"), std::string::npos)
       << message;
@@ -389,7 +379,7 @@ TEST(CrossEntropy, SoftLabelsAndZeroProbabilityAsPaddle) {
                  {{"soft_label", true}}),
          vars);
   // Row 1 has probability 0 for its label: Paddle clamps -log 0 to 1e20 rather than inf.
-  auto loss = values(vars.get("loss"));
+  auto loss = elements_of<float>(vars.get("loss"));
   EXPECT_NEAR(loss[0], -0.5 * std::log(0.25) - 0.5 * std::log(0.75), 1e-6);
   EXPECT_EQ(loss[1], 1e20f);
 }
@@ -495,7 +485,7 @@ TEST(SoftmaxWithCrossEntropy, WithoutSoftmaxTakesProbabilitiesAsPaddle) {
   run_op(op, vars);
   EXPECT_TRUE(pe::testing::tensor_is(vars.get("loss"), {3, 1},
                                      {0.6931471824645996f, 0.f, 0.3566749691963196f}));
-  EXPECT_EQ(values(vars.get("sm")), probs);
+  EXPECT_EQ(elements_of<float>(vars.get("sm")), probs);
   run_grads(op, "loss@GRAD", vars);
   EXPECT_TRUE(pe::testing::tensor_is(vars.get("x@GRAD"), {3, 3}, probs_grad));
 }
@@ -504,15 +494,10 @@ TEST(SoftmaxWithCrossEntropy, WithoutSoftmaxGradientMatchesNumeric) {
   // The grad op reads Softmax, the forward's copy of Logits, so the checker's perturbation
   // of Logits reaches it.
   for (const bool soft : {false, true})
-    EXPECT_TRUE(pe::testing::gradient_matches(
-        {.op_type = "softmax_with_cross_entropy",
-         .inputs = {{"Logits", {pe::testing::random_tensor({3, 4}, 24, 0.2f, 1.f)}},
-                    {"Label", {soft ? pe::testing::random_tensor({3, 4}, 25, 0.f, 1.f)
-                                    : pe::testing::random_labels({3, 1}, 4, 26)}}},
-         .attrs = {{"use_softmax", false}, {"soft_label", soft}},
-         .check_slots = {"Logits"},
-         .loss_outputs = {"Loss"},
-         .extra_outputs = {"Softmax"}}))
+    EXPECT_TRUE(cross_entropy_gradient_matches(
+        random_tensor({3, 4}, 24, 0.2f, 1.f),
+        soft ? random_tensor({3, 4}, 25, 0.f, 1.f) : random_labels({3, 1}, 4, 26),
+        {{"use_softmax", false}, {"soft_label", soft}}))
         << soft;
 }
 

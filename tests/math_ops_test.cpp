@@ -48,24 +48,11 @@ tensor run_forward(const std::string& type,
   return vars.get("Out");
 }
 
+using testing::contains;
+using testing::error_of;
 using testing::iota;
 using testing::tensor_is;
 using testing::values;
-
-/// The pe::error message `run` throws, or "" when it throws nothing.
-template <class Fn>
-std::string error_of(Fn&& run) {
-  try {
-    run();
-  } catch (const error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // --- forward values --------------------------------------------------------------------
 

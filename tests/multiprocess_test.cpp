@@ -20,11 +20,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-using pe::testing::job;
-using pe::testing::losses;
-using pe::testing::rank_process;
-using pe::testing::temp_dir;
-using pe::testing::words;
+using namespace pe::testing;
 
 /// The same training in one process over `places` places.
 std::vector<double> one_process(const temp_dir& dir, const std::string& flags, const std::string& places) {

@@ -18,23 +18,9 @@ namespace {
 
 using namespace pe;
 using pe::testing::argmax_batch;
+using pe::testing::argmax_feed;
+using pe::testing::argmax_mlp;
 using reduce_mode = build_strategy::reduce_mode;
-
-model_programs model(const std::string& optimizer, float lr) {
-  mlp_config c;
-  c.input_width = 16;
-  c.hidden = {24, 12};
-  c.classes = 4;
-  c.optimizer = optimizer;
-  c.learning_rate = lr;
-  c.seed = 11;
-  return build_mlp(c);
-}
-
-feed_map batch_feed(const model_programs& m, std::int64_t n, std::uint64_t seed) {
-  auto b = argmax_batch(n, 16, 4, seed);
-  return {{m.image, b.image}, {m.label, b.label}};
-}
 
 float scalar(const tensor& t) { return t.values<float>()[0]; }
 
@@ -47,13 +33,13 @@ std::vector<float> reference_losses(const model_programs& m, scope& vars, int st
   reference_executor(m.startup, vars).run({}, {});
   reference_executor main(m.main, vars);
   std::vector<float> losses;
-  for (int s = 0; s < steps; ++s) losses.push_back(scalar(main.run(batch_feed(m, batch, 500 + s), {m.loss})[0]));
+  for (int s = 0; s < steps; ++s) losses.push_back(scalar(main.run(argmax_feed(m, batch, 500 + s), {m.loss})[0]));
   return losses;
 }
 
 std::vector<float> actor_losses(parallel_executor& exe, const model_programs& m, int steps, std::int64_t batch) {
   std::vector<float> losses;
-  for (int s = 0; s < steps; ++s) losses.push_back(scalar(exe.run(batch_feed(m, batch, 500 + s), {m.loss})[0]));
+  for (int s = 0; s < steps; ++s) losses.push_back(scalar(exe.run(argmax_feed(m, batch, 500 + s), {m.loss})[0]));
   return losses;
 }
 
@@ -97,7 +83,7 @@ class matches_reference : public ::testing::TestWithParam<mode_case> {};
 
 TEST_P(matches_reference, losses_and_parameters_for_ten_steps) {
   auto c = GetParam();
-  auto m = model(c.optimizer, c.lr);
+  auto m = argmax_mlp(c.optimizer, c.lr);
   scope reference;
   auto want = reference_losses(m, reference, 10, 24);
   build_strategy build;
@@ -130,7 +116,7 @@ INSTANTIATE_TEST_SUITE_P(
 // the order the scheduler ran the op actors in: the communicator records each place's
 // launches in the order its communication stream ran them.
 TEST(parallel_executor, places_issue_collectives_in_one_sequence) {
-  auto m = model("sgd", 0.2f);
+  auto m = argmax_mlp("sgd", 0.2f);
   struct setup {
     int places;
     reduce_mode reduce;
@@ -159,7 +145,7 @@ TEST(parallel_executor, places_issue_collectives_in_one_sequence) {
 }
 
 TEST(parallel_executor, fused_all_reduce_matches_reference) {
-  auto m = model("sgd", 0.2f);
+  auto m = argmax_mlp("sgd", 0.2f);
   scope reference;
   auto want = reference_losses(m, reference, 5, 24);
   build_strategy build;
@@ -173,7 +159,7 @@ TEST(parallel_executor, fused_all_reduce_matches_reference) {
 TEST(parallel_executor, uneven_splits_equal_the_global_batch) {
   // 10 rows on 4 places (3, 3, 2, 2) and 2 rows on 3 places (1, 1, 0).
   for (auto [places, batch] : {std::pair{4, 10}, std::pair{3, 2}}) {
-    auto m = model("sgd", 0.2f);
+    auto m = argmax_mlp("sgd", 0.2f);
     scope reference;
     auto want = reference_losses(m, reference, 6, batch);
     parallel_executor exe(cpu_places(places), m.startup, m.main, {}, {2});
@@ -187,7 +173,7 @@ TEST(parallel_executor, uneven_splits_equal_the_global_batch) {
 
 TEST(parallel_executor, same_seed_runs_are_bit_identical) {
   auto run_once = [] {
-    auto m = model("adam", 0.01f);
+    auto m = argmax_mlp("adam", 0.01f);
     parallel_executor exe(cpu_places(3), m.startup, m.main, {}, {2});
     return actor_losses(exe, m, 8, 30);
   };
@@ -195,9 +181,9 @@ TEST(parallel_executor, same_seed_runs_are_bit_identical) {
 }
 
 TEST(parallel_executor, per_place_fetch_and_merge) {
-  auto m = model("sgd", 0.2f);
+  auto m = argmax_mlp("sgd", 0.2f);
   parallel_executor exe(cpu_places(2), m.startup, m.main, {}, {2});
-  auto feed = batch_feed(m, 6, 3);
+  auto feed = argmax_feed(m, 6, 3);
   auto per_place = exe.run_per_place(feed, {m.loss, "fc_0.tmp_0"});
   ASSERT_EQ(per_place.size(), 2u);
   ASSERT_EQ(per_place[0].size(), 2u);
@@ -209,11 +195,11 @@ TEST(parallel_executor, per_place_fetch_and_merge) {
 }
 
 TEST(parallel_executor, evaluation_shares_parameters) {
-  auto m = model("sgd", 0.3f);
+  auto m = argmax_mlp("sgd", 0.3f);
   parallel_executor train(cpu_places(2), m.startup, m.main, {}, {2});
   actor_losses(train, m, 200, 32);
   parallel_executor eval(m.test, train);
-  auto feed = batch_feed(m, 400, 77);
+  auto feed = argmax_feed(m, 400, 77);
   float accuracy = scalar(eval.run(feed, {m.accuracy})[0]);
   // The same accuracy from the reference executor over place 0's parameters.
   scope copy;
@@ -229,9 +215,9 @@ TEST(parallel_executor, evaluation_shares_parameters) {
 TEST(parallel_executor, kernel_error_reaches_the_caller_and_the_executor_stays_usable) {
   for (sync_mode sync : {sync_mode::event, sync_mode::wait}) {
   SCOPED_TRACE(sync == sync_mode::event ? "--sync event" : "--sync wait");
-  auto m = model("sgd", 0.2f);
+  auto m = argmax_mlp("sgd", 0.2f);
   parallel_executor exe(cpu_places(3), m.startup, m.main, {}, {2, sync});
-  auto feed = batch_feed(m, 9, 4);
+  auto feed = argmax_feed(m, 9, 4);
   auto before = exe.place_scope(1).get("fc_0.w_0").clone();
   auto bad = feed;
   bad[m.label] = feed[m.label].clone();
@@ -252,9 +238,9 @@ TEST(parallel_executor, kernel_error_reaches_the_caller_and_the_executor_stays_u
 }
 
 TEST(parallel_executor, bad_feeds_are_rejected_before_the_step) {
-  auto m = model("sgd", 0.2f);
+  auto m = argmax_mlp("sgd", 0.2f);
   parallel_executor exe(cpu_places(2), m.startup, m.main, {}, {2});
-  auto feed = batch_feed(m, 8, 4);
+  auto feed = argmax_feed(m, 8, 4);
   auto expect_message = [&](const feed_map& f, const std::string& fragment) {
     try {
       exe.run(f, {m.loss});
@@ -318,9 +304,9 @@ long resident_kib() {
 }
 
 TEST(parallel_executor, soak_memory_is_flat) {
-  auto m = model("adam", 0.01f);
+  auto m = argmax_mlp("adam", 0.01f);
   parallel_executor exe(cpu_places(2), m.startup, m.main, {}, {2});
-  auto feed = batch_feed(m, 64, 9);
+  auto feed = argmax_feed(m, 64, 9);
   for (int s = 0; s < 100; ++s) exe.run(feed, {m.loss});
   long after_warmup = resident_kib();
   for (int s = 0; s < 900; ++s) exe.run(feed, {m.loss});

@@ -12,23 +12,21 @@
 #include "graph/exec/param_files.hpp"
 #include "graph/program_io.hpp"
 #include "idx_files.hpp"
+#include "tests/support/expect_error.hpp"
+#include "tests/support/paddle_fixtures.hpp"
 #include "tests/support/process.hpp"
 
 namespace pe {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::error_of;
+using testing::paddle_fixture;
 using testing::slurp;
 using testing::temp_dir;
 
-const std::string data_dir = std::string(PE_TEST_DATA_DIR) + "/paddle_params";
-
-std::string fixture(const std::string& name) {
-  return data_dir + "/" + name;
-}
-
 proto::ProgramDesc main_program() {
-  return load_program(fixture("main.pb"));
+  return load_program(paddle_fixture("main.pb"));
 }
 
 std::vector<std::string> names_of(const std::vector<param_spec>& specs) {
@@ -45,17 +43,6 @@ const param_spec& spec_of(const std::vector<param_spec>& specs, const std::strin
 
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-/// The message `f` throws as pe::error ("" when it does not throw).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 template <class T>
@@ -89,7 +76,7 @@ TEST(ParamFiles, SpecsAreTheSortedPersistablesAndTheForwardParameters) {
   EXPECT_EQ(w.type, dtype::fp32);
   EXPECT_EQ(w.dims, (shape_t{16, 8}));
   EXPECT_EQ(spec_of(all, "learning_rate_0").dims, shape_t{});
-  auto inference = load_program(fixture("model.pdmodel"));
+  auto inference = load_program(paddle_fixture("model.pdmodel"));
   EXPECT_EQ(names_of(persistable_specs(inference)), names_of(forward_param_specs(inference)));
   EXPECT_EQ(persistable_specs(inference).size(), 4u);
 }
@@ -97,7 +84,7 @@ TEST(ParamFiles, SpecsAreTheSortedPersistablesAndTheForwardParameters) {
 TEST(ParamFiles, PaddleFilesReadAndSaveByteIdentical) {
   temp_dir dir("param_files_round_trip");
   for (const auto& spec : persistable_specs(main_program())) {
-    const std::string path = fixture("init/" + spec.name);
+    const std::string path = paddle_fixture("init/" + spec.name);
     tensor t = read_param_file(path, spec);
     EXPECT_EQ(t.type(), spec.type) << spec.name;
     EXPECT_EQ(t.shape(), spec.dims) << spec.name;
@@ -106,13 +93,13 @@ TEST(ParamFiles, PaddleFilesReadAndSaveByteIdentical) {
     EXPECT_EQ(slurp(dir.file(spec.name)), slurp(path)) << spec.name;
   }
   // The header as lod_tensor.cc writes it: versions, no LoD, the TensorDesc size.
-  const std::string lr = slurp(fixture("init/learning_rate_0"));
+  const std::string lr = slurp(paddle_fixture("init/learning_rate_0"));
   ASSERT_EQ(lr.size(), 26u);
   EXPECT_EQ(lr.substr(0, 16), std::string(16, '\0'));
   float value = 0;
   std::memcpy(&value, lr.data() + 22, 4);
   EXPECT_FLOAT_EQ(value, 0.1f);
-  EXPECT_FLOAT_EQ(read_param_file(fixture("init/learning_rate_0"),
+  EXPECT_FLOAT_EQ(read_param_file(paddle_fixture("init/learning_rate_0"),
                                   spec_of(persistable_specs(main_program()), "learning_rate_0"))
                       .values<float>()[0],
                   0.1f);
@@ -121,36 +108,37 @@ TEST(ParamFiles, PaddleFilesReadAndSaveByteIdentical) {
 TEST(ParamFiles, CombinedFileHoldsThePerVariableFilesInNameOrder) {
   auto main = main_program();
   auto all = persistable_specs(main);
-  auto values = read_combined_params(fixture("init.combined"), {all, forward_param_specs(main)});
+  auto values = read_combined_params(paddle_fixture("init.combined"), {all, forward_param_specs(main)});
   ASSERT_EQ(values.size(), 5u);
   for (const auto& spec : all)
-    EXPECT_EQ(serialize_param(values.at(spec.name)), slurp(fixture("init/" + spec.name)));
+    EXPECT_EQ(serialize_param(values.at(spec.name)), slurp(paddle_fixture("init/" + spec.name)));
   temp_dir dir("param_files_combined");
   write_combined_params(dir.file("all"), values);
-  EXPECT_EQ(slurp(dir.file("all")), slurp(fixture("init.combined")));
+  EXPECT_EQ(slurp(dir.file("all")), slurp(paddle_fixture("init.combined")));
 }
 
 TEST(ParamFiles, PdiparamsMatchesTheForwardParametersByCount) {
   auto main = main_program();
-  auto values = load_params(fixture("model.pdiparams"), main);
+  auto values = load_params(paddle_fixture("model.pdiparams"), main);
   ASSERT_EQ(values.size(), 4u);
   EXPECT_FALSE(values.contains("learning_rate_0"));
   // save_inference_model saved the startup values: the same tensors as init/.
   for (const auto& [name, value] : values)
-    EXPECT_EQ(serialize_param(value), slurp(fixture("init/" + name))) << name;
+    EXPECT_EQ(serialize_param(value), slurp(paddle_fixture("init/" + name))) << name;
   temp_dir dir("param_files_pdiparams");
   write_combined_params(dir.file("model.pdiparams"), values);
-  EXPECT_EQ(slurp(dir.file("model.pdiparams")), slurp(fixture("model.pdiparams")));
-  EXPECT_EQ(load_params(fixture("model.pdiparams"), load_program(fixture("model.pdmodel"))).size(),
-            4u);
+  EXPECT_EQ(slurp(dir.file("model.pdiparams")), slurp(paddle_fixture("model.pdiparams")));
+  EXPECT_EQ(
+      load_params(paddle_fixture("model.pdiparams"), load_program(paddle_fixture("model.pdmodel"))).size(),
+      4u);
 }
 
 TEST(ParamFiles, DirectoryHoldsEveryPersistableOrTheForwardParameters) {
   auto main = main_program();
-  EXPECT_EQ(load_params(fixture("init"), main).size(), 5u);
+  EXPECT_EQ(load_params(paddle_fixture("init"), main).size(), 5u);
   temp_dir dir("param_files_dir");
   for (const auto* name : {"fc_0.b_0", "fc_0.w_0", "fc_1.b_0", "fc_1.w_0"})
-    fs::copy_file(fixture(std::string("init/") + name), dir.file(name));
+    fs::copy_file(paddle_fixture(std::string("init/") + name), dir.file(name));
   EXPECT_EQ(load_params(dir.path().string(), main).size(), 4u);
   fs::remove(dir.file("fc_1.w_0"));
   EXPECT_EQ(error_of([&] { load_params(dir.path().string(), main); }),
@@ -163,12 +151,12 @@ TEST(ParamFiles, DirectoryHoldsEveryPersistableOrTheForwardParameters) {
 }
 
 TEST(ParamFiles, SaveParamsWritesOneFilePerVariable) {
-  auto values = load_params(fixture("init.combined"), main_program());
+  auto values = load_params(paddle_fixture("init.combined"), main_program());
   temp_dir dir("param_files_save");
   const std::string out = dir.file("nested/params");
   save_params(out, values);
   for (const auto& [name, value] : values)
-    EXPECT_EQ(slurp(out + "/" + name), slurp(fixture("init/" + name))) << name;
+    EXPECT_EQ(slurp(out + "/" + name), slurp(paddle_fixture("init/" + name))) << name;
   write_file(dir.file("blocker"), "");
   EXPECT_NE(error_of([&] { save_params(dir.file("blocker") + "/x", values); })
                 .find("cannot create the parameter directory"),
@@ -178,7 +166,7 @@ TEST(ParamFiles, SaveParamsWritesOneFilePerVariable) {
 /// Every malformed single-variable file, by message.
 class ParamFileErrors : public ::testing::Test {
  protected:
-  std::string original = slurp(fixture("init/fc_0.w_0"));
+  std::string original = slurp(paddle_fixture("init/fc_0.w_0"));
   param_spec spec = spec_of(persistable_specs(main_program()), "fc_0.w_0");
   temp_dir dir{"param_file_errors"};
 
@@ -278,41 +266,42 @@ TEST_F(ParamFileErrors, CombinedFiles) {
   auto main = main_program();
   const auto all = persistable_specs(main);
   const auto forward = forward_param_specs(main);
-  const std::string combined = slurp(fixture("init.combined"));
+  const std::string combined = slurp(paddle_fixture("init.combined"));
   auto combined_error = [&](const std::string& bytes) {
     write_file(dir.file("c"), bytes);
     std::string message = error_of([&] { read_combined_params(dir.file("c"), {all, forward}); });
     if (message.starts_with(dir.file("c"))) message.replace(0, dir.file("c").size(), "C");
     return message;
   };
-  const std::string first_three = slurp(fixture("init/fc_0.b_0")) +
-                                  slurp(fixture("init/fc_0.w_0")) + slurp(fixture("init/fc_1.b_0"));
+  const std::string first_three = slurp(paddle_fixture("init/fc_0.b_0")) +
+                                  slurp(paddle_fixture("init/fc_0.w_0")) +
+                                  slurp(paddle_fixture("init/fc_1.b_0"));
   EXPECT_EQ(combined_error(first_three),
             "C: holds 3 variables; expected 5 ('fc_0.b_0', 'fc_0.w_0', 'fc_1.b_0', 'fc_1.w_0', "
             "'learning_rate_0') or 4 ('fc_0.b_0', 'fc_0.w_0', 'fc_1.b_0', 'fc_1.w_0')");
   EXPECT_EQ(combined_error(combined + "ab"), "C: 2 trailing bytes after 5 variables");
-  EXPECT_EQ(combined_error(combined + slurp(fixture("init/fc_1.b_0"))),
+  EXPECT_EQ(combined_error(combined + slurp(paddle_fixture("init/fc_1.b_0"))),
             "C: holds 6 variables; expected 5 ('fc_0.b_0', 'fc_0.w_0', 'fc_1.b_0', 'fc_1.w_0', "
             "'learning_rate_0') or 4 ('fc_0.b_0', 'fc_0.w_0', 'fc_1.b_0', 'fc_1.w_0')");
   EXPECT_EQ(combined_error(combined.substr(0, combined.size() - 2)),
             "C: variable record 5 ('learning_rate_0'): truncated: FP32 [] needs more than the 2 "
             "bytes left");
   // The count picks the candidate, then each variable must match it.
-  std::string swapped = slurp(fixture("init/fc_0.w_0")) + slurp(fixture("init/fc_0.b_0")) +
-                        slurp(fixture("init/fc_1.b_0")) + slurp(fixture("init/fc_1.w_0"));
+  std::string swapped = slurp(paddle_fixture("init/fc_0.w_0")) + slurp(paddle_fixture("init/fc_0.b_0")) +
+                        slurp(paddle_fixture("init/fc_1.b_0")) + slurp(paddle_fixture("init/fc_1.w_0"));
   EXPECT_EQ(combined_error(swapped),
             "C: variable 'fc_0.b_0': holds FP32 [16, 8] but the program declares FP32 [8]");
 }
 
 /// Paddle's loss on its fixed batch, from its initial parameters (loss.txt).
 double paddle_first_loss() {
-  return std::stod(slurp(fixture("loss.txt")));
+  return std::stod(slurp(paddle_fixture("loss.txt")));
 }
 
 TEST(ParamFilesTraining, LoadedPaddleParametersGivePaddlesFirstLossAndStep) {
-  const auto startup = load_program(fixture("startup.pb"));
+  const auto startup = load_program(paddle_fixture("startup.pb"));
   const auto main = main_program();
-  const auto loaded = load_params(fixture("init.combined"), main);
+  const auto loaded = load_params(paddle_fixture("init.combined"), main);
   const auto loss_name = analyze_program(main).loss;
   for (int places : {1, 2}) {
     std::vector<place> where;
@@ -321,13 +310,13 @@ TEST(ParamFilesTraining, LoadedPaddleParametersGivePaddlesFirstLossAndStep) {
     for (const auto& [name, value] : loaded) exec.set_persistable(name, value);
     for (int p = 0; p < places; ++p)
       EXPECT_EQ(serialize_param(exec.place_scope(p).get("fc_1.w_0")),
-                slurp(fixture("init/fc_1.w_0")))
+                slurp(paddle_fixture("init/fc_1.w_0")))
           << "place " << p;
     auto loss = exec.run(fixed_batch(4, 16), {loss_name});
     EXPECT_NEAR(loss[0].values<float>()[0], paddle_first_loss(), 1e-5) << places << " places";
     // After that one SGD step, the parameters are Paddle's (trained/).
     for (const auto& spec : persistable_specs(main)) {
-      tensor expected = read_param_file(fixture("trained/" + spec.name), spec);
+      tensor expected = read_param_file(paddle_fixture("trained/" + spec.name), spec);
       auto ours = exec.place_scope(0).get(spec.name).values<float>();
       auto theirs = expected.values<float>();
       ASSERT_EQ(ours.size(), theirs.size()) << spec.name;
@@ -339,7 +328,7 @@ TEST(ParamFilesTraining, LoadedPaddleParametersGivePaddlesFirstLossAndStep) {
 }
 
 TEST(ParamFilesTraining, SetPersistableRejectsOtherVariables) {
-  parallel_executor exec({place::cpu(0)}, load_program(fixture("startup.pb")), main_program());
+  parallel_executor exec({place::cpu(0)}, load_program(paddle_fixture("startup.pb")), main_program());
   EXPECT_EQ(error_of([&] {
               exec.set_persistable("fc_0.tmp_0", tensor::zeros(dtype::fp32, {1}));
             }),

@@ -20,16 +20,9 @@
 
 namespace {
 
+using namespace pe::testing;
 using pe::shape_t;
 using pe::tensor;
-using pe::testing::attr_list;
-using pe::testing::gradient_matches;
-using pe::testing::infer;
-using pe::testing::make_op;
-using pe::testing::random_tensor;
-using pe::testing::run_op;
-
-using ints = std::vector<std::int32_t>;
 
 /// One axis of the naive reference: kernel, stride, paddings (after SAME / VALID), ceil_mode.
 struct axis_case {
@@ -85,10 +78,6 @@ tensor run_pool(const tensor& x, const attr_list& attrs) {
 
 ::testing::AssertionResult tensor_near(const tensor& got, const tensor& expected) {
   return pe::testing::tensor_is(got, expected);
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 /// X of `dims` holding a shuffled 0, 0.05, 0.1, ...: no ties, so the max is unique and a

@@ -18,23 +18,11 @@
 namespace {
 
 using namespace pe;
-using pe::testing::argmax_batch;
+using pe::testing::argmax_feed;
 using pe::testing::expect_error;
 
 model_programs model(const std::string& optimizer, std::uint64_t seed) {
-  mlp_config c;
-  c.input_width = 16;
-  c.hidden = {24, 12};
-  c.classes = 4;
-  c.optimizer = optimizer;
-  c.learning_rate = optimizer == "adam" ? 0.01f : 0.1f;
-  c.seed = seed;
-  return build_mlp(c);
-}
-
-feed_map batch_feed(const model_programs& m, std::int64_t n, std::uint64_t seed) {
-  auto b = argmax_batch(n, 16, 4, seed);
-  return {{m.image, b.image}, {m.label, b.label}};
+  return pe::testing::argmax_mlp(optimizer, optimizer == "adam" ? 0.01f : 0.1f, seed);
 }
 
 /// Rows [first, first + count) of every feed.
@@ -86,7 +74,7 @@ TEST_P(ProcessExecutors, TrainAsOneExecutorOverAllTheirPlaces) {
   for (auto& f : making) processes.push_back(f.get());
 
   for (int step = 0; step < 6; ++step) {
-    const auto batch = batch_feed(m, c.batch, 700 + step);
+    const auto batch = argmax_feed(m, c.batch, 700 + step);
     const float expected = one.run(batch, {m.loss})[0].values<float>()[0];
     std::vector<std::future<float>> losses;
     for (auto& exe : processes)
@@ -126,7 +114,7 @@ TEST(RunShare, FeedsOfAnotherSizeThanTheShareAreRefused) {
   const auto m = model("sgd", 11);
   parallel_executor exe({place::cpu(0), place::cpu(1)}, m.startup, m.main);
   EXPECT_EQ(exe.share_of(9), (std::pair<std::int64_t, std::int64_t>{0, 9}));
-  expect_error([&] { exe.run_share(batch_feed(m, 8, 1), 9, {m.loss}); },
+  expect_error([&] { exe.run_share(argmax_feed(m, 8, 1), 9, {m.loss}); },
                {"the feeds hold 8 rows; this process's share of a global batch of 9 is 9"});
 }
 

@@ -61,9 +61,11 @@ std::vector<std::int64_t> range(std::int64_t first, std::int64_t last, std::int6
   return values;
 }
 
-progress_reporter::settings plain(std::int64_t last_step) {
+/// Plain lines up to `last_step`, by time or (log_every > 0) every log_every steps.
+progress_reporter::settings plain(std::int64_t last_step, std::int64_t log_every = 0) {
   progress_reporter::settings s;
   s.last_step = last_step;
+  s.log_every = log_every;
   return s;
 }
 
@@ -73,17 +75,25 @@ progress_reporter::settings terminal(std::int64_t last_step, int columns = 0) {
   return s;
 }
 
-/// Runs steps 1..last_step of `seconds_per_step` each, loss 1, 64 samples.
-std::string run(progress_reporter::settings settings, double seconds_per_step) {
+/// A reporter writing into a string, on a clock the test moves. Not copied or moved: the
+/// reporter holds the stream and the clock.
+struct string_reporter {
+  explicit string_reporter(const progress_reporter::settings& settings)
+      : progress(out, settings, clock.function()) {}
   std::ostringstream out;
   fake_clock clock;
-  progress_reporter progress(out, settings, clock.function());
+  progress_reporter progress;
+};
+
+/// Runs steps 1..last_step of `seconds_per_step` each, loss 1, 64 samples.
+std::string run(const progress_reporter::settings& settings, double seconds_per_step) {
+  string_reporter r(settings);
   for (std::int64_t step = settings.first_step; step <= settings.last_step; ++step) {
-    clock.now += seconds_per_step;
-    progress.step(step, 1.0, 64);
+    r.clock.now += seconds_per_step;
+    r.progress.step(step, 1.0, 64);
   }
-  progress.finish();
-  return out.str();
+  r.progress.finish();
+  return r.out.str();
 }
 
 TEST(ProgressFormat, DurationsReadAsAClock) {
@@ -102,19 +112,15 @@ TEST(ProgressFormat, DurationsReadAsAClock) {
 }
 
 TEST(ProgressFormat, ALineHasTheStepLossSmoothedLossRateElapsedAndEta) {
-  std::ostringstream out;
-  fake_clock clock;
-  auto settings = plain(10);
-  settings.log_every = 1;
-  progress_reporter progress(out, settings, clock.function());
-  clock.now = 5; // a slow warm-up step: left out of samples/s and the ETA
-  progress.step(1, 2.0, 64);
-  clock.now = 5.5;
-  progress.step(2, 1.5, 64);
-  clock.now = 6.0;
-  progress.step(3, 1.0, 64);
-  const auto lines = lines_of(out.str());
-  ASSERT_EQ(lines.size(), 3u) << out.str();
+  string_reporter r(plain(10, 1));
+  r.clock.now = 5; // a slow warm-up step: left out of samples/s and the ETA
+  r.progress.step(1, 2.0, 64);
+  r.clock.now = 5.5;
+  r.progress.step(2, 1.5, 64);
+  r.clock.now = 6.0;
+  r.progress.step(3, 1.0, 64);
+  const auto lines = lines_of(r.out.str());
+  ASSERT_EQ(lines.size(), 3u) << r.out.str();
   EXPECT_EQ(lines[0], "step 1/10  loss 2  (smoothed 2)  elapsed 5s");
   // 64 samples in 0.5 s; 8 steps left at 0.5 s; the smoothed loss 2 + 0.1 * (1.5 - 2).
   EXPECT_EQ(lines[1], "step 2/10  loss 1.5  (smoothed 1.95)  128.0 samples/s  elapsed 6s  ETA 4s");
@@ -123,30 +129,25 @@ TEST(ProgressFormat, ALineHasTheStepLossSmoothedLossRateElapsedAndEta) {
 }
 
 TEST(ProgressFormat, TheSmoothedLossIsAnExponentialMovingAverageSeededWithTheFirstLoss) {
-  std::ostringstream out;
-  fake_clock clock;
-  auto settings = plain(50);
-  settings.log_every = 50;
-  progress_reporter progress(out, settings, clock.function());
+  string_reporter r(plain(50, 50));
   double smoothed = 0;
   for (int step = 1; step <= 50; ++step) {
     const double loss = step == 1 ? 10.0 : 0.0;
     smoothed = step == 1 ? loss : smoothed + 0.1 * (loss - smoothed);
-    clock.now += 1;
-    progress.step(step, loss, 8);
+    r.clock.now += 1;
+    r.progress.step(step, loss, 8);
   }
   ASSERT_NEAR(smoothed, 10 * std::pow(0.9, 49), 1e-12);
   std::ostringstream expected;
   expected << "(smoothed " << std::setprecision(4) << smoothed << ")";
-  const auto lines = lines_of(out.str());
-  ASSERT_EQ(lines.size(), 2u) << out.str();
+  const auto lines = lines_of(r.out.str());
+  ASSERT_EQ(lines.size(), 2u) << r.out.str();
   EXPECT_NE(lines[1].find("step 50/50  loss 0  " + expected.str()), std::string::npos) << lines[1];
 }
 
 TEST(ProgressFormat, EpochsShowOnlyForARunCountedInEpochs) {
-  auto settings = plain(25); // 3 epochs of 10, 10 and 5 batches
+  auto settings = plain(25, 1); // 3 epochs of 10, 10 and 5 batches
   settings.steps_per_epoch = 10;
-  settings.log_every = 1;
   const auto lines = lines_of(run(settings, 1));
   ASSERT_EQ(lines.size(), 25u);
   EXPECT_NE(lines[0].find("  epoch 1/3  "), std::string::npos) << lines[0];
@@ -159,17 +160,14 @@ TEST(ProgressFormat, EpochsShowOnlyForARunCountedInEpochs) {
 }
 
 TEST(ProgressFormat, AResumedRunTimesFromItsOwnFirstStep) {
-  std::ostringstream out;
-  fake_clock clock;
-  auto settings = plain(12);
+  auto settings = plain(12, 1);
   settings.first_step = 7;
-  settings.log_every = 1;
-  progress_reporter progress(out, settings, clock.function());
-  clock.now = 3;
-  progress.step(7, 1, 32);
-  clock.now = 4;
-  progress.step(8, 1, 32);
-  const auto lines = lines_of(out.str());
+  string_reporter r(settings);
+  r.clock.now = 3;
+  r.progress.step(7, 1, 32);
+  r.clock.now = 4;
+  r.progress.step(8, 1, 32);
+  const auto lines = lines_of(r.out.str());
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0], "step 7/12  loss 1  (smoothed 1)  elapsed 3s");
   EXPECT_EQ(lines[1], "step 8/12  loss 1  (smoothed 1)  32.0 samples/s  elapsed 4s  ETA 4s");
@@ -204,8 +202,7 @@ TEST(ProgressPlain, SlowStepsAreEachShown) {
 }
 
 TEST(ProgressPlain, LogEveryPrintsEveryNthStepWhateverTheTime) {
-  auto settings = plain(20);
-  settings.log_every = 5;
+  auto settings = plain(20, 5);
   EXPECT_EQ(shown_steps(run(settings, 0.001)), (std::vector<std::int64_t>{1, 5, 10, 15, 20}));
   EXPECT_EQ(shown_steps(run(settings, 100)), (std::vector<std::int64_t>{1, 5, 10, 15, 20}));
   settings.last_step = 22;
@@ -213,15 +210,13 @@ TEST(ProgressPlain, LogEveryPrintsEveryNthStepWhateverTheTime) {
 }
 
 TEST(ProgressPlain, ANonFiniteLossIsAlwaysShown) {
-  std::ostringstream out;
-  fake_clock clock;
-  progress_reporter progress(out, plain(100), clock.function());
+  string_reporter r(plain(100));
   for (int step = 1; step <= 3; ++step) {
-    clock.now += 0.01;
-    progress.step(step, step == 3 ? std::nan("") : 1.0, 64);
+    r.clock.now += 0.01;
+    r.progress.step(step, step == 3 ? std::nan("") : 1.0, 64);
   }
-  EXPECT_EQ(shown_steps(out.str()), (std::vector<std::int64_t>{1, 3}));
-  EXPECT_NE(out.str().find("step 3/100  loss nan"), std::string::npos) << out.str();
+  EXPECT_EQ(shown_steps(r.out.str()), (std::vector<std::int64_t>{1, 3}));
+  EXPECT_NE(r.out.str().find("step 3/100  loss nan"), std::string::npos) << r.out.str();
 }
 
 TEST(ProgressPlain, FinishWritesNothing) {
@@ -240,25 +235,23 @@ TEST(ProgressPlain, FinishWritesNothing) {
 }
 
 TEST(ProgressTerminal, OneLineIsRewrittenInPlaceAndFinishEndsIt) {
-  std::ostringstream out;
-  fake_clock clock;
-  progress_reporter progress(out, terminal(3), clock.function());
+  string_reporter r(terminal(3));
   std::vector<std::string> drawn;
   for (int step = 1; step <= 3; ++step) {
-    clock.now += 1;
-    const auto before = out.str().size();
-    progress.step(step, 1.0, 64);
-    drawn.push_back(out.str().substr(before));
+    r.clock.now += 1;
+    const auto before = r.out.str().size();
+    r.progress.step(step, 1.0, 64);
+    drawn.push_back(r.out.str().substr(before));
   }
   for (std::size_t i = 0; i < drawn.size(); ++i) {
     EXPECT_TRUE(drawn[i].starts_with("\rstep " + std::to_string(i + 1) + "/3  loss 1")) << drawn[i];
     EXPECT_TRUE(drawn[i].ends_with("\x1b[K")) << "erase what a longer line left: " << drawn[i];
   }
-  EXPECT_EQ(out.str().find('\n'), std::string::npos) << "no newline while the line is in place";
-  progress.finish();
-  EXPECT_EQ(out.str(), drawn[0] + drawn[1] + drawn[2] + "\n");
-  progress.finish(); // nothing open: nothing more
-  const auto text = out.str();
+  EXPECT_EQ(r.out.str().find('\n'), std::string::npos) << "no newline while the line is in place";
+  r.progress.finish();
+  EXPECT_EQ(r.out.str(), drawn[0] + drawn[1] + drawn[2] + "\n");
+  r.progress.finish(); // nothing open: nothing more
+  const auto text = r.out.str();
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
 }
 
@@ -278,23 +271,21 @@ TEST(ProgressTerminal, UpdatesAreThrottledToTenASecond) {
 }
 
 TEST(ProgressTerminal, FinishShowsAStepTheThrottleSkippedBeforeEndingTheLine) {
-  std::ostringstream out;
-  fake_clock clock;
-  progress_reporter progress(out, terminal(10), clock.function());
-  clock.now = 0.01;
-  progress.step(1, 1, 64);
-  clock.now = 0.02;
-  progress.step(2, 1, 64); // within 0.1 s of step 1: not drawn
-  EXPECT_EQ(shown_steps(out.str()), std::vector<std::int64_t>{1});
-  progress.finish(); // e.g. before a checkpoint's "saved ..." line
-  EXPECT_EQ(shown_steps(out.str()), (std::vector<std::int64_t>{1, 2}));
-  EXPECT_TRUE(out.str().ends_with("\x1b[K\n")) << out.str();
+  string_reporter r(terminal(10));
+  r.clock.now = 0.01;
+  r.progress.step(1, 1, 64);
+  r.clock.now = 0.02;
+  r.progress.step(2, 1, 64); // within 0.1 s of step 1: not drawn
+  EXPECT_EQ(shown_steps(r.out.str()), std::vector<std::int64_t>{1});
+  r.progress.finish(); // e.g. before a checkpoint's "saved ..." line
+  EXPECT_EQ(shown_steps(r.out.str()), (std::vector<std::int64_t>{1, 2}));
+  EXPECT_TRUE(r.out.str().ends_with("\x1b[K\n")) << r.out.str();
   // The next step starts a new in-place line below.
-  clock.now = 0.03;
-  progress.step(3, 1, 64);
-  EXPECT_TRUE(out.str().ends_with("\n\rstep 3/10  loss 1  (smoothed 1)  6400.0 samples/s  "
-                                  "elapsed 0s  ETA 0s\x1b[K"))
-      << out.str();
+  r.clock.now = 0.03;
+  r.progress.step(3, 1, 64);
+  EXPECT_TRUE(r.out.str().ends_with("\n\rstep 3/10  loss 1  (smoothed 1)  6400.0 samples/s  "
+                                    "elapsed 0s  ETA 0s\x1b[K"))
+      << r.out.str();
 }
 
 TEST(ProgressTerminal, DestroyingTheReporterEndsAnOpenLine) {

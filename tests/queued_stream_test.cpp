@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -167,15 +170,42 @@ TEST(QueuedStream, AThrowingTaskFailsItsStreamSkipsLaterWorkAndFailsWaiters) {
   EXPECT_TRUE(always_failed);
   EXPECT_FALSE(waiter_ran);
   EXPECT_EQ(a.stream->error().value_or(""), "kernel exploded");
+  EXPECT_EQ(a.stream->error_kind(), error_kind::ordinary);
   EXPECT_EQ(b.stream->error().value_or(""), "waited on failed work of the compute stream of gpu:0");
+  EXPECT_EQ(b.stream->error_kind(), error_kind::consequence);
   EXPECT_TRUE(b.backend->waited().empty()); // nothing was asked of the device
 
   a.stream->clear_error();
   b.stream->clear_error();
   EXPECT_FALSE(a.stream->error().has_value());
+  EXPECT_EQ(b.stream->error_kind(), error_kind::ordinary);
   a.stream->enqueue([&] { later_ran = true; });
   EXPECT_TRUE(a.stream->synchronize());
   EXPECT_TRUE(later_ran);
+}
+
+// A task that throws a pe::error of the consequence kind (an op whose input's writer
+// failed) records that kind with its message; any other exception is an ordinary failure.
+TEST(QueuedStream, AThrownErrorsKindIsTheStreamsErrorKind) {
+  fake_device dev;
+  auto s = make(dev, "the compute stream of gpu:0");
+  s.stream->enqueue([] { throw error(error_kind::consequence, "an input's writer failed"); });
+  EXPECT_FALSE(s.stream->synchronize());
+  EXPECT_EQ(s.stream->error(), std::optional<std::string>("an input's writer failed"));
+  EXPECT_EQ(s.stream->error_kind(), error_kind::consequence);
+  s.stream->clear_error();
+  EXPECT_EQ(s.stream->error_kind(), error_kind::ordinary);
+
+  s.stream->enqueue([] { throw std::runtime_error("not a pe::error"); });
+  EXPECT_FALSE(s.stream->synchronize());
+  EXPECT_EQ(s.stream->error(), std::optional<std::string>("not a pe::error"));
+  EXPECT_EQ(s.stream->error_kind(), error_kind::ordinary);
+  s.stream->clear_error();
+
+  s.stream->enqueue_always([](bool) { throw 42; });
+  EXPECT_FALSE(s.stream->synchronize());
+  EXPECT_EQ(s.stream->error(), std::optional<std::string>("unknown exception"));
+  EXPECT_EQ(s.stream->error_kind(), error_kind::ordinary);
 }
 
 TEST(QueuedStream, AWaitOrdersTheDeviceOnTheRecordItSaw) {
@@ -284,6 +314,7 @@ TEST(QueuedStream, ADeviceErrorFailsSynchronizeAndNamesTheStream) {
   EXPECT_FALSE(result);
   EXPECT_EQ(s.stream->error().value_or(""),
             "the device failed work of the copy stream of gpu:1: illegal address");
+  EXPECT_EQ(s.stream->error_kind(), error_kind::ordinary);
 }
 
 TEST(QueuedStream, ARecordTheDeviceRefusesFailsTheStream) {
@@ -314,6 +345,7 @@ TEST(QueuedStream, StopDropsQueuedWorkAndEndsEveryWait) {
   EXPECT_FALSE(second_ran);
   EXPECT_FALSE(b_ran);
   EXPECT_NE(b.stream->error().value_or("").find("waited on failed work of a"), std::string::npos);
+  EXPECT_EQ(b.stream->error_kind(), error_kind::consequence);
   a.stream->enqueue([&] { second_ran = true; }); // a stopped stream drops new work
   EXPECT_FALSE(a.stream->synchronize());
   EXPECT_FALSE(second_ran);

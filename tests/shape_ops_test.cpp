@@ -16,27 +16,15 @@
 
 namespace {
 
+using namespace pe::testing;
 using pe::shape_t;
 using pe::tensor;
-using pe::testing::attr_list;
-using pe::testing::error_of;
-using pe::testing::gradient_matches;
-using pe::testing::infer;
-using pe::testing::make_op;
-using pe::testing::random_tensor;
-using pe::testing::run_op;
-using ints = std::vector<std::int32_t>;
 
 /// 0, 1, 2, ... as int64 in a tensor of `dims`: exact values whose order shows any permutation.
 tensor int_iota(shape_t dims) {
   std::vector<std::int64_t> v(static_cast<std::size_t>(pe::numel_of(dims)));
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>(i);
   return tensor::from_vector(v, std::move(dims));
-}
-
-std::vector<std::int64_t> elements(const tensor& t) {
-  auto v = t.values<std::int64_t>();
-  return {v.begin(), v.end()};
 }
 
 pe::proto::OpDesc xshape_op(const std::string& type, const attr_list& attrs) {
@@ -55,7 +43,7 @@ pe::scope run(const std::string& type, const tensor& x, const attr_list& attrs) 
 /// XShape recorded X's dims.
 shape_t dims_after(const std::string& type, const shape_t& dims, const attr_list& attrs) {
   pe::scope vars = run(type, int_iota(dims), attrs);
-  EXPECT_EQ(elements(vars.get("out")), elements(int_iota(dims)));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("out")), elements_of<std::int64_t>(int_iota(dims)));
   shape_t xshape = {0};
   xshape.insert(xshape.end(), dims.begin(), dims.end());
   EXPECT_EQ(vars.get("xshape").shape(), xshape);
@@ -105,7 +93,8 @@ TEST(Assign, CopiesAnyDtypeAndGradIsAssign) {
   const auto op = make_op("assign", {{"X", "x"}}, {{"Out", "out"}});
   run_op(op, vars);
   EXPECT_EQ(vars.get("out").shape(), (shape_t{2, 3}));
-  EXPECT_EQ(elements(vars.get("out")), elements(int_iota({2, 3})));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("out")),
+            elements_of<std::int64_t>(int_iota({2, 3})));
   EXPECT_NE(vars.get("out").raw(), vars.get("x").raw());
 
   EXPECT_EQ(infer(op, {{"x", {pe::dtype::int64, {-1, 3}}}}).at("out").dims, (shape_t{-1, 3}));
@@ -203,7 +192,8 @@ TEST(FlattenContiguousRange, MergesAxesStartToStop) {
 TEST(Transpose2, PermutesAxes) {
   pe::scope vars = run("transpose2", int_iota({2, 3}), {{"axis", ints{1, 0}}});
   EXPECT_EQ(vars.get("out").shape(), (shape_t{3, 2}));
-  EXPECT_EQ(elements(vars.get("out")), (std::vector<std::int64_t>{0, 3, 1, 4, 2, 5}));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("out")),
+            (std::vector<std::int64_t>{0, 3, 1, 4, 2, 5}));
   EXPECT_EQ(vars.get("xshape").shape(), (shape_t{0, 2, 3}));
 
   // Out[i][j][k] = X[j][k][i] for axis [2, 0, 1] (-1 is axis 2), X = 0..23 over [2, 3, 4].
@@ -213,7 +203,7 @@ TEST(Transpose2, PermutesAxes) {
   for (std::int64_t i = 0; i < 4; ++i)
     for (std::int64_t j = 0; j < 2; ++j)
       for (std::int64_t k = 0; k < 3; ++k) expected.push_back(j * 12 + k * 4 + i);
-  EXPECT_EQ(elements(vars.get("out")), expected);
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("out")), expected);
 
   EXPECT_EQ(inferred("transpose2", {-1, 3, 4}, {{"axis", ints{0, 2, 1}}}), (shape_t{-1, 4, 3}));
 }
@@ -320,11 +310,11 @@ TEST(Concat, JoinsAlongAxisAnyDtype) {
   run_op(multi_op("concat", {{"X", {"a", "b"}}}, {{"Out", {"out"}}}, {{"axis", std::int32_t{-1}}}),
          vars);
   EXPECT_EQ(vars.get("out").shape(), (shape_t{2, 5}));
-  EXPECT_EQ(elements(vars.get("out")), ivec({0, 1, 10, 11, 12, 2, 3, 13, 14, 15}));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("out")), ivec({0, 1, 10, 11, 12, 2, 3, 13, 14, 15}));
 
   run_op(multi_op("concat", {{"X", {"a", "a"}}}, {{"Out", {"a"}}}, {}), vars);
   EXPECT_EQ(vars.get("a").shape(), (shape_t{4, 2}));
-  EXPECT_EQ(elements(vars.get("a")), ivec({0, 1, 2, 3, 0, 1, 2, 3}));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("a")), ivec({0, 1, 2, 3, 0, 1, 2, 3}));
 
   const auto op = multi_op("concat", {{"X", {"a", "b"}}}, {{"Out", {"out"}}},
                            {{"axis", std::int32_t{1}}});
@@ -398,18 +388,18 @@ TEST(Split, CutsByNumOrSections) {
                   {{"axis", std::int32_t{1}}, {"sections", ints{2, -1, 1}}}),
          vars);
   EXPECT_EQ(vars.get("p").shape(), (shape_t{2, 2}));
-  EXPECT_EQ(elements(vars.get("p")), ivec({0, 1, 5, 6}));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("p")), ivec({0, 1, 5, 6}));
   EXPECT_EQ(vars.get("q").shape(), (shape_t{2, 2}));
-  EXPECT_EQ(elements(vars.get("q")), ivec({2, 3, 7, 8}));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("q")), ivec({2, 3, 7, 8}));
   EXPECT_EQ(vars.get("r").shape(), (shape_t{2, 1}));
-  EXPECT_EQ(elements(vars.get("r")), ivec({4, 9}));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("r")), ivec({4, 9}));
 
   // X split in place into itself and another.
   run_op(multi_op("split", {{"X", {"x"}}}, {{"Out", {"x", "y"}}},
                   {{"axis", std::int32_t{0}}, {"num", std::int32_t{2}}}),
          vars);
-  EXPECT_EQ(elements(vars.get("x")), ivec({0, 1, 2, 3, 4}));
-  EXPECT_EQ(elements(vars.get("y")), ivec({5, 6, 7, 8, 9}));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("x")), ivec({0, 1, 2, 3, 4}));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("y")), ivec({5, 6, 7, 8, 9}));
 
   const auto by_num = multi_op("split", {{"X", {"x"}}}, {{"Out", {"p", "q"}}},
                                {{"axis", std::int32_t{-1}}, {"num", std::int32_t{2}}});
@@ -505,7 +495,7 @@ TEST(Cast, ConvertsBetweenElementTypes) {
   run_op(cast_op(pe::dtype::fp32, pe::dtype::int64), vars);
   EXPECT_EQ(vars.get("out").type(), pe::dtype::int64);
   EXPECT_EQ(vars.get("out").shape(), (shape_t{2, 2}));
-  EXPECT_EQ(elements(vars.get("out")), ivec({-1, 0, 2, 3}));
+  EXPECT_EQ(elements_of<std::int64_t>(vars.get("out")), ivec({-1, 0, 2, 3}));
 
   run_op(cast_op(pe::dtype::fp32, pe::dtype::boolean), vars);
   auto flags = vars.get("out").values<bool>();

@@ -1,4 +1,7 @@
 // Validation on load: each error names the op, slot and variable involved.
+#include <functional>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
@@ -25,6 +28,11 @@ proto::VarDesc& var_of(proto::ProgramDesc& p, const std::string& name) {
   throw std::runtime_error("no var " + name);
 }
 
+/// The tensor description (dtype, dims) of variable `name` in block 0.
+proto::VarType::TensorDesc& tensor_of(proto::ProgramDesc& p, const std::string& name) {
+  return *var_of(p, name).mutable_type()->mutable_lod_tensor()->mutable_tensor();
+}
+
 /// Asserts that validation fails with a message containing every fragment.
 void expect_invalid(const proto::ProgramDesc& p, std::initializer_list<std::string> fragments) {
   try {
@@ -36,6 +44,15 @@ void expect_invalid(const proto::ProgramDesc& p, std::initializer_list<std::stri
   }
 }
 
+/// Asserts that tiny_mlp's main program, changed by `edit`, fails validation with a message
+/// containing every fragment.
+void expect_invalid_after(const std::function<void(proto::ProgramDesc&)>& edit,
+                          std::initializer_list<std::string> fragments) {
+  auto m = tiny_mlp();
+  edit(m.main);
+  expect_invalid(m.main, fragments);
+}
+
 TEST(validation, built_programs_are_valid) {
   auto m = tiny_mlp();
   EXPECT_NO_THROW(validate_program(m.main));
@@ -43,34 +60,28 @@ TEST(validation, built_programs_are_valid) {
 }
 
 TEST(validation, unknown_op_type) {
-  auto m = tiny_mlp();
-  op_of(m.main, "relu").set_type("gelu_fancy");
-  expect_invalid(m.main, {"op #2", "unknown op type 'gelu_fancy'"});
+  expect_invalid_after([](auto& p) { op_of(p, "relu").set_type("gelu_fancy"); },
+                       {"op #2", "unknown op type 'gelu_fancy'"});
 }
 
 TEST(validation, missing_required_slot) {
-  auto m = tiny_mlp();
-  auto& mul = op_of(m.main, "mul");
-  mul.mutable_inputs()->RemoveLast(); // Y
-  expect_invalid(m.main, {"op #0 (mul)", "missing required input slot 'Y'"});
+  expect_invalid_after([](auto& p) { op_of(p, "mul").mutable_inputs()->RemoveLast(); }, // Y
+                       {"op #0 (mul)", "missing required input slot 'Y'"});
 }
 
 TEST(validation, unknown_slot) {
-  auto m = tiny_mlp();
-  set_input(op_of(m.main, "relu"), "Bias", {"image"});
-  expect_invalid(m.main, {"op #2 (relu)", "unknown input slot 'Bias'"});
+  expect_invalid_after([](auto& p) { set_input(op_of(p, "relu"), "Bias", {"image"}); },
+                       {"op #2 (relu)", "unknown input slot 'Bias'"});
 }
 
 TEST(validation, too_many_variables_in_a_slot) {
-  auto m = tiny_mlp();
-  set_input(op_of(m.main, "relu"), "X", {"fc_0.tmp_1", "image"});
-  expect_invalid(m.main, {"op #2 (relu)", "input slot 'X' takes one variable but has 2"});
+  expect_invalid_after([](auto& p) { set_input(op_of(p, "relu"), "X", {"fc_0.tmp_1", "image"}); },
+                       {"op #2 (relu)", "input slot 'X' takes one variable but has 2"});
 }
 
 TEST(validation, undeclared_variable) {
-  auto m = tiny_mlp();
-  set_input(op_of(m.main, "mul"), "X", {"pixels"});
-  expect_invalid(m.main, {"op #0 (mul)", "input X uses variable 'pixels', which is not declared"});
+  expect_invalid_after([](auto& p) { set_input(op_of(p, "mul"), "X", {"pixels"}); },
+                       {"op #0 (mul)", "input X uses variable 'pixels', which is not declared"});
 }
 
 TEST(validation, missing_required_attribute) {
@@ -89,46 +100,36 @@ TEST(validation, missing_required_attribute) {
 }
 
 TEST(validation, attribute_of_the_wrong_type) {
-  auto m = tiny_mlp();
-  set_attr(op_of(m.main, "mul"), "x_num_col_dims", std::string("one"));
-  expect_invalid(m.main, {"op #0 (mul)", "attribute 'x_num_col_dims' has type STRING, expected INT"});
+  expect_invalid_after([](auto& p) { set_attr(op_of(p, "mul"), "x_num_col_dims", std::string("one")); },
+                       {"op #0 (mul)", "attribute 'x_num_col_dims' has type STRING, expected INT"});
 }
 
 TEST(validation, shape_mismatch_found_by_shape_inference) {
-  auto m = tiny_mlp();
   // The first weight is declared [6, 5]; pretend the image is 7 wide.
-  auto* dims = var_of(m.main, "image").mutable_type()->mutable_lod_tensor()->mutable_tensor()->mutable_dims();
-  dims->Set(1, 7);
-  expect_invalid(m.main, {"op #0 (mul)"});
+  expect_invalid_after([](auto& p) { tensor_of(p, "image").mutable_dims()->Set(1, 7); },
+                       {"op #0 (mul)"});
 }
 
 TEST(validation, declared_output_shape_disagrees) {
-  auto m = tiny_mlp();
-  auto* dims = var_of(m.main, "fc_0.tmp_2").mutable_type()->mutable_lod_tensor()->mutable_tensor()->mutable_dims();
-  dims->Set(1, 9);
-  expect_invalid(m.main, {"op #2 (relu)", "shape mismatch", "'fc_0.tmp_2'", "[-1, 5]", "[-1, 9]"});
+  expect_invalid_after([](auto& p) { tensor_of(p, "fc_0.tmp_2").mutable_dims()->Set(1, 9); },
+                       {"op #2 (relu)", "shape mismatch", "'fc_0.tmp_2'", "[-1, 5]", "[-1, 9]"});
 }
 
 TEST(validation, unsupported_dtype) {
-  auto m = tiny_mlp();
-  var_of(m.main, "image").mutable_type()->mutable_lod_tensor()->mutable_tensor()->set_data_type(
-      proto::VarType::FP16);
-  expect_invalid(m.main, {"variable 'image'", "dtype FP16", "not supported"});
+  expect_invalid_after([](auto& p) { tensor_of(p, "image").set_data_type(proto::VarType::FP16); },
+                       {"variable 'image'", "dtype FP16", "not supported"});
 }
 
 TEST(validation, unsupported_variable_kind) {
-  auto m = tiny_mlp();
-  var_of(m.main, "image").mutable_type()->set_type(proto::VarType::SELECTED_ROWS);
-  expect_invalid(m.main, {"variable 'image'", "SELECTED_ROWS"});
+  expect_invalid_after(
+      [](auto& p) { var_of(p, "image").mutable_type()->set_type(proto::VarType::SELECTED_ROWS); },
+      {"variable 'image'", "SELECTED_ROWS"});
 }
 
 TEST(validation, duplicate_declaration_and_sub_blocks) {
-  auto m = tiny_mlp();
-  *m.main.mutable_blocks(0)->add_vars() = var_of(m.main, "image");
-  expect_invalid(m.main, {"variable 'image' is declared twice"});
-  auto n = tiny_mlp();
-  n.main.add_blocks()->set_idx(1);
-  expect_invalid(n.main, {"2 blocks", "not supported"});
+  expect_invalid_after([](auto& p) { *p.mutable_blocks(0)->add_vars() = var_of(p, "image"); },
+                       {"variable 'image' is declared twice"});
+  expect_invalid_after([](auto& p) { p.add_blocks()->set_idx(1); }, {"2 blocks", "not supported"});
 }
 
 } // namespace

@@ -111,7 +111,13 @@ bool cpu_stream::synchronize() {
 
 std::optional<std::string> cpu_stream::error() const {
   std::lock_guard<std::mutex> guard(mutex_);
-  return error_;
+  if (!error_) return std::nullopt;
+  return error_->message;
+}
+
+pe::error_kind cpu_stream::error_kind() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return error_ ? error_->kind : pe::error_kind::ordinary;
 }
 
 void cpu_stream::clear_error() {
@@ -128,10 +134,10 @@ bool cpu_stream::failed_at_or_before(std::uint64_t ticket) const {
   return failed_at_.load(std::memory_order_acquire) <= ticket || stopping_.load();
 }
 
-void cpu_stream::fail(std::uint64_t ticket, std::string message) {
+void cpu_stream::fail(std::uint64_t ticket, failure why) {
   std::lock_guard<std::mutex> guard(mutex_);
   if (failed_at_.load() != no_failure) return;
-  error_ = std::move(message);
+  error_ = std::move(why);
   failed_at_.store(ticket, std::memory_order_release);
 }
 
@@ -166,8 +172,9 @@ bool cpu_stream::execute(item& it) {
   if (it.wait_on != nullptr) {
     if (!it.wait_on->finished(it.wait_ticket)) return false;
     if (it.wait_on->failed_at_or_before(it.wait_ticket))
-      fail(it.ticket, "waited on failed work of the " + to_string(it.wait_on->kind_) +
-                          " stream of " + pe::to_string(it.wait_on->where()));
+      fail(it.ticket, {"waited on failed work of the " + to_string(it.wait_on->kind_) +
+                           " stream of " + pe::to_string(it.wait_on->where()),
+                       pe::error_kind::consequence});
     return true;
   }
   const bool failed = failed_at_.load(std::memory_order_acquire) != no_failure;
@@ -175,10 +182,8 @@ bool cpu_stream::execute(item& it) {
   try {
     if (it.polled) return it.polled(failed);
     it.work();
-  } catch (const std::exception& e) {
-    fail(it.ticket, e.what());
   } catch (...) {
-    fail(it.ticket, "unknown exception");
+    fail(it.ticket, caught_failure());
   }
   return true;
 }

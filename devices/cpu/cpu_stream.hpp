@@ -53,6 +53,7 @@ class cpu_stream final : public stream {
   void wait(const event& e) override;
   bool synchronize() override;
   std::optional<std::string> error() const override;
+  pe::error_kind error_kind() const override;
   void clear_error() override;
 
   /// Enqueues work that may take several polls (see polled_task); it runs even after a
@@ -101,7 +102,7 @@ class cpu_stream final : public stream {
   bool wait_for(std::uint64_t ticket) const;
   bool failed_at_or_before(std::uint64_t ticket) const;
   bool finished(std::uint64_t ticket) const;
-  void fail(std::uint64_t ticket, std::string message);
+  void fail(std::uint64_t ticket, failure why);
 
   cpu_device& owner_;
   stream_kind kind_;
@@ -112,7 +113,7 @@ class cpu_stream final : public stream {
   std::atomic<std::uint64_t> enqueued_{0};   // written under mutex_
   std::atomic<std::uint64_t> completed_{0};
   std::atomic<std::uint64_t> failed_at_{no_failure};
-  std::optional<std::string> error_; // guarded by mutex_
+  std::optional<failure> error_; // guarded by mutex_
   std::atomic<bool> stopping_{false};
   mutable std::atomic<int> waiters_{0};  // host threads blocked in wait_for
   std::atomic<int> watchers_{0};         // waits of other streams stuck on this one

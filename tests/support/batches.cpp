@@ -18,4 +18,20 @@ labelled_batch argmax_batch(std::int64_t n, std::int64_t width, std::int64_t cla
   return b;
 }
 
+model_programs argmax_mlp(const std::string& optimizer, float learning_rate, std::uint64_t seed) {
+  mlp_config c;
+  c.input_width = 16;
+  c.hidden = {24, 12};
+  c.classes = 4;
+  c.optimizer = optimizer;
+  c.learning_rate = learning_rate;
+  c.seed = seed;
+  return build_mlp(c);
+}
+
+feed_map argmax_feed(const model_programs& m, std::int64_t n, std::uint64_t seed) {
+  auto b = argmax_batch(n, 16, 4, seed);
+  return {{m.image, b.image}, {m.label, b.label}};
+}
+
 } // namespace pe::testing

@@ -1,8 +1,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/tensor.hpp"
+#include "graph/exec/feed_check.hpp"
+#include "graph/models/mlp.hpp"
 
 namespace pe::testing {
 
@@ -15,5 +18,13 @@ struct labelled_batch {
 };
 labelled_batch argmax_batch(std::int64_t n, std::int64_t width, std::int64_t classes,
                             std::uint64_t seed);
+
+/// The MLP the executor tests train on that task: 16 features, hidden layers of 24 and 12,
+/// 4 classes; `optimizer` with `learning_rate`, parameters initialized from `seed`.
+model_programs argmax_mlp(const std::string& optimizer, float learning_rate,
+                          std::uint64_t seed = 11);
+
+/// argmax_batch(n, 16, 4, seed) as argmax_mlp's image and label feeds.
+feed_map argmax_feed(const model_programs& m, std::int64_t n, std::uint64_t seed);
 
 } // namespace pe::testing

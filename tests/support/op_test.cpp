@@ -62,12 +62,7 @@ void run_op(const proto::OpDesc& op, scope& vars) {
 }
 
 std::string error_of(const proto::OpDesc& op, scope& vars) {
-  try {
-    run_op(op, vars);
-  } catch (const error& e) {
-    return e.what();
-  }
-  return "";
+  return error_of([&] { run_op(op, vars); });
 }
 
 std::map<std::string, var_info> infer(const proto::OpDesc& op, const var_table& vars) {
@@ -77,6 +72,10 @@ std::map<std::string, var_info> infer(const proto::OpDesc& op, const var_table& 
   shape_context ctx(op, attrs, vars, 0);
   schema->infer_shape(ctx);
   return {ctx.inferred().begin(), ctx.inferred().end()};
+}
+
+std::string infer_error(const proto::OpDesc& op, const var_table& vars) {
+  return error_of([&] { infer(op, vars); });
 }
 
 } // namespace pe::testing
