@@ -109,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(
     bad_invocation{"--data mnist", "mnist"},
     bad_invocation{"--normalize", "--normalize"},
     bad_invocation{"--steps 5 --epochs 1", "--steps and --epochs"},
-    bad_invocation{"--executor gpu", "unknown executor 'gpu'"},
+    bad_invocation{"--executor gpu", "--executor: expected actor or reference, got 'gpu'"},
     // --places gpu:... in every build: cli_gpu_places_test.
     bad_invocation{"--places cpu:0", "--places: expected cpu:N"},
     bad_invocation{"--places cpu:x", "--places: expected cpu:N"},

@@ -71,8 +71,7 @@ class reference_engine final : public engine {
 
 build_strategy strategy_of(const run_options& o) {
   build_strategy build;
-  build.reduce = o.reduce == "reduce" ? build_strategy::reduce_mode::reduce
-                                      : build_strategy::reduce_mode::all_reduce;
+  build.reduce = o.reduce;
   build.fuse_all_reduce_bytes = o.fuse_allreduce_bytes();
   build.max_tensor_bytes = o.max_tensor_bytes;
   return build;
@@ -102,7 +101,7 @@ std::unique_ptr<process_group> join_job(const run_options& o, const model_progra
       {"--seed", std::to_string(o.seed)},
       {"--optimizer", o.optimizer},
       {"--lr", std::to_string(o.learning_rate)},
-      {"--reduce", o.reduce},
+      {"--reduce", spelling(o.reduce)},
       {"--fuse-allreduce-mb", std::to_string(o.fuse_allreduce_mb)},
       {"--eval", o.eval ? "on" : "off"},
       {"--load-params", o.load_params},
@@ -119,7 +118,7 @@ class actor_engine final : public engine {
   actor_engine(const run_options& o, const model_programs& m)
     : main_(m.main), group_(join_job(o, m)),
       train_(o.places, m.startup, m.main, strategy_of(o),
-             {o.threads, o.sync == "wait" ? sync_mode::wait : sync_mode::event, group_.get(),
+             {o.threads, o.sync, group_.get(),
               o.check_nan_inf}) {
     if (o.eval)
       test_.emplace(m.test, train_, strategy_of(o));

@@ -126,7 +126,7 @@ void run_inference(const run_options& o, std::ostream& out) {
     batch_rows.push_back(end - begin);
   }
   out << "inferred " << rows << " rows in " << batch_rows.size() << " batches of " << o.batch_size
-      << " on " << o.places_text() << " with the " << o.executor << " executor\n";
+      << " on " << o.places_text() << " with the " << spelling(o.executor) << " executor\n";
   for (std::size_t k = 0; k < m.fetches.size(); ++k) {
     const std::string& name = m.fetches[k];
     // Batches merge as places do: rows concatenated, a per-batch scalar weighted by rows.

@@ -314,15 +314,12 @@ void require_positive(std::int64_t value, const char* flag) {
 
 /// Sets and checks the executor, its places and threads, and the gradient strategy.
 void interpret_executor(const po::variables_map& vm, run_options& o) {
-  if (o.executor != "actor" && o.executor != "reference")
-    throw error("--executor: unknown executor '" + o.executor + "' (actor, reference)");
-  if (o.reduce != "allreduce" && o.reduce != "reduce")
-    throw error("--reduce: expected allreduce or reduce, got '" + o.reduce + "'");
+  o.executor = parse_choice<executor_choice>("--executor", take<std::string>(vm, "executor"));
+  o.reduce = parse_choice<build_strategy::reduce_mode>("--reduce", take<std::string>(vm, "reduce"));
   if (!(o.fuse_allreduce_mb >= 0 && std::isfinite(o.fuse_allreduce_mb)))
     throw error("--fuse-allreduce-mb must be 0 (off) or a positive size in MiB, got " +
                 std::to_string(o.fuse_allreduce_mb));
-  if (o.sync != "event" && o.sync != "wait")
-    throw error("--sync: expected event or wait, got '" + o.sync + "'");
+  o.sync = parse_choice<sync_mode>("--sync", take<std::string>(vm, "sync"));
   std::optional<std::vector<place>> places;
   if (vm.count("places"))
     places = parse_places(take<std::string>(vm, "places"));
@@ -436,9 +433,6 @@ run_options interpret(const po::variables_map& vm) {
     o.save_program = take<std::string>(vm, "save-program");
   if (vm.count("metrics"))
     o.metrics = take<std::string>(vm, "metrics");
-  o.executor = take<std::string>(vm, "executor");
-  o.reduce = take<std::string>(vm, "reduce");
-  o.sync = take<std::string>(vm, "sync");
   o.fuse_allreduce_mb = take<double>(vm, "fuse-allreduce-mb");
   o.blas_threads = take<int>(vm, "blas-threads");
   o.max_tensor_bytes = take<std::int64_t>(vm, "max-tensor-bytes");
@@ -528,10 +522,10 @@ nlohmann::json to_json(const run_options& o) {
     {"eval", o.eval},
     {"normalize", o.normalize},
     {"places", o.places_text()},
-    {"executor", o.executor},
+    {"executor", spelling(o.executor)},
     {"threads", o.threads},
-    {"reduce", o.reduce},
-    {"sync", o.sync},
+    {"reduce", spelling(o.reduce)},
+    {"sync", spelling(o.sync)},
     {"fuse_allreduce_mb", o.fuse_allreduce_mb},
     {"blas_threads", o.blas_threads},
     {"max_tensor_bytes", o.max_tensor_bytes},

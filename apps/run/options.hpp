@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/run/option_choice.hpp"
 #include "core/place.hpp"
 #include "graph/validate.hpp"
 
@@ -30,11 +31,11 @@ struct run_options {
   bool normalize = false;
   std::string save_program; ///< directory; empty: do not save
   std::string metrics;      ///< JSON file; empty: do not write
-  std::string executor = "actor"; ///< "actor" (parallel_executor) or "reference"
+  executor_choice executor = executor_choice::actor; ///< --executor actor|reference
   std::vector<place> places = {place::cpu(0)}; ///< data-parallel replicas; cpu:0 with reference
   int threads = 1;            ///< CAF scheduler workers of the actor executor; 1 with reference
-  std::string sync = "event"; ///< how readers on another stream wait: "event" or "wait"
-  std::string reduce = "allreduce"; ///< "allreduce" or "reduce" (build_strategy::reduce_mode)
+  sync_mode sync = sync_mode::event; ///< how readers on another stream wait: --sync event|wait
+  build_strategy::reduce_mode reduce = build_strategy::reduce_mode::all_reduce; ///< --reduce allreduce|reduce
   double fuse_allreduce_mb = 0;     ///< all-reduce bucket size in MiB; 0: one per gradient
   int blas_threads = 1;            ///< OpenBLAS threads per GEMM call
   /// The largest tensor a program may declare or infer (validate_program's limit).
@@ -65,7 +66,7 @@ struct run_options {
 
   /// True when `model` names a built-in model (mlp, cnn) rather than a program file.
   bool builtin_model() const { return model == "mlp" || model == "cnn"; }
-  bool actor() const { return executor == "actor"; }
+  bool actor() const { return executor == executor_choice::actor; }
   /// "cpu:2": the places as --places writes them.
   std::string places_text() const;
   /// True when the training steps' op firings are recorded (--trace or --check-hazards).

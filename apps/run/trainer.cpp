@@ -129,11 +129,11 @@ void write_dot(const engine& executor, const std::string& path) {
 void print_header(std::ostream& out, const run_options& o) {
   out << "training " << o.model << " on " << o.places_text() << " ("
       << o.places.size() << (o.places.size() == 1 ? " CPU place" : " CPU places") << ") with the "
-      << o.executor << " executor";
+      << spelling(o.executor) << " executor";
   if (o.actor()) {
-    out << ", " << o.threads << (o.threads == 1 ? " thread" : " threads") << ", " << o.reduce
-        << ", --sync " << o.sync;
-    if (o.reduce == "allreduce" && o.fuse_allreduce_mb > 0)
+    out << ", " << o.threads << (o.threads == 1 ? " thread" : " threads") << ", " << spelling(o.reduce)
+        << ", --sync " << spelling(o.sync);
+    if (o.reduce == build_strategy::reduce_mode::all_reduce && o.fuse_allreduce_mb > 0)
       out << " fused in " << o.fuse_allreduce_mb << " MiB buckets";
   }
   out << ", global batch " << o.batch_size << ", " << o.blas_threads << " BLAS thread"
@@ -147,7 +147,7 @@ void print_header(std::ostream& out, const run_options& o) {
 void print_summary(std::ostream& out, const run_options& o, const run_metrics& metrics,
                    const std::optional<eval_result>& eval) {
   const auto& steps = metrics.steps();
-  out << "trained " << steps.size() << " steps on " << o.places_text() << " (" << o.executor
+  out << "trained " << steps.size() << " steps on " << o.places_text() << " (" << spelling(o.executor)
       << " executor)";
   if (!steps.empty())
     out << ": loss " << std::setprecision(6) << steps.front().loss << " -> " << steps.back().loss
@@ -182,10 +182,10 @@ nlohmann::json report(const run_options& o, const run_metrics& metrics,
   for (auto& step : json["steps"])
     step["step"] = step["step"].get<std::int64_t>() + outcome.resumed_from;
   json["places"] = o.places.size();
-  json["sync"] = o.sync;
-  json["executor"] = o.executor;
+  json["sync"] = spelling(o.sync);
+  json["executor"] = spelling(o.executor);
   json["threads"] = o.threads;
-  json["reduce"] = o.reduce;
+  json["reduce"] = spelling(o.reduce);
   json["interrupted"] = outcome.signal != 0;
   if (outcome.signal != 0)
     json["signal"] = signal_name(outcome.signal);

@@ -1,0 +1,70 @@
+#pragma once
+
+// The flags of pe-actor-run that choose among a few values (--executor, --sync, --reduce):
+// parsed once into the engine's own enums, spelled from one table per flag for the messages,
+// the startup line, the metrics and the job fingerprint, so no file compares option strings.
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "actors/parallel_executor.hpp"
+#include "core/error.hpp"
+#include "graph/ssa_graph.hpp"
+
+namespace pe {
+
+/// Which executor trains: the actor executor (parallel_executor) or the reference loop.
+enum class executor_choice { actor, reference };
+
+/// The spellings of a choice's values, first the default's; specialised per enum below.
+template <class E>
+struct choice_spellings;
+
+template <>
+struct choice_spellings<executor_choice> {
+  static constexpr std::array<std::pair<executor_choice, std::string_view>, 2> table{
+      {{executor_choice::actor, "actor"}, {executor_choice::reference, "reference"}}};
+};
+
+template <>
+struct choice_spellings<sync_mode> {
+  static constexpr std::array<std::pair<sync_mode, std::string_view>, 2> table{
+      {{sync_mode::event, "event"}, {sync_mode::wait, "wait"}}};
+};
+
+template <>
+struct choice_spellings<build_strategy::reduce_mode> {
+  static constexpr std::array<std::pair<build_strategy::reduce_mode, std::string_view>, 2> table{
+      {{build_strategy::reduce_mode::all_reduce, "allreduce"},
+       {build_strategy::reduce_mode::reduce, "reduce"}}};
+};
+
+/// How the flag spells `value` ("actor", "wait", "allreduce", ...).
+template <class E>
+std::string spelling(E value) {
+  for (const auto& [v, text] : choice_spellings<E>::table)
+    if (v == value) return std::string(text);
+  return "?";
+}
+
+/// "actor or reference" ("a, b or c"): every spelling, for messages.
+template <class E>
+std::string spellings() {
+  const auto& table = choice_spellings<E>::table;
+  std::string all;
+  for (std::size_t i = 0; i < table.size(); ++i)
+    all += (i == 0 ? "" : i + 1 == table.size() ? " or " : ", ") + std::string(table[i].second);
+  return all;
+}
+
+/// The value `text` spells; throws pe::error "`flag`: expected ..., got 'text'" otherwise.
+template <class E>
+E parse_choice(std::string_view flag, const std::string& text) {
+  for (const auto& [v, spelled] : choice_spellings<E>::table)
+    if (spelled == text) return v;
+  throw error(std::string(flag) + ": expected " + spellings<E>() + ", got '" + text + "'");
+}
+
+} // namespace pe
