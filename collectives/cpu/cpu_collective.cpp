@@ -3,20 +3,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include "collectives/chunk_range.hpp"
+
 namespace pe {
 
 namespace {
 
 constexpr std::size_t line = 64; // elements per chunk-boundary unit
 constexpr std::size_t block = 1024; // elements summed through a stack buffer at a time
-
-/// [begin, end) of chunk k of n elements split in `parts`.
-std::pair<std::size_t, std::size_t> chunk_range(std::size_t n, std::size_t k, std::size_t parts) {
-  std::size_t units = (n + line - 1) / line;
-  std::size_t begin = std::min(n, units * k / parts * line);
-  std::size_t end = std::min(n, units * (k + 1) / parts * line);
-  return {begin, end};
-}
 
 /// Sums the places' [begin, end) in place order into `out`.
 void sum_block(const std::vector<float*>& places, std::size_t begin, std::size_t end, float* out) {
@@ -55,7 +49,7 @@ std::size_t cpu_collective::total_elements() const {
 }
 
 void cpu_collective::run_chunk(std::size_t k, std::size_t parts) const {
-  auto [begin, end] = chunk_range(total_elements(), k, parts);
+  auto [begin, end] = chunk_range(total_elements(), k, parts, line);
   // Walk the variables overlapping [begin, end) of their concatenation.
   std::size_t offset = 0;
   for (std::size_t v = 0; v < sizes.size() && offset < end; offset += sizes[v], ++v) {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "collectives/chunk_range.hpp"
 #include "core/error.hpp"
 #include "devices/cpu/cpu_device.hpp"
 #include "devices/cpu/cpu_stream.hpp"
@@ -86,10 +87,10 @@ std::uint64_t wire(std::uint64_t sequence, std::uint64_t step) {
   return sequence * slots + step;
 }
 
-/// [begin, end) in floats of chunk c of n floats cut in `parts`.
+/// [begin, end) in floats of chunk c of n floats cut in `parts` (chunk_range's cuts, on any
+/// element).
 std::pair<std::size_t, std::size_t> chunk_of(std::size_t n, int c, int parts) {
-  const auto p = static_cast<std::size_t>(parts), k = static_cast<std::size_t>(c);
-  return {n * k / p, n * (k + 1) / p};
+  return chunk_range(n, static_cast<std::size_t>(c), static_cast<std::size_t>(parts));
 }
 
 int mod(int a, int n) {
