@@ -121,7 +121,7 @@ TEST(CheckpointFiles, ResumeNeedsTheSameRun) {
 // The binary end to end.
 
 run_result run(const std::string& args, const temp_dir& dir) {
-  return testing::run_binary(PE_RUN_BINARY, args, dir.path());
+  return testing::run_binary(pe::testing::pe_actor_run_binary(), args, dir.path());
 }
 
 std::vector<double> losses(const std::string& metrics_file, std::int64_t first_step) {

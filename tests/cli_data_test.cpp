@@ -27,7 +27,7 @@ using testing::write_file;
 constexpr std::int64_t samples = 40, test_samples = 12, side = 4;
 
 run_result run(const std::string& args, const temp_dir& dir) {
-  return testing::run_binary(PE_RUN_BINARY, args, dir.path());
+  return testing::run_binary(pe::testing::pe_actor_run_binary(), args, dir.path());
 }
 
 /// The losses of a run's --metrics file.

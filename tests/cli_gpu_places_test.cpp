@@ -15,7 +15,7 @@ using testing::run_result;
 using testing::temp_dir;
 
 run_result run(const std::string& args, const temp_dir& dir, const std::string& env = "") {
-  return testing::run_binary(PE_RUN_BINARY, args, dir.path(), env);
+  return testing::run_binary(pe::testing::pe_actor_run_binary(), args, dir.path(), env);
 }
 
 void expect_one_error(const run_result& r, const std::string& fragment) {

@@ -19,7 +19,7 @@ using testing::temp_dir;
 using testing::slurp;
 
 run_result run(const std::string& args, const temp_dir& dir) {
-  return testing::run_binary(PE_RUN_BINARY, args, dir.path());
+  return testing::run_binary(pe::testing::pe_actor_run_binary(), args, dir.path());
 }
 
 class NonFiniteLoss : public ::testing::TestWithParam<const char*> {};

@@ -39,7 +39,7 @@ class CliOutputs : public ::testing::Test {
   /// holding `message`, no training and nothing new in `outputs_`.
   void expect_refused(const std::string& args, const std::string& message) {
     const auto before = listing(outputs_.path());
-    auto r = testing::run_binary(PE_RUN_BINARY, args, scratch_.path());
+    auto r = testing::run_binary(pe::testing::pe_actor_run_binary(), args, scratch_.path());
     EXPECT_EQ(r.status, 2) << r.out << r.err;
     EXPECT_TRUE(r.err.starts_with("pe-actor-run: error: " + message)) << r.err;
     EXPECT_EQ(r.err.find("/nonexistent/data"), std::string::npos) << "data loaded first: " << r.err;
@@ -100,7 +100,7 @@ TEST_F(CliOutputs, DirectoryUnderAFile) {
 
 TEST_F(CliOutputs, WritableOutputsPassTheCheck) {
   // The same outputs in places that can take them: the run gets as far as the data.
-  auto r = testing::run_binary(PE_RUN_BINARY,
+  auto r = testing::run_binary(pe::testing::pe_actor_run_binary(),
                                training + "--metrics " + out("m.json") + " --dot " +
                                    out("g.dot") + " --trace " + out("t.json") +
                                    " --save-program " + out("programs") + " --save-params " +

@@ -24,7 +24,7 @@ using testing::slurp;
 using testing::temp_dir;
 
 run_result run(const std::string& args, const temp_dir& dir) {
-  return testing::run_binary(PE_RUN_BINARY, args, dir.path());
+  return testing::run_binary(pe::testing::pe_actor_run_binary(), args, dir.path());
 }
 
 /// The error line of a run that must fail with status 2.

@@ -33,7 +33,7 @@ using testing::temp_dir;
 class child_run {
  public:
   explicit child_run(const std::vector<std::string>& args) {
-    const testing::exec_command command(PE_RUN_BINARY, args);
+    const testing::exec_command command(pe::testing::pe_actor_run_binary(), args);
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0)
       throw std::runtime_error("pipe failed");

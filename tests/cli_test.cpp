@@ -26,7 +26,7 @@ using testing::slurp;
 /// Runs pe-actor-run with `args` (shell words), capturing its output in `dir`; `env` as in
 /// run_binary.
 run_result run(const std::string& args, const temp_dir& dir, const std::string& env = "") {
-  return testing::run_binary(PE_RUN_BINARY, args, dir.path(), env);
+  return testing::run_binary(pe::testing::pe_actor_run_binary(), args, dir.path(), env);
 }
 
 nlohmann::json read_json(const std::string& path) {

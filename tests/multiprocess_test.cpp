@@ -24,7 +24,7 @@ using namespace pe::testing;
 
 /// The same training in one process over `places` places.
 std::vector<double> one_process(const temp_dir& dir, const std::string& flags, const std::string& places) {
-  auto r = pe::testing::run_binary(PE_RUN_BINARY, flags + " --places " + places + " --metrics " +
+  auto r = pe::testing::run_binary(pe::testing::pe_actor_run_binary(), flags + " --places " + places + " --metrics " +
                                                      dir.file("single.json"), dir.path());
   EXPECT_EQ(r.status, 0) << r.err;
   return losses(dir.file("single.json"));

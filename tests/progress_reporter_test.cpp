@@ -360,7 +360,7 @@ const std::string small_run = " --places cpu:1 --hidden 16 --batch-size 16 ";
 /// Runs pe-actor-run `args` (without CPU_NUM) with its stdout and stderr one pipe; returns
 /// the output, and the exit status in `status`.
 std::string run_piped(const std::string& args, int& status) {
-  const auto command = "env -u CPU_NUM " + std::string(PE_RUN_BINARY) + " " + args + " 2>&1";
+  const auto command = "env -u CPU_NUM " + pe::testing::pe_actor_run_binary() + " " + args + " 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr)
     return "popen failed";
@@ -409,7 +409,7 @@ TEST(ProgressCli, LogEveryZeroIsRefused) {
 /// returns what it wrote there, "\r\n" (the terminal's newline) as "\n"; `status` is its
 /// exit status.
 std::string run_on_terminal(const std::vector<std::string>& args, int& status) {
-  const testing::exec_command command(PE_RUN_BINARY, args, {"TERM=xterm"});
+  const testing::exec_command command(pe::testing::pe_actor_run_binary(), args, {"TERM=xterm"});
   winsize size{};
   size.ws_row = 50;
   size.ws_col = 200;

@@ -91,7 +91,7 @@ class TraceTool : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = std::make_unique<temp_dir>("trace_tool");
     path_ = dir_->file("t.json");
-    auto r = run(PE_RUN_BINARY,
+    auto r = run(pe::testing::pe_actor_run_binary(),
                  "--places cpu:2 --steps 5 --trace " + path_ + " --trace-steps 2:3 --metrics " +
                    dir_->file("metrics.json"),
                  *dir_);
@@ -649,7 +649,7 @@ TEST(TraceToolMerge, MergesTheTracesOfTwoRealProcesses) {
     std::filesystem::create_directories(dir.path() / std::to_string(rank));
     threads.emplace_back([&, rank] {
       ranks[rank] = testing::run_binary(
-        std::string("timeout -k 5 120 ") + PE_RUN_BINARY,
+        std::string("timeout -k 5 120 ") + pe::testing::pe_actor_run_binary(),
         "--places cpu:1 --steps 3 --trace " + dir.file("t.json") + " --nnodes 2 --node-rank " +
           std::to_string(rank) + " --master " + master,
         dir.path() / std::to_string(rank));
