@@ -29,6 +29,9 @@ struct collective_call {
   bool timed = false;
 };
 
+/// "all_reduce", "reduce", "broadcast": what errors call a kind.
+std::string to_string(collective_call::kind kind);
+
 /// Times of one completed collective, for tracing: when the last rank joined (no rank
 /// wrote before) and when the last rank finished (every rank's result was complete). A
 /// timed GPU collective ends when the first rank finished on its device (no rank read its

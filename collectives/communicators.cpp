@@ -18,6 +18,15 @@
 
 namespace pe {
 
+std::string to_string(collective_call::kind kind) {
+  switch (kind) {
+    case collective_call::kind::all_reduce: return "all_reduce";
+    case collective_call::kind::reduce: return "reduce";
+    case collective_call::kind::broadcast: return "broadcast";
+  }
+  return "?";
+}
+
 namespace {
 
 std::unique_ptr<communicator> make_gpu(const std::vector<device*>& devices, process_group* group) {

@@ -2,6 +2,8 @@
 
 #include <exception>
 
+#include "devices/progress.hpp"
+
 namespace pe {
 
 std::string to_string(stream_kind kind) {
@@ -23,6 +25,18 @@ stream::failure stream::caught_failure() {
   } catch (...) {
     return {"unknown exception", pe::error_kind::ordinary};
   }
+}
+
+void stream::enqueue_polled(polled_task work) {
+  enqueue_always([work = std::move(work)](bool failed) {
+    for (;;) {
+      const std::uint64_t seen = progress_epoch();
+      if (work(failed)) return;
+      // Bounded: progress that comes from outside the notifying code (a timeout passing)
+      // is still seen within a millisecond.
+      wait_for_progress(seen, std::chrono::milliseconds(1));
+    }
+  });
 }
 
 void stream::enqueue_timed(task work, span_sink timed) {

@@ -80,6 +80,16 @@ class stream {
   /// throws fail the stream as enqueue's do.
   virtual void enqueue_always(std::function<void(bool failed)> work) = 0;
 
+  /// Work that may take several polls: told whether the stream has failed, it returns true
+  /// when finished, false to be polled again after the next notify_progress()
+  /// (devices/progress.hpp). Runs even after a failure, like enqueue_always. What a
+  /// collective's rank that waits for other ranks or processes is: it holds its stream,
+  /// not the thread that runs it. The default polls on the stream's own thread, waiting
+  /// for progress between polls (the thread runs nothing else meanwhile); a CPU stream
+  /// parks the work and lets its device thread run the place's other streams.
+  using polled_task = std::function<bool(bool failed)>;
+  virtual void enqueue_polled(polled_task work);
+
   /// enqueue(), and `timed` is told when the work ran where it runs: on a CPU place the
   /// task itself (timed on the host, around it); on a GPU place the device work the task
   /// launched, between markers the device stamps before and after it, so the span is

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the layering of the source tree: which top-level folder's files may include which
-others' headers, which files may include CAF, and that a CPU folder never includes its CUDA
-sibling. ctest runs it (test `layering`) on every build, so a change that breaks a rule fails
+others' headers, which files may include CAF and Gloo, that a CPU folder never includes its
+CUDA sibling, and that only device-specific folders include a concrete device's headers. ctest runs it (test `layering`) on every build, so a change that breaks a rule fails
 the tests with the file, the line and the rule it broke.
 
     scripts/check_layering.py [ROOT]     check ROOT (default: this repository); exit 1 on any
@@ -47,6 +47,19 @@ CAF_FILES = {
     "collectives/net/net_packet_wire.hpp",
 }
 
+# Gloo's headers stay in its backend's folder: the rest of collectives/ sees a communicator.
+GLOO_FOLDER = "collectives/gloo/"
+
+# A concrete device's headers (its stream and event classes) are for the folders that
+# implement that device kind; everything else works through devices/device.hpp and
+# devices/stream.hpp (a collective backend polls any stream with stream::enqueue_polled,
+# it does not cast to cpu_stream). communicators.cpp picks the GPU backend by the GPUs'
+# PCI ids.
+DEVICE_FOLDERS = {
+    "devices/cpu/": ("devices/",),
+    "devices/cuda/": ("devices/", "kernels/cuda/", "collectives/gpu/", "collectives/communicators.cpp"),
+}
+
 # A CPU implementation folder never includes its CUDA sibling (CPU-only builds have none).
 CPU_CUDA_PAIRS = [("kernels/cpu/", "kernels/cuda/"), ("devices/cpu/", "devices/cuda/")]
 
@@ -78,8 +91,15 @@ def violations(root):
                 if bracket == "<" and target.startswith("caf/") and path not in CAF_FILES:
                     found.append((path, number, f"includes <{target}>: CAF is confined to "
                                   f"{', '.join(sorted(CAF_FILES))}"))
+                if bracket == "<" and target.startswith("gloo/") and not path.startswith(GLOO_FOLDER):
+                    found.append((path, number, f"includes <{target}>: Gloo is confined to {GLOO_FOLDER}"))
                 if bracket != '"' or "/" not in target:
                     continue
+                for folder, allowed in DEVICE_FOLDERS.items():
+                    if target.startswith(folder) and not path.startswith(allowed):
+                        found.append((path, number, f'includes "{target}": only '
+                                      f"{', '.join(allowed)} may include {folder} (use the "
+                                      "device and stream interfaces)"))
                 target_layer = target.split("/", 1)[0]
                 if target_layer in ALLOWED and target_layer != layer and target_layer not in ALLOWED[layer]:
                     rule = (f"{layer}/ may include only {', '.join(sorted(ALLOWED[layer]))}"
@@ -110,6 +130,8 @@ def self_test():
         "kernels/cpu/bad_cuda.cpp": ('#include "kernels/cuda/x.hpp"\n', "must build without kernels/cuda/"),
         "graph/bad_caf.cpp": ("#include <caf/all.hpp>\n", "CAF is confined to"),
         "data/bad_graph.cpp": ('#include "graph/builder.hpp"\n', "data/ may include only core"),
+        "collectives/net/bad_cast.cpp": ('#include "devices/cpu/cpu_stream.hpp"\n', "may include devices/cpu/"),
+        "collectives/cpu/bad_gloo.cpp": ("#include <gloo/allreduce.h>\n", "Gloo is confined to"),
     }
     with tempfile.TemporaryDirectory() as root:
         for path, (text, _) in planted.items():

@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   ca-certificates                  # pip install . fetches its build requirements over HTTPS
   libcaf-dev                       # C++ Actor Framework 0.17
+  libgloo-dev                      # Gloo: the gloo collective backend across processes
   libprotobuf-dev protobuf-compiler
   libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev

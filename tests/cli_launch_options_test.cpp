@@ -11,6 +11,7 @@
 
 #include "apps/run/launch_options.hpp"
 #include "apps/run/options.hpp"
+#include "collectives/process_backend.hpp"
 #include "tests/support/expect_error.hpp"
 
 namespace pe {
@@ -85,8 +86,10 @@ TEST_F(LaunchOptions, FlagsPlaceTheProcess) {
   EXPECT_EQ(o.master_host, "10.0.0.1");
   EXPECT_EQ(o.master_port, 29500);
   EXPECT_EQ(o.peer_timeout, 2.5);
+  EXPECT_EQ(o.collective_backend, "caf");
   EXPECT_TRUE(o.multi_process());
   const auto config = to_json(o);
+  EXPECT_EQ(config.at("collective_backend"), "caf");
   EXPECT_EQ(config.at("nnodes"), 3);
   EXPECT_EQ(config.at("node_rank"), 2);
   EXPECT_EQ(config.at("master"), "10.0.0.1:29500");
@@ -141,6 +144,15 @@ TEST_F(LaunchOptions, RejectsBadFlags) {
   expect_rejected("--nnodes 2 --master h:http", {"the port must be 1..65535, got 'http'"});
   expect_rejected("--peer-timeout 0", {"--peer-timeout must be a positive number of seconds"});
   expect_rejected("--peer-timeout -3", {"--peer-timeout must be a positive"});
+  expect_rejected("--collective-backend mpi",
+                  {"--collective-backend: no collective backend 'mpi' in this build (it has caf"});
+}
+
+TEST_F(LaunchOptions, CollectiveBackendsByName) {
+  bool gloo = false;
+  for (const auto& b : process_backends()) gloo = gloo || b.name == "gloo";
+  if (!gloo) GTEST_SKIP() << "this build has no Gloo (libgloo-dev)";
+  EXPECT_EQ(parse("--nnodes 2 --master h:1 --collective-backend gloo").collective_backend, "gloo");
 }
 
 TEST_F(LaunchOptions, SeveralProcessesNeedTheActorExecutorAndTraining) {
@@ -200,7 +212,8 @@ TEST_F(LaunchOptions, HelpSaysWhatTheFlagsDo) {
   for (const char* fact : {"--nnodes N", "--node-rank R", "--master HOST:PORT",
                            "--peer-timeout SECONDS", "PADDLE_TRAINERS_NUM", "PADDLE_TRAINER_ID",
                            "PADDLE_TRAINER_ENDPOINTS", "PADDLE_CURRENT_ENDPOINT", "world size",
-                           "(=10)", "--save-every K", "exits with status 130 or 143"})
+                           "(=10)", "--save-every K", "exits with status 130 or 143",
+                           "--collective-backend NAME", "caf, the engine's own"})
     EXPECT_NE(help.str().find(fact), std::string::npos) << fact;
 }
 

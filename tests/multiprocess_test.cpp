@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "collectives/process_backend.hpp"
 #include "idx_files.hpp"
 #include "support/job.hpp"
 #include "support/process.hpp"
@@ -52,18 +54,33 @@ void PrintTo(const equality_case& c, std::ostream* os) {
   *os << c.name;
 }
 
-class JobEqualsOneProcess : public ::testing::TestWithParam<equality_case> {};
+/// Whether this build has the collective backend `name` (gloo needs libgloo-dev).
+bool built_with(const std::string& name) {
+  for (const auto& b : pe::process_backends())
+    if (b.name == name) return true;
+  return false;
+}
+
+/// The jobs' tests run with every cross-process backend: " --collective-backend NAME".
+const auto backends = ::testing::Values(std::string("caf"), std::string("gloo"));
+
+#define SKIP_WITHOUT(backend)                                                                      \
+  if (!built_with(backend)) GTEST_SKIP() << "this build has no " << (backend) << " backend"
+
+class JobEqualsOneProcess : public ::testing::TestWithParam<std::tuple<equality_case, std::string>> {};
 
 TEST_P(JobEqualsOneProcess, LossesMatchWithinFp32GroupingAndRepeatBitForBit) {
-  const auto& c = GetParam();
-  temp_dir dir(std::string("mp_") + c.name);
+  const auto& [c, backend] = GetParam();
+  SKIP_WITHOUT(backend);
+  temp_dir dir(std::string("mp_") + c.name + "_" + backend);
   const std::string flags = std::string(c.flags) + " --steps 12 --seed 3";
+  const std::string job_flags = flags + " --collective-backend " + backend;
   const auto expected = one_process(dir, flags, c.all_places);
   ASSERT_EQ(expected.size(), 12u);
   std::vector<double> first;
   for (int run = 0; run < 2; ++run) {
     const std::string metrics = dir.file("job" + std::to_string(run) + ".json");
-    auto args = words(flags + " --places " + c.local_places + " --metrics " + metrics);
+    auto args = words(job_flags + " --places " + c.local_places + " --metrics " + metrics);
     job j(dir, c.processes, args);
     const auto statuses = j.wait();
     for (std::size_t r = 0; r < statuses.size(); ++r) ASSERT_EQ(statuses[r], 0) << "rank " << r << "\n" << j.errors();
@@ -83,12 +100,23 @@ TEST_P(JobEqualsOneProcess, LossesMatchWithinFp32GroupingAndRepeatBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(
     Jobs, JobEqualsOneProcess,
-    ::testing::Values(equality_case{"TwoByOne", 2, "cpu:1", "cpu:2", "--batch-size 64"},
-                      equality_case{"TwoByTwoFused", 2, "cpu:2", "cpu:4", "--batch-size 64 --fuse-allreduce-mb 1"},
-                      equality_case{"ThreeUnevenBatch", 3, "cpu:1", "cpu:3", "--batch-size 50"},
-                      equality_case{"ThreeReduceMode", 3, "cpu:1", "cpu:3", "--batch-size 48 --reduce reduce"},
-                      equality_case{"TwoByTwoReduceAdam", 2, "cpu:2", "cpu:4", "--batch-size 64 --reduce reduce --optimizer adam --lr 0.01"}),
-    [](const auto& info) { return std::string(info.param.name); });
+    ::testing::Combine(
+        ::testing::Values(equality_case{"TwoByOne", 2, "cpu:1", "cpu:2", "--batch-size 64"},
+                          equality_case{"TwoByTwoFused", 2, "cpu:2", "cpu:4", "--batch-size 64 --fuse-allreduce-mb 1"},
+                          equality_case{"ThreeUnevenBatch", 3, "cpu:1", "cpu:3", "--batch-size 50"},
+                          equality_case{"ThreeReduceMode", 3, "cpu:1", "cpu:3", "--batch-size 48 --reduce reduce"},
+                          equality_case{"TwoByTwoReduceAdam", 2, "cpu:2", "cpu:4", "--batch-size 64 --reduce reduce --optimizer adam --lr 0.01"}),
+        backends),
+    [](const auto& info) { return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param); });
+
+/// The restart and fault tests, once per backend.
+class JobWithBackend : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { SKIP_WITHOUT(GetParam()); }
+  std::string backend_flag() const { return " --collective-backend " + GetParam() + " "; }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, JobWithBackend, backends, [](const auto& info) { return info.param; });
 
 /// The losses of `steps` [first, last] (numbered from 1) in a metrics file.
 std::vector<double> losses_of_steps(const std::string& metrics_file, int first, int last) {
@@ -102,9 +130,9 @@ std::vector<double> losses_of_steps(const std::string& metrics_file, int first, 
   return out;
 }
 
-TEST(JobCheckpoints, ARestartedJobContinuesTheLossCurve) {
-  temp_dir dir("mp_restart");
-  const std::string flags = "--places cpu:1 --optimizer adam --lr 0.01 --batch-size 40 ";
+TEST_P(JobWithBackend, ARestartedJobContinuesTheLossCurve) {
+  temp_dir dir("mp_restart_" + GetParam());
+  const std::string flags = "--places cpu:1 --optimizer adam --lr 0.01 --batch-size 40" + backend_flag();
   {
     job whole(dir, 2, words(flags + "--steps 12 --metrics " + dir.file("whole.json")));
     for (auto status : whole.wait()) ASSERT_EQ(status, 0) << whole.errors();
@@ -174,9 +202,9 @@ TEST(JobSignals, ASignalToOneRankStopsEveryRankAtTheSameStep) {
   EXPECT_EQ(std::to_string(nlohmann::json::parse(metrics).at("steps").size()), stopped_at[0]);
 }
 
-TEST(JobFaults, AKilledProcessEndsTheOthersNamingIt) {
-  temp_dir dir("mp_kill");
-  job j(dir, 3, words("--places cpu:1 --steps 1000000 --log-every 10 --peer-timeout 5"));
+TEST_P(JobWithBackend, AKilledProcessEndsTheOthersNamingIt) {
+  temp_dir dir("mp_kill_" + GetParam());
+  job j(dir, 3, words("--places cpu:1 --steps 1000000 --log-every 10 --peer-timeout 5" + backend_flag()));
   ASSERT_TRUE(j.ranks[0]->printed("step 10/", 60s)) << j.ranks[0]->err();
   ::kill(j.ranks[1]->pid(), SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
@@ -190,9 +218,9 @@ TEST(JobFaults, AKilledProcessEndsTheOthersNamingIt) {
   EXPECT_LT(std::chrono::steady_clock::now() - killed, 10s);
 }
 
-TEST(JobFaults, AFrozenProcessIsFoundByHeartbeats) {
-  temp_dir dir("mp_stop");
-  job j(dir, 2, words("--places cpu:1 --steps 1000000 --log-every 10 --peer-timeout 2"));
+TEST_P(JobWithBackend, AFrozenProcessIsFoundByHeartbeats) {
+  temp_dir dir("mp_stop_" + GetParam());
+  job j(dir, 2, words("--places cpu:1 --steps 1000000 --log-every 10 --peer-timeout 2" + backend_flag()));
   ASSERT_TRUE(j.ranks[0]->printed("step 10/", 60s)) << j.ranks[0]->err();
   ::kill(j.ranks[1]->pid(), SIGSTOP);
   auto status = j.ranks[0]->wait(15s);
@@ -209,6 +237,16 @@ TEST(JobFaults, AProcessWithAnotherProgramIsRefusedAtJoin) {
   for (auto status : j.wait(60s)) EXPECT_EQ(status, 2) << j.errors();
   EXPECT_NE(j.ranks[1]->err().find("the master refused this process"), std::string::npos) << j.ranks[1]->err();
   EXPECT_NE(j.ranks[0]->err().find("process rank 1 differs from rank 0 in"), std::string::npos)
+      << j.ranks[0]->err();
+}
+
+TEST(JobFaults, AProcessWithAnotherCollectiveBackendIsRefusedAtJoin) {
+  SKIP_WITHOUT("gloo");
+  temp_dir dir("mp_backend");
+  job j(dir, 2, words("--places cpu:1 --steps 5"), {{}, {"--collective-backend", "gloo"}});
+  for (auto status : j.wait(60s)) EXPECT_EQ(status, 2) << j.errors();
+  EXPECT_NE(j.ranks[0]->err().find("process rank 1 differs from rank 0 in --collective-backend"),
+            std::string::npos)
       << j.ranks[0]->err();
 }
 

@@ -17,6 +17,8 @@
 #include "collectives/net/net_communicator.hpp"
 #include "devices/device.hpp"
 #include "support/collective_calls.hpp"
+#include "support/collective_job.hpp"
+#include "support/collective_values.hpp"
 #include "support/loopback_transport.hpp"
 
 namespace {
@@ -25,113 +27,27 @@ using namespace pe;
 using namespace std::chrono_literals;
 using kind = collective_call::kind;
 using pe::testing::test_call;
-
-constexpr auto limit = 5000ms;
+using namespace pe::testing;
 
 /// `processes` x `local` CPU places, one net_communicator per process.
-struct job {
+struct job : collective_job {
   job(int processes, int local, std::size_t ring_bytes = net_communicator::default_ring_bytes)
-      : network(processes), local(local) {
+      : collective_job(processes, local), network(processes) {
     for (int p = 0; p < processes; ++p) {
       transports.push_back(network.transport(p));
       comms.push_back(std::make_unique<net_communicator>(*transports.back(), 1, local, ring_bytes));
     }
-    for (int r = 0; r < processes * local; ++r) devices.push_back(open_device(place::cpu(r)));
   }
   ~job() {
+    // The communicators before the transports they use.
     for (auto& c : comms) c->abort();
     for (auto& d : devices) d->stop();
+    comms.clear();
   }
-
-  int world() const { return static_cast<int>(devices.size()); }
-  stream& on(int rank) { return devices[static_cast<std::size_t>(rank)]->get_stream(stream_kind::communication); }
-
-  /// Global rank `rank`'s part of `c` over `buffers`.
-  void launch(const collective_call& c, int rank, std::vector<tensor*> buffers) {
-    comms[static_cast<std::size_t>(rank / local)]->launch(c, rank % local, std::move(buffers), on(rank));
-  }
-
-  /// Every rank's stream synchronized, or nullopt for a rank still running after the limit.
-  std::vector<std::optional<bool>> sync_all() {
-    auto results = std::async(std::launch::async, [this] {
-      std::vector<bool> ok;
-      for (int r = 0; r < world(); ++r) ok.push_back(on(r).synchronize());
-      return ok;
-    });
-    if (results.wait_for(limit) != std::future_status::ready) {
-      for (auto& c : comms) c->abort();
-      for (auto& d : devices) d->stop();
-      return std::vector<std::optional<bool>>(static_cast<std::size_t>(world()), std::nullopt);
-    }
-    std::vector<std::optional<bool>> out;
-    for (bool ok : results.get()) out.push_back(ok);
-    return out;
-  }
-
-  std::string error(int rank) { return on(rank).error().value_or("<no error>"); }
 
   pe::testing::loopback_network network;
-  int local;
   std::vector<std::unique_ptr<net_transport>> transports;
-  std::vector<std::unique_ptr<net_communicator>> comms;
-  std::vector<std::unique_ptr<device>> devices;
 };
-
-/// values[rank][variable]: random, with sizes that cut packets and blocks unevenly.
-std::vector<std::vector<tensor>> random_buffers(int ranks, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<std::vector<tensor>> out(static_cast<std::size_t>(ranks));
-  for (auto& rank : out)
-    for (std::int64_t n : {1, 1000, 1100003}) {
-      std::vector<float> v(static_cast<std::size_t>(n));
-      for (auto& x : v) x = u(rng);
-      rank.push_back(tensor::from_vector(v, {n}));
-    }
-  return out;
-}
-
-std::vector<tensor*> pointers(std::vector<tensor>& ts) {
-  std::vector<tensor*> out;
-  for (auto& t : ts) out.push_back(&t);
-  return out;
-}
-
-std::vector<std::vector<tensor>> clone_all(const std::vector<std::vector<tensor>>& in) {
-  std::vector<std::vector<tensor>> out;
-  for (const auto& rank : in) {
-    out.emplace_back();
-    for (const auto& t : rank) out.back().push_back(t.clone());
-  }
-  return out;
-}
-
-bool bit_identical(const tensor& a, const tensor& b) {
-  return a.bytes() == b.bytes() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
-}
-
-/// The largest relative difference of a from b, relative to b's magnitude.
-double relative_difference(const tensor& a, const tensor& b) {
-  double worst = 0;
-  auto x = a.values<float>(), y = b.values<float>();
-  for (std::size_t i = 0; i < x.size(); ++i)
-    worst = std::max(worst, std::abs(double(x[i]) - y[i]) / std::max(1.0, std::abs(double(y[i]))));
-  return worst;
-}
-
-/// The same collective over the same number of places in one process.
-std::vector<std::vector<tensor>> single_process(const collective_call& c, std::vector<std::vector<tensor>> in) {
-  const int n = static_cast<int>(in.size());
-  inproc_communicator comm(n);
-  std::vector<std::unique_ptr<device>> devices;
-  for (int r = 0; r < n; ++r) devices.push_back(open_device(place::cpu(r)));
-  for (int r = 0; r < n; ++r)
-    comm.launch(c, r, pointers(in[static_cast<std::size_t>(r)]),
-                devices[static_cast<std::size_t>(r)]->get_stream(stream_kind::communication));
-  for (auto& d : devices) EXPECT_TRUE(d->get_stream(stream_kind::communication).synchronize());
-  for (auto& d : devices) d->stop();
-  return in;
-}
 
 struct shape_case {
   int processes;

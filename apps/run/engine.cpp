@@ -88,6 +88,7 @@ std::unique_ptr<process_group> join_job(const run_options& o, const model_progra
   g.master_port = o.master_port;
   g.peer_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.peer_timeout * 1000));
   g.join_timeout = std::max(std::chrono::milliseconds(60000), 3 * g.peer_timeout);
+  g.collective_backend = o.collective_backend;
   g.fingerprint = {
       {"build", PE_BUILD_ID},
       {"places per process", std::to_string(o.places.size())},
@@ -102,6 +103,7 @@ std::unique_ptr<process_group> join_job(const run_options& o, const model_progra
       {"--optimizer", o.optimizer},
       {"--lr", std::to_string(o.learning_rate)},
       {"--reduce", spelling(o.reduce)},
+      {"--collective-backend", o.collective_backend},
       {"--fuse-allreduce-mb", std::to_string(o.fuse_allreduce_mb)},
       {"--eval", o.eval ? "on" : "off"},
       {"--load-params", o.load_params},

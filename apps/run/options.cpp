@@ -14,6 +14,7 @@
 
 #include "apps/run/gpu_places.hpp"
 #include "apps/run/launch_options.hpp"
+#include "collectives/process_backend.hpp"
 #include "devices/gpu_runtime.hpp"
 #include "core/error.hpp"
 #include "core/place_list.hpp"
@@ -111,6 +112,15 @@ std::uint64_t parse_seed(const std::string& text) {
   if (ec != std::errc{} || end != text.data() + text.size())
     throw error("--seed: expected an unsigned 64-bit integer, got '" + text + "'");
   return seed;
+}
+
+/// --collective-backend's help: the backends this build has, from their registry.
+std::string backend_help() {
+  std::string help = "with --nnodes N > 1 and CPU places: what runs the collectives across the "
+                     "processes (the same on every process):";
+  for (const auto& b : process_backends()) help += " " + b.name + ", " + b.about + ";";
+  help.back() = '.';
+  return help + " GPU places across processes use NCCL";
 }
 
 po::options_description describe() {
@@ -293,7 +303,10 @@ po::options_description describe() {
      "HOST:PORT list in rank order, of which PADDLE_CURRENT_ENDPOINT must be this rank's)")
     ("peer-timeout", po::value<double>()->value_name("SECONDS")->default_value(10, "10"),
      "with --nnodes N > 1: a process that dies, stops or loses its connection fails the "
-     "step on every other process, with an error naming its rank, within this time");
+     "step on every other process, with an error naming its rank, within this time (with "
+     "--collective-backend gloo, also the longest one Gloo transfer may take)")
+    ("collective-backend", po::value<std::string>()->value_name("NAME")->default_value(default_process_backend),
+     backend_help().c_str());
   // clang-format on
   return d;
 }
@@ -403,6 +416,15 @@ void interpret_launch(const po::variables_map& vm, run_options& o) {
   o.master_host = launch.master_host;
   o.master_port = launch.master_port;
   o.peer_timeout = take<double>(vm, "peer-timeout");
+  o.collective_backend = take<std::string>(vm, "collective-backend");
+  try {
+    find_process_backend(o.collective_backend);
+  } catch (const error& e) {
+    throw error(std::string("--collective-backend: ") + e.what());
+  }
+  if (o.collective_backend != default_process_backend && o.places.front().type != place::kind::cpu)
+    throw error("--collective-backend " + o.collective_backend +
+                " runs CPU places; GPU places across processes use NCCL");
   if (!(o.peer_timeout > 0 && std::isfinite(o.peer_timeout)))
     throw error("--peer-timeout must be a positive number of seconds, got " +
                 std::to_string(o.peer_timeout));
@@ -571,6 +593,7 @@ nlohmann::json to_json(const run_options& o) {
     config["node_rank"] = o.node_rank;
     config["master"] = endpoint{o.master_host, o.master_port}.text();
     config["peer_timeout"] = o.peer_timeout;
+    config["collective_backend"] = o.collective_backend;
   }
   return config;
 }

@@ -58,6 +58,8 @@ struct run_options {
   std::string master_host; ///< where rank 0 waits for the others; set when nnodes > 1
   int master_port = 0;
   double peer_timeout = 10; ///< seconds of silence after which a peer counts as lost
+  /// Which backend runs the CPU places' collectives across processes (process_backend.hpp).
+  std::string collective_backend = "caf";
 
   /// fuse_allreduce_mb in bytes (build_strategy::fuse_all_reduce_bytes).
   std::int64_t fuse_allreduce_bytes() const {

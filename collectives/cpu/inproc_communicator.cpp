@@ -5,7 +5,7 @@
 #include "collectives/cpu/cpu_collective.hpp"
 #include "core/error.hpp"
 #include "core/steady_clock.hpp"
-#include "devices/cpu/cpu_device.hpp"
+#include "devices/progress.hpp"
 
 namespace pe {
 
@@ -36,12 +36,12 @@ void inproc_communicator::launch(const collective_call& call, int local_rank,
   if (call.root < 0 || call.root >= ranks_)
     throw error(call.label + ": root rank " + std::to_string(call.root) +
                 " outside a communicator of " + std::to_string(ranks_));
-  auto* cpu = dynamic_cast<cpu_stream*>(&on);
-  if (cpu == nullptr)
-    throw error(call.label + ": the in-process communicator runs on CPU streams, not on " +
+  // The parts read and write the buffers as host memory.
+  if (on.where().type != place::kind::cpu)
+    throw error(call.label + ": the in-process communicator runs on CPU places, not on " +
                 to_string(on.where()));
   auto state = std::make_shared<part>(part{call, local_rank, std::move(buffers), std::move(done)});
-  cpu->enqueue_polled([this, state](bool failed) { return poll(*state, failed); });
+  on.enqueue_polled([this, state](bool failed) { return poll(*state, failed); });
 }
 
 void inproc_communicator::abort() {
@@ -49,7 +49,7 @@ void inproc_communicator::abort() {
     std::lock_guard<std::mutex> guard(mutex_);
     if (!broken_) broken_ = "the communicator was aborted (the executor is being destroyed)";
   }
-  cpu_device::notify_progress(); // parked ranks poll again and fail
+  notify_progress(); // parked ranks poll again and fail
 }
 
 std::vector<std::vector<std::uint64_t>> inproc_communicator::history() const {
@@ -144,7 +144,7 @@ bool inproc_communicator::poll(part& p, bool stream_failed) {
   struct notify_on_change {
     bool changed = false;
     ~notify_on_change() {
-      if (changed) cpu_device::notify_progress();
+      if (changed) notify_progress();
     }
   } notify;
   if (broken_) throw error(call.label + ": " + *broken_);

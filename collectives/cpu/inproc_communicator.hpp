@@ -13,7 +13,7 @@ namespace pe {
 
 /// The communicator of the CPU places of one process: the ranks' parts meet in memory.
 ///
-/// Each rank's part is polled work on its place's communication stream (cpu_stream): it
+/// Each rank's part is polled work on its place's communication stream (stream::enqueue_polled): it
 /// joins the meeting of its sequence number; once every rank has joined (all inputs
 /// ready), rank r sums chunk r of the buffers in rank order (0 + 1 + ...) and writes it
 /// where the collective puts results; once every rank has finished its chunk, each rank's

@@ -13,9 +13,10 @@
 
 #include "collectives/net/net_packet_wire.hpp"
 #include "collectives/net/process_group.hpp"
+#include "collectives/process_backend.hpp"
 #include "core/error.hpp"
 #include "core/steady_clock.hpp"
-#include "devices/cpu/cpu_device.hpp"
+#include "devices/progress.hpp"
 
 namespace pe {
 
@@ -62,7 +63,7 @@ std::string difference(const std::vector<std::string>& mine, const std::vector<s
 /// What the mailbox actor and the threads of this process share.
 struct node_state {
   node_state(int rank, int size)
-      : inbox(rank, size, [] { cpu_device::notify_progress(); }),
+      : inbox(rank, size, [] { notify_progress(); }),
         peers(static_cast<std::size_t>(size)), endpoints(static_cast<std::size_t>(size)) {}
 
   net_inbox inbox;
@@ -431,9 +432,10 @@ std::unique_ptr<process_group> join_processes(const process_group_options& o) {
   if (o.rank < 0 || o.rank >= o.size)
     throw error("join_processes: rank " + std::to_string(o.rank) + " outside a job of " +
                 std::to_string(o.size));
+  find_process_backend(o.collective_backend); // a name this build lacks fails before joining
   auto transport = std::make_unique<caf_transport>(o);
   const std::int64_t offset = transport->join(o);
-  return std::make_unique<process_group>(std::move(transport), offset);
+  return std::make_unique<process_group>(std::move(transport), offset, std::chrono::minutes(5), o);
 }
 
 } // namespace pe

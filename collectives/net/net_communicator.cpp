@@ -4,21 +4,10 @@
 
 #include "collectives/chunk_range.hpp"
 #include "core/error.hpp"
-#include "devices/cpu/cpu_device.hpp"
-#include "devices/cpu/cpu_stream.hpp"
 
 namespace pe {
 
 namespace {
-
-std::string kind_name(collective_call::kind k) {
-  switch (k) {
-    case collective_call::kind::all_reduce: return "all_reduce";
-    case collective_call::kind::reduce: return "reduce";
-    case collective_call::kind::broadcast: return "broadcast";
-  }
-  return "?";
-}
 
 /// Throws unless every buffer holds FP32 values; returns their total size in bytes.
 std::size_t check_buffers(const std::vector<tensor*>& buffers, const std::string& label) {
@@ -119,7 +108,7 @@ struct net_communicator::exchange {
 net_communicator::net_communicator(net_transport& transport, std::uint32_t channel, int local_ranks,
                                    std::size_t ring_bytes)
     : transport_(transport), channel_(channel), local_ranks_(local_ranks), ring_bytes_(ring_bytes),
-      local_(local_ranks) {
+      stages_(transport.inbox().rank(), local_ranks) {
   if (channel == 0) throw error("net_communicator: channel 0 is reserved for host exchanges");
   if (transport.inbox().size() >= static_cast<int>(failure_slot / 2))
     throw error("net_communicator: at most " + std::to_string(failure_slot / 2 - 1) + " processes");
@@ -131,54 +120,25 @@ int net_communicator::world_size() const {
 
 void net_communicator::launch(const collective_call& call, int local_rank,
                               std::vector<tensor*> buffers, stream& on, completion done) {
-  using kind = collective_call::kind;
   if (call.root < 0 || call.root >= world_size())
     throw error(call.label + ": root rank " + std::to_string(call.root) +
                 " outside a world of " + std::to_string(world_size()));
-  const int me = transport_.inbox().rank();
-  const int lead = call.what != kind::all_reduce && call.root / local_ranks_ == me
-                       ? call.root % local_ranks_
-                       : 0;
-  // Stage 1 gathers the local places' values on the lead (a barrier for a broadcast);
-  // stage 3 spreads the lead's result (a barrier for a reduce).
-  collective_call first = call, last = call;
-  first.sequence = 2 * call.sequence;
-  last.sequence = 2 * call.sequence + 1;
-  first.root = last.root = lead;
-  first.what = call.what == kind::broadcast ? kind::broadcast : kind::reduce;
-  last.what = call.what == kind::reduce ? kind::reduce : kind::broadcast;
-  const std::vector<tensor*> none;
-  const std::uint64_t sequence = call.sequence;
-  local_.launch(first, local_rank, call.what == kind::broadcast ? none : buffers, on,
-                [this, sequence](const collective_span& span, bool) {
-                  std::lock_guard<std::mutex> guard(mutex_);
-                  started_[sequence] = span.start_ns;
-                });
-  if (local_rank == lead) launch_exchange(call, buffers, on);
-  local_.launch(last, local_rank, call.what == kind::reduce ? none : buffers, on,
-                [this, sequence, done](const collective_span& span, bool ok) {
-                  collective_span whole = span;
-                  {
-                    std::lock_guard<std::mutex> guard(mutex_);
-                    whole.start_ns = started_[sequence];
-                    started_.erase(sequence);
-                  }
-                  if (done) done(whole, ok);
-                });
+  stages_.launch(call, local_rank, std::move(buffers), on, std::move(done),
+                 [&](std::vector<tensor*> lead) { launch_exchange(call, std::move(lead), on); });
 }
 
 void net_communicator::launch_exchange(const collective_call& call, std::vector<tensor*> buffers,
                                        stream& on) {
-  auto* cpu = dynamic_cast<cpu_stream*>(&on);
-  if (cpu == nullptr)
-    throw error(call.label + ": the cross-process communicator runs on CPU streams, not on " +
+  // The exchange packs and unpacks the buffers as host memory.
+  if (on.where().type != place::kind::cpu)
+    throw error(call.label + ": the cross-process communicator runs on CPU places, not on " +
                 to_string(on.where()));
   auto x = std::make_shared<exchange>();
   x->call = call;
   x->buffers = std::move(buffers);
   x->got.resize(static_cast<std::size_t>(transport_.inbox().size()));
   x->pieces.resize(x->got.size());
-  cpu->enqueue_polled([this, x](bool failed) { return poll(*x, failed); });
+  on.enqueue_polled([this, x](bool failed) { return poll(*x, failed); });
 }
 
 net_packet net_communicator::header_of(const exchange& x, std::uint64_t step) const {
@@ -234,8 +194,8 @@ void net_communicator::check(const exchange& x, int from, const net_payload& got
   if (!got.failure.empty()) throw error(peer + " failed: " + got.failure);
   if (got.kind != static_cast<std::int32_t>(call.what) || got.root != call.root)
     throw error(peer + " ran collective #" + std::to_string(call.sequence) + " as " +
-                kind_name(static_cast<kind>(got.kind)) + " with root " + std::to_string(got.root) +
-                ", this process as " + kind_name(call.what) + " with root " + std::to_string(call.root));
+                to_string(static_cast<kind>(got.kind)) + " with root " + std::to_string(got.root) +
+                ", this process as " + to_string(call.what) + " with root " + std::to_string(call.root));
   if (got.total != expected)
     throw error(peer + " sent " + std::to_string(got.total) + " bytes where this process has " +
                 std::to_string(expected));
@@ -371,7 +331,7 @@ void net_communicator::abort() {
     std::lock_guard<std::mutex> guard(mutex_);
     if (!aborted_) aborted_ = "the communicator was aborted (the executor is being destroyed)";
   }
-  local_.abort(); // wakes the parked stages, this one's included
+  stages_.abort(); // wakes the parked stages, this one's included
 }
 
 } // namespace pe

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "collectives/communicator.hpp"
-#include "collectives/cpu/inproc_communicator.hpp"
+#include "collectives/net/process_stages.hpp"
 #include "collectives/net/net_transport.hpp"
 
 namespace pe {
@@ -17,11 +17,10 @@ namespace pe {
 /// The communicator of CPU places spread over several processes: global rank = process
 /// rank x local ranks + local index, as rank_model defines it.
 ///
-/// Each collective runs in three stages on the places' communication streams: the local
-/// places reduce in memory to one lead place (inproc_communicator, in local rank order);
-/// the lead exchanges one payload per process over `transport` and sums the processes'
-/// contributions in process order; the lead's result goes back to the local places
-/// (in-memory broadcast). So one transfer per process and collective, and every process
+/// Each collective runs in the three stages of process_stages: the local places reduce in
+/// memory to one lead place (in local rank order); the lead exchanges one payload per
+/// process over `transport` and sums the processes' contributions in process order; the
+/// lead's result goes back to the local places. So one transfer per process and collective, and every process
 /// computes the same sums in the same order: results are bit-identical on every process
 /// and from run to run. They differ from a single process over the same number of places
 /// only by the grouping of the fp32 sum ((p0 + p1) + (p2 + p3) instead of
@@ -77,9 +76,8 @@ class net_communicator final : public communicator {
   std::uint32_t channel_;
   int local_ranks_;
   std::size_t ring_bytes_;
-  inproc_communicator local_;
+  process_stages stages_;
   std::mutex mutex_;
-  std::map<std::uint64_t, std::int64_t> started_; // by sequence: when stage 1 began
   std::optional<std::string> aborted_;            // guarded by mutex_
 };
 

@@ -1,14 +1,18 @@
 #include "collectives/net/process_group.hpp"
 
-#include "collectives/net/net_communicator.hpp"
+#include "collectives/process_backend.hpp"
 #include "collectives/net/tensor_bytes.hpp"
 
 namespace pe {
 
 process_group::process_group(std::unique_ptr<net_transport> transport, std::int64_t clock_offset_ns,
-                             std::chrono::milliseconds exchange_timeout)
+                             std::chrono::milliseconds exchange_timeout,
+                             process_group_options options)
     : transport_(std::move(transport)), clock_offset_ns_(clock_offset_ns),
-      exchange_timeout_(exchange_timeout) {}
+      exchange_timeout_(exchange_timeout), options_(std::move(options)) {
+  options_.rank = rank();
+  options_.size = size();
+}
 
 process_group::~process_group() = default;
 
@@ -21,7 +25,8 @@ int process_group::size() const {
 }
 
 std::unique_ptr<communicator> process_group::make_communicator(int local_ranks) {
-  return std::make_unique<net_communicator>(*transport_, ++channels_, local_ranks);
+  const process_backend backend = find_process_backend(options_.collective_backend);
+  return backend.make({*this, *transport_, ++channels_, local_ranks});
 }
 
 std::optional<std::string> process_group::broken() const { return transport_->inbox().broken(); }

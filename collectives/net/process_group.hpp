@@ -27,6 +27,10 @@ struct process_group_options {
   /// What must be equal on every process for the job to compute one thing (program hash,
   /// build, places, the flags that change the math): (name, value) pairs in one order.
   std::vector<std::pair<std::string, std::string>> fingerprint;
+  /// Which backend runs the CPU places' collectives across the processes, by its name in
+  /// collectives/process_backend.hpp ("caf", "gloo"). The same on every process: put it
+  /// in the fingerprint.
+  std::string collective_backend = "caf";
 };
 
 /// The processes of one data-parallel job, connected: the communicators that run the
@@ -38,8 +42,10 @@ class process_group {
  public:
   /// Meets the other processes (join_processes()) or wraps `transport` (tests connect
   /// transports in memory). `clock_offset_ns`: this process's steady clock minus rank 0's.
+  /// `options`: what it was formed with (rank and size are the transport's).
   process_group(std::unique_ptr<net_transport> transport, std::int64_t clock_offset_ns = 0,
-                std::chrono::milliseconds exchange_timeout = std::chrono::minutes(5));
+                std::chrono::milliseconds exchange_timeout = std::chrono::minutes(5),
+                process_group_options options = {});
   ~process_group();
   process_group(const process_group&) = delete;
   process_group& operator=(const process_group&) = delete;
@@ -47,8 +53,11 @@ class process_group {
   int rank() const;
   int size() const;
   std::int64_t clock_offset_ns() const { return clock_offset_ns_; }
+  /// What the group was formed with: the master's address, the peer timeout, the backend.
+  const process_group_options& options() const { return options_; }
 
-  /// A communicator over `local_ranks` places per process (net_communicator).
+  /// A communicator over `local_ranks` places per process, from the backend the options
+  /// name (find_process_backend); each gets a channel of its own.
   std::unique_ptr<communicator> make_communicator(int local_ranks);
 
   /// Every process's `mine`, by rank. Throws pe::error naming the process that failed, was
@@ -71,6 +80,7 @@ class process_group {
   std::unique_ptr<net_transport> transport_;
   std::int64_t clock_offset_ns_;
   std::chrono::milliseconds exchange_timeout_;
+  process_group_options options_;
   std::uint32_t channels_ = 0;        // communicators made so far
   std::uint64_t exchanges_ = 0;       // host exchanges so far
 };

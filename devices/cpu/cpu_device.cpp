@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/tensor.hpp"
+#include "devices/progress.hpp"
 
 namespace pe {
 
@@ -19,7 +20,6 @@ struct sleeper_registry {
   std::mutex mutex;
   std::vector<cpu_device*> asleep;
   std::atomic<int> count{0};
-  std::atomic<std::uint64_t> epoch{0};
 };
 
 sleeper_registry& sleepers() {
@@ -27,9 +27,21 @@ sleeper_registry& sleepers() {
   return *r;
 }
 
+/// The progress hook (devices/progress.hpp): wakes every sleeping CPU device thread, so that
+/// parked polled work is polled again.
+void wake_sleepers() {
+  sleeper_registry& r = sleepers();
+  // seq_cst with run(), which registers and then checks readiness: either it sees this
+  // progress, or this sees it registered.
+  if (r.count.load() == 0) return;
+  std::lock_guard<std::mutex> guard(r.mutex);
+  for (cpu_device* d : r.asleep) d->wake();
+}
+
 } // namespace
 
 cpu_device::cpu_device(place where) : place_(where) {
+  add_progress_hook(&wake_sleepers);
   for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy})
     streams_[static_cast<std::size_t>(kind)] = std::make_unique<cpu_stream>(*this, kind);
   thread_ = std::thread([this] { run(); });
@@ -74,20 +86,6 @@ void cpu_device::wake() {
   std::lock_guard<std::mutex> guard(mutex_);
   signaled_ = true;
   wakeup_.notify_one();
-}
-
-std::uint64_t cpu_device::progress_epoch() {
-  return sleepers().epoch.load();
-}
-
-void cpu_device::notify_progress() {
-  sleeper_registry& r = sleepers();
-  r.epoch.fetch_add(1);
-  // seq_cst with run(), which registers and then checks readiness: either it sees this
-  // progress, or this sees it registered.
-  if (r.count.load() == 0) return;
-  std::lock_guard<std::mutex> guard(r.mutex);
-  for (cpu_device* d : r.asleep) d->wake();
 }
 
 bool cpu_device::any_ready() const {

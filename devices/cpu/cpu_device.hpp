@@ -46,14 +46,6 @@ class cpu_device final : public device {
   /// Wakes this device's thread: work was enqueued on one of its streams.
   void wake();
 
-  /// Something a CPU device may wait for happened (a stream finished an item, a rank joined
-  /// a collective): advances the progress epoch, so that parked polled work is polled
-  /// again, and wakes every sleeping CPU device thread. When no device sleeps it costs an
-  /// atomic increment and a load.
-  static void notify_progress();
-
-  /// Advanced by every notify_progress().
-  static std::uint64_t progress_epoch();
 
  private:
   void run();

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "devices/cpu/cpu_device.hpp"
+#include "devices/progress.hpp"
 
 namespace pe {
 
@@ -159,7 +160,7 @@ bool cpu_stream::head_ready() const {
   if (queue_.empty() || stopping_) return false; // (call with mutex_ held)
   const item& head = queue_.front();
   if (head.wait_on != nullptr) return head.wait_on->finished(head.wait_ticket);
-  return !head.parked || cpu_device::progress_epoch() != head.parked_at;
+  return !head.parked || progress_epoch() != head.parked_at;
 }
 
 bool cpu_stream::ready() const {
@@ -214,7 +215,7 @@ bool cpu_stream::step_polled() {
   item* head = &queue_.front(); // stays valid: only this thread pops, push_back keeps references
   mutex_.unlock();
   // Read before polling: progress made during the poll leaves the head ready.
-  const std::uint64_t epoch = cpu_device::progress_epoch();
+  const std::uint64_t epoch = progress_epoch();
   const bool done = execute(*head);
   mutex_.lock();
   if (!done) {
@@ -240,7 +241,7 @@ void cpu_stream::finish(std::uint64_t ticket) {
   }
   // Only when a stream of another device waits on this one: every kernel would otherwise
   // wake a place that sleeps waiting for the other places.
-  if (watchers_.load() > 0) cpu_device::notify_progress();
+  if (watchers_.load() > 0) notify_progress();
 }
 
 } // namespace pe

@@ -35,12 +35,6 @@ class cpu_event final : public event {
 /// finished, failed when the stream's first failure since clear_error() is at or before it.
 class cpu_stream final : public stream {
  public:
-  /// Work the device thread polls at the head of the stream until it says it is done:
-  /// told whether the stream has failed, it returns true when finished. The in-process
-  /// collectives use it, so that a rank waiting for the others holds its communication
-  /// stream, not its whole device.
-  using polled_task = std::function<bool(bool failed)>;
-
   cpu_stream(cpu_device& owner, stream_kind kind);
   cpu_stream(const cpu_stream&) = delete;
   cpu_stream& operator=(const cpu_stream&) = delete;
@@ -56,9 +50,9 @@ class cpu_stream final : public stream {
   pe::error_kind error_kind() const override;
   void clear_error() override;
 
-  /// Enqueues work that may take several polls (see polled_task); it runs even after a
-  /// failure, like enqueue_always.
-  void enqueue_polled(polled_task work);
+  /// The device thread polls the work at the head of this stream; between polls it parks
+  /// until progress and runs the place's other streams.
+  void enqueue_polled(polled_task work) override;
 
   /// For the device thread: makes progress on the head item if it can (runs it, or finds
   /// its wait satisfied). False when the stream is empty or its head must wait.

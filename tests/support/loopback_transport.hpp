@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "collectives/net/net_transport.hpp"
-#include "devices/cpu/cpu_device.hpp"
+#include "devices/progress.hpp"
 
 namespace pe::testing {
 
@@ -15,7 +15,7 @@ class loopback_network {
  public:
   explicit loopback_network(int processes) {
     for (int r = 0; r < processes; ++r)
-      inboxes_.push_back(std::make_unique<net_inbox>(r, processes, [] { cpu_device::notify_progress(); }));
+      inboxes_.push_back(std::make_unique<net_inbox>(r, processes, [] { notify_progress(); }));
   }
 
   /// Process `rank`'s transport; it keeps a reference to this network.
