@@ -40,9 +40,10 @@ struct feed_names {
 /// The feed names of the built-in models (graph/models/).
 inline const feed_names builtin_feeds{"image", "label"};
 
-/// Loads `spec`: "synthetic" (generated from `seed`), "idx:DIR" (MNIST-format files, pixels
-/// divided by 255 when `normalize`) or "npy:DIR" (DIR/<feed>.npy for the `feeds`, see
-/// load_npy_dir). Throws pe::error naming the file or the spec.
+/// Loads `spec` with the data format it names (data/data_format.hpp): "synthetic" (generated
+/// from `seed`), "idx:DIR" (MNIST-format files, pixels divided by 255 when `normalize`) or
+/// "npy:DIR" (DIR/<feed>.npy for the `feeds`, see load_npy_dir), or a registered one.
+/// Throws pe::error naming the file or the spec.
 data_splits load_data(const std::string& spec, std::uint64_t seed, bool normalize,
                       const feed_names& feeds = builtin_feeds);
 

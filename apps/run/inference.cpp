@@ -102,7 +102,7 @@ inference_model load_inference_model(const std::string& path) {
 void run_inference(const run_options& o, std::ostream& out) {
   const inference_model m = load_inference_model(o.model);
   const var_table declared = validate_program(m.program, o.max_tensor_bytes);
-  const std::string dir = o.data.substr(std::string("npy:").size());
+  const std::string& dir = o.data_source.dir;
   const feed_map inputs = read_feeds(m, declared, dir);
   const param_map params = load_params(o.params, m.program);
 

@@ -46,26 +46,23 @@ tensor fit(const tensor& t, const std::string& var, const var_info& declared,
 }
 
 void fit_split(dataset& d, const var_table& vars, const feed_names& feeds,
-               const std::string& spec, bool test) {
-  bool npy = spec.starts_with("npy:");
-  auto origin = [&](const std::string& var) {
-    return npy ? npy_feed_file(spec.substr(4), var, test)
-               : spec + (test ? " (test set)" : "");
-  };
+               const data_spec& spec, bool test) {
+  const bool reshapeable = !spec.format.feeds_by_name;
+  auto origin = [&](const std::string& var) { return spec.format.origin(spec.dir, var, test); };
   auto declared = [&](const std::string& var) -> const var_info& {
     auto it = vars.find(var);
     if (it == vars.end())
       throw error(origin(var) + ": the program declares no variable '" + var + "'");
     return it->second;
   };
-  d.images = fit(d.images, feeds.image, declared(feeds.image), origin(feeds.image), !npy);
-  d.labels = fit(d.labels, feeds.label, declared(feeds.label), origin(feeds.label), !npy);
+  d.images = fit(d.images, feeds.image, declared(feeds.image), origin(feeds.image), reshapeable);
+  d.labels = fit(d.labels, feeds.label, declared(feeds.label), origin(feeds.label), reshapeable);
 }
 
 } // namespace
 
 void fit_to_program(data_splits& data, const proto::ProgramDesc& program,
-                    const feed_names& feeds, const std::string& spec) {
+                    const feed_names& feeds, const data_spec& spec) {
   auto vars = tensor_vars(program.blocks(0));
   fit_split(data.train, vars, feeds, spec, false);
   if (data.test)
@@ -75,13 +72,13 @@ void fit_to_program(data_splits& data, const proto::ProgramDesc& program,
 model_and_data load_model_and_data(const run_options& o) {
   model_and_data r;
   if (o.builtin_model()) {
-    r.data = load_data(o.data, o.seed, o.normalize, builtin_feeds);
+    r.data = o.data_source.format.load(o.data_source.dir, {o.seed, o.normalize, builtin_feeds});
     r.model = prepare_model(o, r.data.train.width());
   } else {
     r.model = prepare_model(o, 0);
-    r.data = load_data(o.data, o.seed, o.normalize, {r.model.image, r.model.label});
+    r.data = o.data_source.format.load(o.data_source.dir, {o.seed, o.normalize, {r.model.image, r.model.label}});
   }
-  fit_to_program(r.data, r.model.main, {r.model.image, r.model.label}, o.data);
+  fit_to_program(r.data, r.model.main, {r.model.image, r.model.label}, o.data_source);
   return r;
 }
 

@@ -114,6 +114,21 @@ std::uint64_t parse_seed(const std::string& text) {
   return seed;
 }
 
+/// --data's help: the formats this build has, from their registry, and what the built-in
+/// ones read.
+std::string data_help() {
+  std::string help = "one of " + data_spec_forms() + ":";
+  for (const auto& f : data_formats()) help += " " + f.name + (f.takes_dir ? ":DIR" : "") + ", " + f.about + ";";
+  help.back() = '.';
+  return help +
+         " idx:DIR reads train-images-idx3-ubyte, train-labels-idx1-ubyte and, for --eval, "
+         "t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each plain or .gz (images feed any "
+         "[-1, ...] image variable whose dims multiply to rows x cols, e.g. [-1, 1, 28, 28]); "
+         "npy:DIR (the mlp's: image.npy, label.npy) holds each feed in the dtype and non-batch "
+         "dims the program declares, all with the same rows along dim 0, and for --eval the "
+         "same files in DIR/test/; samples are shuffled every epoch";
+}
+
 /// --collective-backend's help: the backends this build has, from their registry.
 std::string backend_help() {
   std::string help = "with --nnodes N > 1 and CPU places: what runs the collectives across the "
@@ -167,14 +182,7 @@ po::options_description describe() {
     ("seed", po::value<std::string>()->value_name("S")->default_value("1"),
      "seed of parameter initialisation, synthetic data and shuffling")
     ("data", po::value<std::string>()->value_name("SOURCE")->default_value("synthetic"),
-     "'synthetic' (8192 training and 2048 test samples of width 784 around 10 gaussian "
-     "class prototypes, generated from --seed), or idx:DIR with MNIST-format files "
-     "train-images-idx3-ubyte, train-labels-idx1-ubyte and, for --eval, t10k-images-idx3-ubyte, "
-     "t10k-labels-idx1-ubyte, each plain or .gz (images feed any [-1, ...] image variable "
-     "whose dims multiply to rows x cols, e.g. [-1, 1, 28, 28]), or npy:DIR with one numpy "
-     "file per feed, DIR/<feed name>.npy (the mlp's: image.npy, label.npy), each of the dtype "
-     "and non-batch dims the program declares, all with the same rows along dim 0, and for "
-     "--eval the same files in DIR/test/; samples are shuffled every epoch")
+     data_help().c_str())
     ("normalize", po::bool_switch(), "scale idx pixels from 0..255 to 0..1")
     ("eval", po::bool_switch(),
      "after training, report the test set's mean loss and accuracy (the program's accuracy "
@@ -381,7 +389,7 @@ void interpret_params(const po::variables_map& vm, run_options& o) {
     throw error("--infer needs --model PATH, the inference program (.pdmodel)");
   if (o.params.empty() || o.output.empty())
     throw error("--infer needs --params PATH (the model's parameters) and --output DIR");
-  if (!o.data.starts_with("npy:"))
+  if (o.data_source.format.name != "npy")
     throw error("--infer reads its inputs from --data npy:DIR, got '" + o.data + "'");
   for (const char* flag : {"startup", "steps", "epochs", "eval", "load-params", "save-params",
                            "save-every", "save-program", "metrics", "dot", "trace",
@@ -449,6 +457,11 @@ run_options interpret(const po::variables_map& vm) {
   o.optimizer = take<std::string>(vm, "optimizer");
   o.seed = parse_seed(take<std::string>(vm, "seed"));
   o.data = take<std::string>(vm, "data");
+  try {
+    o.data_source = parse_data_spec(o.data);
+  } catch (const error& e) {
+    throw error(std::string("--data: ") + e.what());
+  }
   o.eval = take<bool>(vm, "eval");
   o.normalize = take<bool>(vm, "normalize");
   if (vm.count("save-program"))
@@ -496,10 +509,7 @@ run_options interpret(const po::variables_map& vm) {
                   "has its own layers and optimizer");
   }
 
-  bool idx = o.data.starts_with("idx:"), npy = o.data.starts_with("npy:");
-  if (o.data != "synthetic" && !((idx || npy) && o.data.size() > 4))
-    throw error("--data: expected synthetic, idx:DIR or npy:DIR, got '" + o.data + "'");
-  if (o.normalize && !idx)
+  if (o.normalize && !o.data_source.format.pixels)
     throw error("--normalize scales idx pixels; it does not apply to --data " + o.data);
   interpret_params(vm, o);
   interpret_tracing(vm, o);

@@ -11,6 +11,7 @@
 
 #include "apps/run/option_choice.hpp"
 #include "core/place.hpp"
+#include "data/data_format.hpp"
 #include "graph/validate.hpp"
 
 namespace pe {
@@ -26,7 +27,8 @@ struct run_options {
   double learning_rate = 0.1;
   std::string optimizer = "sgd";
   std::uint64_t seed = 1;
-  std::string data = "synthetic"; ///< "synthetic", "idx:DIR" or "npy:DIR"
+  std::string data = "synthetic"; ///< --data as given: "synthetic", "idx:DIR" or "npy:DIR"
+  data_spec data_source = parse_data_spec("synthetic"); ///< `data` parsed: format and directory
   bool eval = false;
   bool normalize = false;
   std::string save_program; ///< directory; empty: do not save
