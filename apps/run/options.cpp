@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <ostream>
+#include <sstream>
 #include <string_view>
 #include <thread>
 #include <tuple>
@@ -19,6 +20,7 @@
 #include "core/error.hpp"
 #include "core/place_list.hpp"
 #include "graph/models/cnn.hpp"
+#include "graph/optimizer.hpp"
 
 namespace po = boost::program_options;
 
@@ -28,15 +30,6 @@ namespace {
 
 int core_count() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-/// The learning rate each optimizer gets when --lr is not given.
-double default_learning_rate(const std::string& optimizer) {
-  if (optimizer == "momentum")
-    return 0.01;
-  if (optimizer == "adam")
-    return 0.001;
-  return 0.1;
 }
 
 /// `text` as a positive int, or nullopt when it is anything else.
@@ -114,6 +107,27 @@ std::uint64_t parse_seed(const std::string& text) {
   return seed;
 }
 
+/// --lr's help: each optimizer's default rate, from their registry.
+std::string lr_help() {
+  std::string help = "learning rate of a built-in model (default:";
+  for (const auto& k : optimizer_kinds()) {
+    std::ostringstream rate;
+    rate << k.default_learning_rate;
+    help += " " + rate.str() + " for " + k.name + ",";
+  }
+  help.back() = ')';
+  return help;
+}
+
+/// --optimizer's help: the optimizers, from their registry.
+std::string optimizer_help() {
+  std::string help = "optimizer of the built-in model:";
+  for (const auto& k : optimizer_kinds()) help += " " + k.name + " (" + k.about + ") |";
+  help.pop_back();
+  help.pop_back();
+  return help;
+}
+
 /// --data's help: the formats this build has, from their registry, and what the built-in
 /// ones read.
 std::string data_help() {
@@ -174,11 +188,9 @@ po::options_description describe() {
     ("batch-size", po::value<std::int64_t>()->value_name("B")->default_value(64),
      "global mini-batch size, split across the places (the first B % N places get one "
      "more row); the last batch of an epoch keeps the remainder")
-    ("lr", po::value<double>()->value_name("RATE"),
-     "learning rate (default: 0.1 for sgd, 0.01 for momentum, 0.001 for adam) of a built-in "
-     "model")
+    ("lr", po::value<double>()->value_name("RATE"), lr_help().c_str())
     ("optimizer", po::value<std::string>()->value_name("NAME")->default_value("sgd"),
-     "optimizer of the built-in model: sgd | momentum (mu 0.9) | adam")
+     optimizer_help().c_str())
     ("seed", po::value<std::string>()->value_name("S")->default_value("1"),
      "seed of parameter initialisation, synthetic data and shuffling")
     ("data", po::value<std::string>()->value_name("SOURCE")->default_value("synthetic"),
@@ -491,9 +503,13 @@ run_options interpret(const po::variables_map& vm) {
     o.epochs = take<std::int64_t>(vm, "epochs");
     require_positive(*o.epochs, "epochs");
   }
-  if (o.optimizer != "sgd" && o.optimizer != "momentum" && o.optimizer != "adam")
-    throw error("--optimizer: unknown optimizer '" + o.optimizer + "' (sgd, momentum, adam)");
-  o.learning_rate = vm.count("lr") ? take<double>(vm, "lr") : default_learning_rate(o.optimizer);
+  double default_lr = 0;
+  try {
+    default_lr = find_optimizer(o.optimizer).default_learning_rate;
+  } catch (const error& e) {
+    throw error(std::string("--optimizer: ") + e.what());
+  }
+  o.learning_rate = vm.count("lr") ? take<double>(vm, "lr") : default_lr;
   if (!(o.learning_rate > 0))
     throw error("--lr must be positive, got " + std::to_string(o.learning_rate));
 
