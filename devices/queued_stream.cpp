@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/error.hpp"
+#include "core/spin_wait.hpp"
 
 namespace pe {
 
@@ -81,11 +82,8 @@ bool stream_record::synchronize() const {
   if (!wait_reached() || marker_ == nullptr) return false;
   // Poll rather than block in the device runtime: a stop (a dead peer, a destroyed
   // executor) must end the wait even when the device never finishes.
-  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-  while (!query()) {
-    if (std::chrono::steady_clock::now() < spin_until) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
+  if (!spin_until(std::chrono::microseconds(50), [this] { return query(); }))
+    while (!query()) std::this_thread::sleep_for(std::chrono::microseconds(20));
   return !failed() && device_error().empty();
 }
 
@@ -391,18 +389,16 @@ void queued_stream::run(std::promise<void>* started) {
       resolve_spans();
       continue; // what `it` captured is dropped here, after its launch code ran
     }
-    const auto until = std::chrono::steady_clock::now() + idle_spin;
-    bool found = false;
-    while (!stopped_->load() && std::chrono::steady_clock::now() < until) {
+    const bool busy = spin_until(idle_spin, [this] {
+      if (stopped_->load()) return true;
       {
         std::lock_guard<std::mutex> guard(mutex_);
-        found = !queue_.empty();
+        if (!queue_.empty()) return true;
       }
-      if (found) break;
       resolve_spans();
-      std::this_thread::yield();
-    }
-    if (found || stopped_->load()) continue;
+      return false;
+    });
+    if (busy || stopped_->load()) continue;
     sleeping_.store(true);
     {
       // While spans are pending the thread naps, to look at the device again.

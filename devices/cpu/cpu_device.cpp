@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/spin_wait.hpp"
 #include "core/tensor.hpp"
 #include "devices/progress.hpp"
 
@@ -105,10 +106,7 @@ void cpu_device::run() {
     for (cpu_stream* s : order) progressed = s->step() || progressed;
     if (progressed) continue;
 
-    const auto until = std::chrono::steady_clock::now() + idle_spin;
-    while (!stopping_.load() && !any_ready() && std::chrono::steady_clock::now() < until)
-      std::this_thread::yield();
-    if (stopping_.load() || any_ready()) continue;
+    if (spin_until(idle_spin, [this] { return stopping_.load() || any_ready(); })) continue;
 
     // Sleep until woken. Registered first, then checked once more: a wake-up that comes
     // between the check and the wait finds signaled_ set.

@@ -1,6 +1,7 @@
 #include "devices/cpu/cpu_stream.hpp"
 
 #include "core/error.hpp"
+#include "core/spin_wait.hpp"
 #include "devices/cpu/cpu_device.hpp"
 #include "devices/progress.hpp"
 
@@ -145,9 +146,7 @@ void cpu_stream::fail(std::uint64_t ticket, failure why) {
 bool cpu_stream::wait_for(std::uint64_t ticket) const {
   // Spin briefly (yielding the core) first: a host thread that waits for a step's end
   // usually has only microseconds to wait, and a wake-up costs more.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-  while (!finished(ticket) && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-  if (!finished(ticket)) {
+  if (!spin_until(std::chrono::microseconds(50), [&] { return finished(ticket); })) {
     std::unique_lock<std::mutex> lock(mutex_);
     ++waiters_; // seq_cst with finish()'s store of completed_: one of the two sees the other
     finished_.wait(lock, [&] { return finished(ticket); });
