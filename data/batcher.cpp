@@ -25,9 +25,10 @@ shape_t with_rows(shape_t shape, std::int64_t rows) {
 
 } // namespace
 
-batcher::batcher(const dataset& data, std::int64_t batch_size, std::uint64_t seed)
+batcher::batcher(const dataset& data, std::int64_t batch_size, std::uint64_t seed, bool shuffled)
   : data_(data),
     batch_size_(batch_size),
+    shuffle_(shuffled),
     rng_(seed),
     order_(static_cast<std::size_t>(data.size())) {
   if (batch_size <= 0)
@@ -82,6 +83,7 @@ std::int64_t batcher::batches_per_epoch() const {
 }
 
 void batcher::shuffle() {
+  if (!shuffle_) return;
   std::shuffle(order_.begin(), order_.end(), rng_);
 }
 

@@ -9,12 +9,15 @@
 namespace pe {
 
 /// Serves training mini-batches: sequential over a seeded shuffle of the samples, shuffled
-/// afresh every epoch. The last batch of an epoch holds the remainder (it is not dropped),
+/// afresh every epoch (or, without shuffling, in the data set's order every epoch). The last
+/// batch of an epoch holds the remainder (it is not dropped),
 /// so an epoch is ceil(size / batch_size) batches and visits every sample once.
 class batcher {
  public:
-  /// Keeps a reference to `data`, which must outlive the batcher.
-  batcher(const dataset& data, std::int64_t batch_size, std::uint64_t seed);
+  /// Keeps a reference to `data`, which must outlive the batcher. Without `shuffled`, every
+  /// epoch serves the samples in their order in `data` (what a Paddle program fed one array
+  /// sees: place p gets the p-th contiguous rows of each batch).
+  batcher(const dataset& data, std::int64_t batch_size, std::uint64_t seed, bool shuffled = true);
 
   /// The next batch: copies of its samples, images and labels with b rows of the data set's
   /// row shapes.
@@ -45,6 +48,7 @@ class batcher {
 
   const dataset& data_;
   std::int64_t batch_size_;
+  bool shuffle_;
   std::mt19937_64 rng_;
   std::vector<std::int64_t> order_;
   std::int64_t position_ = 0; ///< next index into order_

@@ -160,6 +160,35 @@ def lenet_batch_norm(image, label):
                                       weight_decay=paddle.regularizer.L2Decay(1e-4)))
 
 
+class BasicBlock(paddle.nn.Layer):
+    """conv3x3-bn-relu-conv3x3-bn plus the input (a stride-2 1x1 conv and bn where the shape
+    changes), then relu."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        nn = paddle.nn
+        self.c1, self.b1 = nn.Conv2D(cin, cout, 3, stride, 1, bias_attr=False), nn.BatchNorm2D(cout)
+        self.c2, self.b2 = nn.Conv2D(cout, cout, 3, 1, 1, bias_attr=False), nn.BatchNorm2D(cout)
+        self.short = None
+        if stride != 1 or cin != cout:
+            self.short = nn.Sequential(nn.Conv2D(cin, cout, 1, stride, bias_attr=False), nn.BatchNorm2D(cout))
+
+    def forward(self, x):
+        y = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+        return F.relu(y + (x if self.short is None else self.short(x)))
+
+
+def resnet_small(image, label):
+    nn = paddle.nn
+    stem = nn.Sequential(nn.Conv2D(3, 8, 3, 1, 1, bias_attr=False), nn.BatchNorm2D(8), nn.ReLU())
+    stages = nn.Sequential(BasicBlock(8, 8, 1), BasicBlock(8, 16, 2), BasicBlock(16, 32, 2))
+    h = nn.AdaptiveAvgPool2D(1)(stages(stem(image)))
+    logits = nn.Linear(32, 10)(paddle.flatten(h, 1))
+    return (F.cross_entropy(logits, label, reduction="none"),
+            paddle.optimizer.Momentum(learning_rate=0.01, momentum=0.9,
+                                      weight_decay=paddle.regularizer.L2Decay(1e-4)))
+
+
 def losses(main, startup, loss, per_sample, feed, places):
     """Paddle's losses of STEPS steps on `places` CPU places: the mean of the per-sample losses
     of all places' rows."""
@@ -241,3 +270,4 @@ def _training_fixture(out_dir, name, build, image_shape, seed):
 training_fixture(out_dir, "mlp_cross_entropy2", mlp_cross_entropy2, (784,), 11)
 training_fixture(out_dir, "mlp_dropout_l2decay", mlp_dropout_l2decay, (784,), 12)
 training_fixture(out_dir, "lenet_batch_norm", lenet_batch_norm, (1, 28, 28), 13)
+training_fixture(out_dir, "resnet_small", resnet_small, (3, 16, 16), 21)

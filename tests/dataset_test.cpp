@@ -198,5 +198,18 @@ TEST(Batcher, OrderIsDeterminedBySeed) {
   EXPECT_NE(first, floats(c.next().images));
 }
 
+TEST(Batcher, WithoutShufflingEveryEpochServesTheDataInOrder) {
+  auto data = numbered(10);
+  batcher batches(data, 4, 3, /*shuffle=*/false);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::vector<float> served;
+    for (int b = 0; b < 3; ++b)
+      for (float v : floats(batches.next().images)) served.push_back(v);
+    EXPECT_EQ(served, floats(data.images)) << "epoch " << epoch;
+  }
+  // A process's rows of a batch are the contiguous rows Paddle's feed split gives a place.
+  EXPECT_EQ(floats(batches.next(2, 2).images), (std::vector<float>{2, 3}));
+}
+
 } // namespace
 } // namespace pe

@@ -9,6 +9,12 @@
 //                        too), L2Decay lowered by Paddle to scale + sum on each gradient, sgd
 //   lenet_batch_norm:    2 x conv-batch_norm-relu-max_pool, 3 fc, momentum with L2Decay
 //                        folded into the momentum op (regularization_method "l2_decay")
+//   resnet_small:        paddle.nn layers: conv3x3 stem, 3 BasicBlocks (the last two with
+//                        stride-2 1x1 shortcut convs), batch_norm, AdaptiveAvgPool2D(1),
+//                        Linear, momentum with L2Decay
+// and pe-actor-run on the ResNet's files (--data npy:DIR --load-params): with --no-shuffle
+// its 2-place losses are Paddle's 2-place ones (shuffled, the places' rows differ, and so do
+// their batch_norm statistics).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +22,8 @@
 #include <vector>
 
 #include "actors/parallel_executor.hpp"
+#include "support/job.hpp"
+#include "support/process.hpp"
 #include "data/npy.hpp"
 #include "graph/exec/param_files.hpp"
 #include "graph/program_info.hpp"
@@ -67,10 +75,42 @@ TEST_P(paddle_training, twenty_steps_equal_paddles_losses) {
 INSTANTIATE_TEST_SUITE_P(
     fixtures, paddle_training,
     ::testing::Combine(::testing::Values("mlp_cross_entropy2", "mlp_dropout_l2decay",
-                                         "lenet_batch_norm"),
+                                         "lenet_batch_norm", "resnet_small"),
                        ::testing::Values(1, 2)),
     [](const auto& info) {
       return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "p";
     });
+
+/// pe-actor-run's 20 losses on the fixture's files, from its --metrics file.
+std::vector<double> cli_losses(const std::string& name, const std::string& flags) {
+  const std::string dir = fixture_dir(name);
+  pe::testing::temp_dir out("paddle_cli_" + name);
+  const auto r = pe::testing::run_binary(
+      pe::testing::pe_actor_run_binary(),
+      "--model " + dir + "/main.pb --startup " + dir + "/startup.pb --load-params " + dir +
+          "/params --data npy:" + dir + " --batch-size 32 --steps 20 --metrics " +
+          out.file("m.json") + " " + flags,
+      out.path());
+  EXPECT_EQ(r.status, 0) << r.err;
+  return pe::testing::losses(out.file("m.json"));
+}
+
+TEST(paddle_training_cli, unshuffled_two_places_split_the_batch_as_paddles_parallel_executor) {
+  const tensor expected_2p = read_npy(fixture_dir("resnet_small") + "/losses_2p.npy");
+  const tensor expected_1p = read_npy(fixture_dir("resnet_small") + "/losses_1p.npy");
+  const auto paddle_2p = expected_2p.values<float>(), paddle_1p = expected_1p.values<float>();
+  const auto ours = cli_losses("resnet_small", "--places cpu:2 --no-shuffle");
+  ASSERT_EQ(ours.size(), 20u);
+  for (std::size_t s = 0; s < ours.size(); ++s)
+    EXPECT_NEAR(ours[s], paddle_2p[s], 1e-4 * std::abs(paddle_2p[s])) << "step " << s + 1;
+  // Shuffled, one place sees the same rows (the whole batch) and still matches...
+  const auto one = cli_losses("resnet_small", "--places cpu:1");
+  ASSERT_EQ(one.size(), 20u);
+  EXPECT_NEAR(one[0], paddle_1p[0], 1e-4 * std::abs(paddle_1p[0]));
+  // ...while two places normalise other rows than Paddle's places did.
+  const auto shuffled = cli_losses("resnet_small", "--places cpu:2");
+  ASSERT_EQ(shuffled.size(), 20u);
+  EXPECT_GT(std::abs(shuffled[0] - paddle_2p[0]), 1e-4 * std::abs(paddle_2p[0]));
+}
 
 } // namespace

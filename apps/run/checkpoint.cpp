@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 const std::pair<const char*, const char*> identity_keys[] = {
   {"model", "--model"},          {"hidden", "--hidden"},   {"optimizer", "--optimizer"},
   {"lr", "--lr"},                {"batch_size", "--batch-size"}, {"seed", "--seed"},
-  {"data", "--data"},            {"normalize", "--normalize"},
+  {"data", "--data"},            {"normalize", "--normalize"},   {"shuffle", "--no-shuffle"},
   {"train_samples", "the training set's size"}, {"program", "the main program's hash"},
 };
 

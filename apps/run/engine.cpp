@@ -99,6 +99,7 @@ std::unique_ptr<process_group> join_job(const run_options& o, const model_progra
       {"--model", o.model},
       {"--data", o.data},
       {"--normalize", o.normalize ? "on" : "off"},
+      {"--no-shuffle", o.shuffle ? "off" : "on"},
       {"--seed", std::to_string(o.seed)},
       {"--optimizer", o.optimizer},
       {"--lr", std::to_string(o.learning_rate)},

@@ -140,7 +140,7 @@ std::string data_help() {
          "[-1, ...] image variable whose dims multiply to rows x cols, e.g. [-1, 1, 28, 28]); "
          "npy:DIR (the mlp's: image.npy, label.npy) holds each feed in the dtype and non-batch "
          "dims the program declares, all with the same rows along dim 0, and for --eval the "
-         "same files in DIR/test/; samples are shuffled every epoch";
+         "same files in DIR/test/; samples are shuffled every epoch (see --no-shuffle)";
 }
 
 /// --collective-backend's help: the backends this build has, from their registry.
@@ -196,6 +196,11 @@ po::options_description describe() {
     ("data", po::value<std::string>()->value_name("SOURCE")->default_value("synthetic"),
      data_help().c_str())
     ("normalize", po::bool_switch(), "scale idx pixels from 0..255 to 0..1")
+    ("no-shuffle", po::bool_switch(),
+     "serve the training samples in their order in the data every epoch instead of shuffling "
+     "them: each batch is then split over the places as Paddle's ParallelExecutor splits the "
+     "array it is fed (place p gets the p-th contiguous rows), which matters to batch_norm, "
+     "whose statistics are each place's own")
     ("eval", po::bool_switch(),
      "after training, report the test set's mean loss and accuracy (the program's accuracy "
      "op), printed and in the metrics")
@@ -469,6 +474,7 @@ run_options interpret(const po::variables_map& vm) {
   o.optimizer = take<std::string>(vm, "optimizer");
   o.seed = parse_seed(take<std::string>(vm, "seed"));
   o.data = take<std::string>(vm, "data");
+  o.shuffle = !take<bool>(vm, "no-shuffle");
   try {
     o.data_source = parse_data_spec(o.data);
   } catch (const error& e) {
@@ -579,6 +585,9 @@ nlohmann::json to_json(const run_options& o) {
     {"max_tensor_bytes", o.max_tensor_bytes},
     {"check_nan_inf", o.check_nan_inf},
   };
+  // Only when off: checkpoints of runs before the flag existed (shuffled) still resume.
+  if (!o.shuffle)
+    config["shuffle"] = false;
   if (o.builtin_model()) {
     config["hidden"] = !o.hidden.empty() ? o.hidden
                        : o.model == "cnn" ? cnn_config{}.fc

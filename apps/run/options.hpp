@@ -29,6 +29,7 @@ struct run_options {
   std::uint64_t seed = 1;
   std::string data = "synthetic"; ///< --data as given: "synthetic", "idx:DIR" or "npy:DIR"
   data_spec data_source = parse_data_spec("synthetic"); ///< `data` parsed: format and directory
+  bool shuffle = true; ///< shuffle the training samples every epoch (--no-shuffle: file order)
   bool eval = false;
   bool normalize = false;
   std::string save_program; ///< directory; empty: do not save

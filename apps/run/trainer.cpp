@@ -224,7 +224,7 @@ int run_training(const run_options& o, std::ostream& out, const progress_display
     executor->set_steps_done(outcome.resumed_from);
   }
 
-  batcher batches(data.train, o.batch_size, o.seed);
+  batcher batches(data.train, o.batch_size, o.seed, o.shuffle);
   batches.advance(outcome.resumed_from); // the data position of the checkpoint
   auto steps = o.epochs ? *o.epochs * batches.batches_per_epoch() : o.steps;
   if (outcome.resumed_from >= steps)
