@@ -3,7 +3,7 @@
 # the CPU device (streams, events), the communicator and collectives, the actor executor,
 # the reference executor, the hazard checker, tracing, parameter files, and training the
 # CNN and Paddle's programs on several places (oneDNN kernels on the device threads), and
-# the collectives and jobs across processes (CAF networking; the multi-process test runs the
+# the collectives and jobs across processes (CAF networking and Gloo; the multi-process test runs the
 # sanitized pe-actor-run, whose reports fail its exit status).
 # Usage: scripts/sanitize.sh thread|address
 # ThreadSanitizer runs the tests against a TSan-instrumented CAF (scripts/build_caf_tsan.sh):
@@ -23,7 +23,7 @@ tests=(device_test communicator_test cpu_collective_test parallel_executor_test
        dropout_ops_test cnn_model_test paddle_training_test net_communicator_test
        process_group_test process_executor_test multiprocess_test collective_rendezvous_test
        queued_stream_test host_gpu_executor_test conv_algorithms_test distinct_gpus_test
-       caching_allocator_test)
+       caching_allocator_test gloo_communicator_test)
 cmake --build "$build" -j2 --target "${tests[@]}"
 if [[ "$kind" == thread ]]; then
   scripts/build_caf_tsan.sh build-caf-tsan
