@@ -1,10 +1,9 @@
 // The registry of cross-process collective backends, and the one list of the built-in ones:
 // adding a backend is its folder plus one line below.
-#include <mutex>
-
 #include "collectives/net/net_communicator.hpp"
 #include "collectives/process_backend.hpp"
 #include "core/error.hpp"
+#include "core/named_registry.hpp"
 #if PE_WITH_GLOO
 #include "collectives/gloo/gloo_backend.hpp"
 #endif
@@ -13,11 +12,6 @@ namespace pe {
 
 namespace {
 
-struct backend_registry {
-  std::mutex mutex;
-  std::vector<process_backend> backends;
-};
-
 process_backend caf_backend() {
   return {"caf", "the engine's own, over CAF networking (the default)",
           [](const process_backend_context& c) -> std::unique_ptr<communicator> {
@@ -25,35 +19,25 @@ process_backend caf_backend() {
           }};
 }
 
-backend_registry& registry() {
-  static auto* r = [] {
-    auto* made = new backend_registry; // never destroyed: executors may close during exit
-    made->backends.push_back(caf_backend());
+named_registry<process_backend>& registry() {
+  // Never destroyed: executors may close during exit.
+  static auto* r = new named_registry<process_backend>({
+      caf_backend(),
 #if PE_WITH_GLOO
-    made->backends.push_back(gloo_backend());
+      gloo_backend(),
 #endif
-    return made;
-  }();
+  });
   return *r;
 }
 
 } // namespace
 
 void register_process_backend(process_backend backend) {
-  backend_registry& r = registry();
-  std::lock_guard<std::mutex> guard(r.mutex);
-  for (auto& b : r.backends)
-    if (b.name == backend.name) {
-      b = std::move(backend);
-      return;
-    }
-  r.backends.push_back(std::move(backend));
+  registry().add(std::move(backend));
 }
 
 std::vector<process_backend> process_backends() {
-  backend_registry& r = registry();
-  std::lock_guard<std::mutex> guard(r.mutex);
-  return r.backends;
+  return registry().entries();
 }
 
 process_backend find_process_backend(const std::string& name) {

@@ -1,8 +1,7 @@
 // The registry of data formats, and the one list of the built-in ones: adding a format is
 // its reader plus one line below.
-#include <mutex>
-
 #include "core/error.hpp"
+#include "core/named_registry.hpp"
 #include "data/data_format.hpp"
 #include "data/idx.hpp"
 #include "data/npy_dir.hpp"
@@ -33,33 +32,19 @@ std::vector<data_format> builtin_formats() {
   };
 }
 
-struct format_registry {
-  std::mutex mutex;
-  std::vector<data_format> formats = builtin_formats();
-};
-
-format_registry& registry() {
-  static auto* r = new format_registry; // never destroyed: loaders may run during exit
+named_registry<data_format>& registry() {
+  static auto* r = new named_registry<data_format>(builtin_formats()); // never destroyed: loaders may run during exit
   return *r;
 }
 
 } // namespace
 
 void register_data_format(data_format format) {
-  format_registry& r = registry();
-  std::lock_guard<std::mutex> guard(r.mutex);
-  for (auto& f : r.formats)
-    if (f.name == format.name) {
-      f = std::move(format);
-      return;
-    }
-  r.formats.push_back(std::move(format));
+  registry().add(std::move(format));
 }
 
 std::vector<data_format> data_formats() {
-  format_registry& r = registry();
-  std::lock_guard<std::mutex> guard(r.mutex);
-  return r.formats;
+  return registry().entries();
 }
 
 std::string data_spec_forms() {

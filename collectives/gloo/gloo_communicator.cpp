@@ -73,8 +73,8 @@ struct gloo_communicator::exchange {
 gloo_communicator::gloo_communicator(process_group& group, std::shared_ptr<gloo::Context> context,
                                      std::unique_ptr<communicator> control, int local_ranks,
                                      std::chrono::milliseconds timeout)
-    : group_(group), context_(std::move(context)), control_(std::move(control)),
-      local_ranks_(local_ranks), timeout_(timeout), stages_(group.rank(), local_ranks),
+    : staged_communicator(group.rank(), group.size(), local_ranks), group_(group),
+      context_(std::move(context)), control_(std::move(control)), timeout_(timeout),
       worker_([this] { work(); }) {}
 
 gloo_communicator::~gloo_communicator() {
@@ -85,19 +85,6 @@ gloo_communicator::~gloo_communicator() {
   }
   queued_.notify_all();
   worker_.join(); // an operation in flight ends within the timeout, at the latest
-}
-
-int gloo_communicator::world_size() const {
-  return group_.size() * local_ranks_;
-}
-
-void gloo_communicator::launch(const collective_call& call, int local_rank,
-                               std::vector<tensor*> buffers, stream& on, completion done) {
-  if (call.root < 0 || call.root >= world_size())
-    throw error(call.label + ": root rank " + std::to_string(call.root) + " outside a world of " +
-                std::to_string(world_size()));
-  stages_.launch(call, local_rank, std::move(buffers), on, std::move(done),
-                 [&](std::vector<tensor*> lead) { launch_exchange(call, std::move(lead), on); });
 }
 
 void gloo_communicator::launch_exchange(const collective_call& call, std::vector<tensor*> buffers,
@@ -165,7 +152,7 @@ void gloo_communicator::abort() {
     if (!aborted_) aborted_ = "the communicator was aborted (the executor is being destroyed)";
   }
   control_->abort();
-  stages_.abort();
+  abort_local_stages();
   notify_progress();
 }
 
@@ -188,44 +175,43 @@ void gloo_communicator::work() {
 void gloo_communicator::run(exchange& x) {
   using kind = collective_call::kind;
   if (x.elements == 0) return;
-  const int me = group_.rank(), root = x.call.root / local_ranks_;
+  const int me = group_.rank(), root = x.call.root / local_ranks();
   std::vector<float> data(x.elements);
   std::size_t at = 0;
   for (const tensor* t : x.buffers) {
     std::memcpy(data.data() + at, t->raw(), t->bytes());
     at += t->bytes() / sizeof(float);
   }
-  const auto tag = static_cast<std::uint32_t>(x.call.sequence);
   const reduce_function sum = &gloo::sum<float>;
+  // What every operation's options get: the buffer, its tag and the timeout.
+  auto common = [&](auto& o) {
+    o.setOutput(data.data(), data.size());
+    o.setTag(static_cast<std::uint32_t>(x.call.sequence));
+    o.setTimeout(timeout_);
+  };
   try {
     switch (x.call.what) {
       case kind::all_reduce: {
         gloo::AllreduceOptions o(context_);
+        common(o);
         o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-        o.setOutput(data.data(), data.size());
         o.setReduceFunction(sum);
-        o.setTag(tag);
-        o.setTimeout(timeout_);
         gloo::allreduce(o);
         break;
       }
       case kind::reduce: {
         gloo::ReduceOptions o(context_);
-        o.setOutput(data.data(), data.size());
+        common(o);
         o.setRoot(root);
         o.setReduceFunction(sum);
-        o.setTag(tag);
-        o.setTimeout(timeout_);
         gloo::reduce(o);
         break;
       }
       case kind::broadcast: {
         gloo::BroadcastOptions o(context_);
+        common(o);
         if (me == root) o.setInput(data.data(), data.size());
-        o.setOutput(data.data(), data.size());
         o.setRoot(root);
-        o.setTag(tag);
-        o.setTimeout(timeout_);
         gloo::broadcast(o);
         break;
       }

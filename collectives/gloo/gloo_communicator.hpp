@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "collectives/communicator.hpp"
-#include "collectives/net/process_stages.hpp"
+#include "collectives/net/staged_communicator.hpp"
 
 namespace gloo {
 class Context;
@@ -22,7 +22,7 @@ class process_group;
 
 /// The communicator of CPU places spread over several processes with Gloo moving the data.
 ///
-/// Each collective runs in process_stages' three stages; the lead's network stage has two
+/// Each collective runs in staged_communicator's three stages; the lead's network stage has two
 /// parts. A handshake over `control` (an all_reduce of a few floats on the engine's own
 /// CAF communicator, one rank per process) makes every process agree on the collective
 /// (kind, root, element count) and spreads a failed stream to every process, waiting for a
@@ -36,22 +36,19 @@ class process_group;
 ///
 /// Every process gets the same bits (Gloo's ring sums each chunk once and passes the sum
 /// on), the same from run to run; the grouping of the fp32 sum differs from one process's.
-class gloo_communicator final : public communicator {
+class gloo_communicator final : public staged_communicator {
  public:
   gloo_communicator(process_group& group, std::shared_ptr<gloo::Context> context,
                     std::unique_ptr<communicator> control, int local_ranks,
                     std::chrono::milliseconds timeout);
   ~gloo_communicator() override;
 
-  int world_size() const override;
-  void launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers, stream& on,
-              completion done = {}) override;
   void abort() override;
 
  private:
   struct exchange;
 
-  void launch_exchange(const collective_call& call, std::vector<tensor*> buffers, stream& on);
+  void launch_exchange(const collective_call& call, std::vector<tensor*> buffers, stream& on) override;
   /// The data part on the lead's stream: hands `x` to the worker, then waits for it.
   bool poll(const std::shared_ptr<exchange>& x, bool stream_failed);
   /// The worker thread: runs the queued exchanges through Gloo, in order.
@@ -61,9 +58,7 @@ class gloo_communicator final : public communicator {
   process_group& group_;
   std::shared_ptr<gloo::Context> context_;
   std::unique_ptr<communicator> control_;
-  int local_ranks_;
   std::chrono::milliseconds timeout_;
-  process_stages stages_;
 
   std::mutex mutex_;
   std::condition_variable queued_;

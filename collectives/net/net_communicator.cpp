@@ -107,24 +107,11 @@ struct net_communicator::exchange {
 
 net_communicator::net_communicator(net_transport& transport, std::uint32_t channel, int local_ranks,
                                    std::size_t ring_bytes)
-    : transport_(transport), channel_(channel), local_ranks_(local_ranks), ring_bytes_(ring_bytes),
-      stages_(transport.inbox().rank(), local_ranks) {
+    : staged_communicator(transport.inbox().rank(), transport.inbox().size(), local_ranks),
+      transport_(transport), channel_(channel), ring_bytes_(ring_bytes) {
   if (channel == 0) throw error("net_communicator: channel 0 is reserved for host exchanges");
   if (transport.inbox().size() >= static_cast<int>(failure_slot / 2))
     throw error("net_communicator: at most " + std::to_string(failure_slot / 2 - 1) + " processes");
-}
-
-int net_communicator::world_size() const {
-  return transport_.inbox().size() * local_ranks_;
-}
-
-void net_communicator::launch(const collective_call& call, int local_rank,
-                              std::vector<tensor*> buffers, stream& on, completion done) {
-  if (call.root < 0 || call.root >= world_size())
-    throw error(call.label + ": root rank " + std::to_string(call.root) +
-                " outside a world of " + std::to_string(world_size()));
-  stages_.launch(call, local_rank, std::move(buffers), on, std::move(done),
-                 [&](std::vector<tensor*> lead) { launch_exchange(call, std::move(lead), on); });
 }
 
 void net_communicator::launch_exchange(const collective_call& call, std::vector<tensor*> buffers,
@@ -163,7 +150,7 @@ bool net_communicator::poll(exchange& x, bool stream_failed) {
     if (!x.started) {
       x.started = true;
       if (stream_failed) throw error("skipped after an earlier failure on process rank " + std::to_string(me));
-      const bool contributes = call.what != kind::broadcast || me == call.root / local_ranks_;
+      const bool contributes = call.what != kind::broadcast || me == call.root / local_ranks();
       if (contributes) x.mine = pack(x.buffers, call.label);
       else check_buffers(x.buffers, call.label);
       x.ring = call.what == kind::all_reduce && processes >= 3 && x.mine.size() >= ring_bytes_;
@@ -206,7 +193,7 @@ bool net_communicator::direct(exchange& x) {
   const collective_call& call = x.call;
   net_inbox& inbox = transport_.inbox();
   const int me = inbox.rank(), processes = inbox.size();
-  const int root_process = call.root / local_ranks_;
+  const int root_process = call.root / local_ranks();
   const bool sends_all = call.what == kind::all_reduce ||
                          (call.what == kind::broadcast && me == root_process);
   const bool receives = call.what == kind::all_reduce ||
@@ -331,7 +318,7 @@ void net_communicator::abort() {
     std::lock_guard<std::mutex> guard(mutex_);
     if (!aborted_) aborted_ = "the communicator was aborted (the executor is being destroyed)";
   }
-  stages_.abort(); // wakes the parked stages, this one's included
+  abort_local_stages(); // wakes the parked stages, this one's included
 }
 
 } // namespace pe

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "collectives/communicator.hpp"
-#include "collectives/net/process_stages.hpp"
+#include "collectives/net/staged_communicator.hpp"
 #include "collectives/net/net_transport.hpp"
 
 namespace pe {
@@ -17,7 +17,7 @@ namespace pe {
 /// The communicator of CPU places spread over several processes: global rank = process
 /// rank x local ranks + local index, as rank_model defines it.
 ///
-/// Each collective runs in the three stages of process_stages: the local places reduce in
+/// Each collective runs in the three stages of staged_communicator: the local places reduce in
 /// memory to one lead place (in local rank order); the lead exchanges one payload per
 /// process over `transport` and sums the processes' contributions in process order; the
 /// lead's result goes back to the local places. So one transfer per process and collective, and every process
@@ -38,7 +38,7 @@ namespace pe {
 /// or that finds a peer disagreeing, sends its failure to every peer: the collective fails
 /// on every rank with an error naming that process, and nobody waits forever. A lost peer
 /// breaks the transport's inbox, which fails every waiting collective.
-class net_communicator final : public communicator {
+class net_communicator final : public staged_communicator {
  public:
   /// All-reduces of at least this many bytes among 3 or more processes go around a ring.
   static constexpr std::size_t default_ring_bytes = 256 << 10;
@@ -48,16 +48,13 @@ class net_communicator final : public communicator {
   net_communicator(net_transport& transport, std::uint32_t channel, int local_ranks,
                    std::size_t ring_bytes = default_ring_bytes);
 
-  int world_size() const override;
-  void launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers, stream& on,
-              completion done = {}) override;
   void abort() override;
 
  private:
   struct exchange;
 
   /// The network stage of `call`, enqueued on the lead's stream.
-  void launch_exchange(const collective_call& call, std::vector<tensor*> buffers, stream& on);
+  void launch_exchange(const collective_call& call, std::vector<tensor*> buffers, stream& on) override;
   /// One poll of the network stage: true when finished. Throws when it failed, after
   /// telling every peer why.
   bool poll(exchange& x, bool stream_failed);
@@ -74,9 +71,7 @@ class net_communicator final : public communicator {
 
   net_transport& transport_;
   std::uint32_t channel_;
-  int local_ranks_;
   std::size_t ring_bytes_;
-  process_stages stages_;
   std::mutex mutex_;
   std::optional<std::string> aborted_;            // guarded by mutex_
 };

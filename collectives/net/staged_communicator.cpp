@@ -1,15 +1,18 @@
-#include "collectives/net/process_stages.hpp"
+#include "collectives/net/staged_communicator.hpp"
+
+#include "core/error.hpp"
 
 namespace pe {
 
-process_stages::process_stages(int process_rank, int local_ranks)
-    : process_rank_(process_rank), local_ranks_(local_ranks), local_(local_ranks) {}
+staged_communicator::staged_communicator(int process_rank, int processes, int local_ranks)
+    : process_rank_(process_rank), processes_(processes), local_ranks_(local_ranks), local_(local_ranks) {}
 
-void process_stages::launch(const collective_call& call, int local_rank,
-                            std::vector<tensor*> buffers, stream& on,
-                            communicator::completion done,
-                            const std::function<void(std::vector<tensor*>)>& exchange) {
+void staged_communicator::launch(const collective_call& call, int local_rank,
+                                 std::vector<tensor*> buffers, stream& on, completion done) {
   using kind = collective_call::kind;
+  if (call.root < 0 || call.root >= world_size())
+    throw error(call.label + ": root rank " + std::to_string(call.root) + " outside a world of " +
+                std::to_string(world_size()));
   const int lead = call.what != kind::all_reduce && call.root / local_ranks_ == process_rank_
                        ? call.root % local_ranks_
                        : 0;
@@ -26,7 +29,7 @@ void process_stages::launch(const collective_call& call, int local_rank,
                   std::lock_guard<std::mutex> guard(mutex_);
                   started_[sequence] = span.start_ns;
                 });
-  if (local_rank == lead) exchange(buffers);
+  if (local_rank == lead) launch_exchange(call, buffers, on);
   local_.launch(last, local_rank, call.what == kind::reduce ? none : buffers, on,
                 [this, sequence, done = std::move(done)](const collective_span& span, bool ok) {
                   collective_span whole = span;

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+#include "collectives/cpu/inproc_communicator.hpp"
+
+namespace pe {
+
+/// A communicator across processes that runs every collective in three stages on the
+/// places' communication streams (global rank = process rank x local ranks + local index):
+/// 1. the local places reduce in memory to one lead place (a barrier for a broadcast);
+/// 2. the lead runs the network stage, which each backend implements (launch_exchange);
+/// 3. the lead's result goes back to the local places (a barrier for a reduce).
+/// The lead is the root's place when the root is in this process (reduce, broadcast), else
+/// place 0. So one transfer per process and collective, whatever the backend.
+class staged_communicator : public communicator {
+ public:
+  int world_size() const final { return processes_ * local_ranks_; }
+
+  /// Rank `local_rank`'s part of `call` (sequences 2s and 2s + 1 for the local stages);
+  /// `done` gets the span from stage 1's start to stage 3's end.
+  void launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers, stream& on,
+              completion done = {}) final;
+
+ protected:
+  staged_communicator(int process_rank, int processes, int local_ranks);
+
+  /// The network stage of `call`, enqueued on `on`, the lead's stream, over the lead's
+  /// `buffers`; the call's root is a global rank.
+  virtual void launch_exchange(const collective_call& call, std::vector<tensor*> buffers, stream& on) = 0;
+
+  /// Fails the local stages waiting for ranks and every later one: part of abort().
+  void abort_local_stages() { local_.abort(); }
+
+  int process_rank() const { return process_rank_; }
+  int local_ranks() const { return local_ranks_; }
+
+ private:
+  int process_rank_;
+  int processes_;
+  int local_ranks_;
+  inproc_communicator local_;
+  std::mutex mutex_;
+  std::map<std::uint64_t, std::int64_t> started_; // by sequence: when stage 1 began
+};
+
+} // namespace pe
