@@ -183,17 +183,20 @@ void gloo_communicator::run(exchange& x) {
     at += t->bytes() / sizeof(float);
   }
   const reduce_function sum = &gloo::sum<float>;
-  // What every operation's options get: the buffer, its tag and the timeout.
+  // What every operation's options get: its tag and the timeout.
   auto common = [&](auto& o) {
-    o.setOutput(data.data(), data.size());
     o.setTag(static_cast<std::uint32_t>(x.call.sequence));
     o.setTimeout(timeout_);
   };
+  // The broadcast root's output: Gloo copies the input there while it sends from the
+  // input, so the two must not be one buffer (ThreadSanitizer saw the copy race the send).
+  std::vector<float> landing;
   try {
     switch (x.call.what) {
       case kind::all_reduce: {
         gloo::AllreduceOptions o(context_);
         common(o);
+        o.setOutput(data.data(), data.size());
         o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
         o.setReduceFunction(sum);
         gloo::allreduce(o);
@@ -202,6 +205,7 @@ void gloo_communicator::run(exchange& x) {
       case kind::reduce: {
         gloo::ReduceOptions o(context_);
         common(o);
+        o.setOutput(data.data(), data.size());
         o.setRoot(root);
         o.setReduceFunction(sum);
         gloo::reduce(o);
@@ -210,7 +214,13 @@ void gloo_communicator::run(exchange& x) {
       case kind::broadcast: {
         gloo::BroadcastOptions o(context_);
         common(o);
-        if (me == root) o.setInput(data.data(), data.size());
+        if (me == root) {
+          landing.resize(data.size());
+          o.setInput(data.data(), data.size());
+          o.setOutput(landing.data(), landing.size());
+        } else {
+          o.setOutput(data.data(), data.size());
+        }
         o.setRoot(root);
         gloo::broadcast(o);
         break;
