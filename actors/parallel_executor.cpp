@@ -9,7 +9,6 @@
 #include "actors/op_actor.hpp"
 #include "actors/runtime.hpp"
 #include "actors/trace.hpp"
-#include "collectives/cpu/inproc_communicator.hpp"
 #include "collectives/net/process_group.hpp"
 #include "collectives/net/tensor_bytes.hpp"
 #include "graph/exec/reference_executor.hpp"
@@ -268,8 +267,7 @@ const ssa_graph& parallel_executor::graph() const {
 }
 
 std::vector<std::vector<std::uint64_t>> parallel_executor::collective_history() const {
-  auto* local = dynamic_cast<const inproc_communicator*>(state_->comm.get());
-  return local != nullptr ? local->history() : std::vector<std::vector<std::uint64_t>>{};
+  return state_->comm ? state_->comm->history() : std::vector<std::vector<std::uint64_t>>{};
 }
 
 std::vector<tensor> parallel_executor::run(const feed_map& feeds,

@@ -77,6 +77,11 @@ class communicator {
   /// the stream (NCCL's kernels just quit): the executor checks it after a step, so a step
   /// whose collectives were cut short does not pass for done.
   virtual std::optional<std::string> failure() const { return std::nullopt; }
+
+  /// The sequence numbers each local rank's parts ran with, in the order they ran, where
+  /// the backend keeps them (the in-process one does; others return nothing): what the
+  /// ordering tests read.
+  virtual std::vector<std::vector<std::uint64_t>> history() const { return {}; }
 };
 
 } // namespace pe

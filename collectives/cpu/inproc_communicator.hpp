@@ -29,9 +29,7 @@ class inproc_communicator final : public communicator {
               stream& on, completion done = {}) override;
   void abort() override;
 
-  /// The sequence numbers each rank's parts ran with, in the order they ran: what the
-  /// ordering tests read.
-  std::vector<std::vector<std::uint64_t>> history() const;
+  std::vector<std::vector<std::uint64_t>> history() const override;
 
  private:
   struct meeting {
