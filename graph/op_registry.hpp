@@ -150,6 +150,6 @@ void register_optimizer_ops(op_registry& r); // sgd, momentum, adam
 void register_io_ops(op_registry& r);        // feed, fetch
 void register_conv_ops(op_registry& r);      // conv2d, depthwise_conv2d
 void register_pool_ops(op_registry& r);      // pool2d
-void register_norm_ops(op_registry& r);      // batch_norm
+void register_norm_ops(op_registry& r);      // batch_norm, layer_norm
 
 } // namespace pe

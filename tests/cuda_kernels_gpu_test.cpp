@@ -51,7 +51,7 @@ const std::vector<std::string> cpu_ops = {
     "fill_any_like",
     "uniform_random", "gaussian_random", "sgd", "momentum", "adam", "adamw", "conv2d",
     "conv2d_grad", "depthwise_conv2d", "depthwise_conv2d_grad", "pool2d", "pool2d_grad",
-    "batch_norm", "batch_norm_grad"};
+    "batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad"};
 
 /// The CPU ops without a GPU kernel (none at present).
 const std::set<std::string> without_gpu_kernel = {};
@@ -774,6 +774,53 @@ TEST_P(CudaKernels, BatchNormBranches) {
     // X@GRAD alone (the sums still run), and the parameters' grads alone (no X@GRAD map).
     expect_match({"batch_norm_grad", grad_in, {"X@GRAD"}, as});
     expect_match({"batch_norm_grad", grad_in, {"Scale@GRAD", "Bias@GRAD"}, as});
+  }
+}
+
+TEST_P(CudaKernels, LayerNorm) {
+  // layer_norm_kernels.cu: a block per row (rows longer than a block of 256 threads too), the
+  // optional Scale and Bias and the optional Mean and Variance outputs, Y in place on X, a
+  // place without rows, and the grad's outputs together and one by one, with and without
+  // Scale and Bias. No compared sum may cancel: X[., j] = j + noise in [-0.1, 0.1], so xhat
+  // keeps one sign down each column, and with Y@GRAD in [0.2, 1] so does every term of
+  // Scale@GRAD. The grad reads the CPU forward's Mean and Variance, as the engine hands them
+  // over.
+  struct ln_case {
+    const char* why;
+    shape_t dims;
+    std::int32_t axis;
+  };
+  for (const ln_case& lc : {ln_case{"X [4, 6, 8], begin_norm_axis 2: 24 rows of 8", {4, 6, 8}, 2},
+                            ln_case{"begin_norm_axis 1: 4 rows of 48", {4, 6, 8}, 1},
+                            ln_case{"3 rows of 700, longer than a block", {3, 700}, 1},
+                            ln_case{"no rows, as an uneven split leaves a place", {0, 6, 8}, 1}}) {
+    SCOPED_TRACE(lc.why);
+    std::int64_t n = 1;
+    for (std::size_t d = static_cast<std::size_t>(lc.axis); d < lc.dims.size(); ++d) n *= lc.dims[d];
+    tensor x = random(lc.dims, -0.1f, 0.1f, 120);
+    for (std::int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] += static_cast<float>(i % n);
+    const tensor scale = random({n}, 0.5f, 1.5f, 121), bias = random({n}, -1.f, 1.f, 122);
+    const attrs as = {{"begin_norm_axis", lc.axis}, {"epsilon", 1e-5f}};
+    const std::vector<std::string> outs = {"Y", "Mean", "Variance"};
+    const named in = {{"X", x}, {"Scale", scale}, {"Bias", bias}};
+    expect_match({"layer_norm", in, outs, as});
+    expect_match({"layer_norm", {{"X", x}, {"Scale", scale}}, outs, as});
+    expect_match({"layer_norm", {{"X", x}}, outs, as});
+    expect_match({"layer_norm", in, {"Y"}, as});          // Mean and Variance not bound
+    expect_match({"layer_norm", in, outs, as, {}, {{0, 0}}}); // Y in place on X
+
+    const std::vector<tensor> fwd = cpu_outputs("layer_norm", in, outs, as);
+    const tensor dy = random(lc.dims, 0.2f, 1.f, 123);
+    const named grad_in = {{"X", x}, {"Scale", scale}, {"Bias", bias}, {"Mean", fwd[1]},
+                           {"Variance", fwd[2]}, {"Y@GRAD", dy}};
+    expect_match({"layer_norm_grad", grad_in, {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}, as});
+    expect_match({"layer_norm_grad", grad_in, {"X@GRAD"}, as});
+    expect_match({"layer_norm_grad", grad_in, {"Scale@GRAD", "Bias@GRAD"}, as});
+    // Without Scale and Bias: Scale counts as 1 in X@GRAD, and the parameters' grads are [N].
+    const std::vector<tensor> bare = cpu_outputs("layer_norm", {{"X", x}}, outs, as);
+    expect_match({"layer_norm_grad",
+                  {{"X", x}, {"Mean", bare[1]}, {"Variance", bare[2]}, {"Y@GRAD", dy}},
+                  {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}, as});
   }
 }
 

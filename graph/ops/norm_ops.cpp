@@ -3,12 +3,19 @@
 // in place); SavedMean and SavedVariance (the batch mean and inverse std) carry the batch
 // statistics to the grad op. ReserveSpace (cuDNN's) is written empty. The statistics
 // conventions are the CPU kernel's (kernels/cpu/dnnl_norm_kernels.cpp).
+//
+// And of layer_norm and layer_norm_grad: X cut at begin_norm_axis into [left, N], Scale and
+// Bias of N elements (each optional), Mean and Variance [left] (the rows' mean and biased
+// variance, which the grad op reads); the shape rule is kernels/layer_norm_ops.hpp's, which
+// the kernels apply too.
 #include "graph/op_registry.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "graph/ops/op_helpers.hpp"
+#include "kernels/layer_norm_ops.hpp"
 #include "kernels/window_shapes.hpp"
 
 namespace pe {
@@ -55,6 +62,44 @@ void infer_batch_norm_grad(shape_context& ctx) {
   ctx.set_outputs(grad_name("Bias"), {x[1]}, dtype::fp32);
 }
 
+/// X's [left, N] view, X checked to be FP32 and Scale and Bias (where bound) FP32 of N
+/// elements.
+ln_dims layer_norm_input(const shape_context& ctx) {
+  const shape_t& x = fp32_dims(ctx, "X");
+  const ln_dims d = layer_norm_dims(ctx, x, ctx.attrs().get<std::int32_t>("begin_norm_axis"));
+  for (const char* slot : {"Scale", "Bias"})
+    if (ctx.input_count(slot) > 0) expect_layer_norm_param(ctx, slot, fp32_dims(ctx, slot), d.n);
+  return d;
+}
+
+void infer_layer_norm(shape_context& ctx) {
+  const ln_dims d = layer_norm_input(ctx);
+  ctx.set_outputs("Y", ctx.input_dims("X"), dtype::fp32);
+  ctx.set_outputs("Mean", {d.left}, dtype::fp32);
+  ctx.set_outputs("Variance", {d.left}, dtype::fp32);
+}
+
+/// The grad of Scale or Bias gets that input's dims, or [N] where the op binds none.
+void set_param_grad(shape_context& ctx, const char* slot, const ln_dims& d) {
+  ctx.set_outputs(grad_name(slot), ctx.input_count(slot) > 0 ? ctx.input_dims(slot) : shape_t{d.n},
+                  dtype::fp32);
+}
+
+void infer_layer_norm_grad(shape_context& ctx) {
+  const ln_dims d = layer_norm_input(ctx);
+  const shape_t& x = ctx.input_dims("X");
+  ctx.expect(dims_compatible(fp32_dims(ctx, "Y@GRAD"), x),
+             "Y@GRAD " + to_string(ctx.input_dims("Y@GRAD")) + " does not match X " + to_string(x));
+  for (const char* slot : {"Mean", "Variance"})
+    ctx.expect(dims_compatible(fp32_dims(ctx, slot), {d.left}),
+               std::string(slot) + " must be [left] = [" + std::to_string(d.left) +
+                   "] (the product of X's dims before begin_norm_axis), got " +
+                   to_string(ctx.input_dims(slot)));
+  ctx.set_outputs(grad_name("X"), x, dtype::fp32);
+  set_param_grad(ctx, "Scale", d);
+  set_param_grad(ctx, "Bias", d);
+}
+
 } // namespace
 
 void register_norm_ops(op_registry& r) {
@@ -98,6 +143,35 @@ void register_norm_ops(op_registry& r) {
                      {.name = grad_name("Bias"), .dispensable = true}},
          .attrs = attrs,
          .infer_shape = infer_batch_norm_grad,
+         .make_grad = {}});
+
+  // The grad op as Paddle's LayerNormGradOpMaker emits it: X, Mean, Variance and Y@GRAD in;
+  // Scale and Bias, and their grads, only where the forward binds them.
+  const std::vector<attr_spec> ln_attrs = {{"epsilon", 1e-5f},
+                                           {"begin_norm_axis", std::int32_t{1}}};
+  r.add({.type = "layer_norm",
+         .inputs = {{"X"},
+                    {.name = "Scale", .dispensable = true},
+                    {.name = "Bias", .dispensable = true}},
+         .outputs = {{"Y"}, {"Mean"}, {"Variance"}},
+         .attrs = ln_attrs,
+         .infer_shape = infer_layer_norm,
+         .make_grad = make_default_grad({.forward_inputs = {"X", "Scale", "Bias"},
+                                         .forward_outputs = {"Mean", "Variance"},
+                                         .output_grads = {"Y"},
+                                         .input_grads = {"X", "Scale", "Bias"}})});
+  r.add({.type = "layer_norm_grad",
+         .inputs = {{"X"},
+                    {.name = "Scale", .dispensable = true},
+                    {.name = "Bias", .dispensable = true},
+                    {"Mean"},
+                    {"Variance"},
+                    {grad_name("Y")}},
+         .outputs = {{.name = grad_name("X"), .dispensable = true},
+                     {.name = grad_name("Scale"), .dispensable = true},
+                     {.name = grad_name("Bias"), .dispensable = true}},
+         .attrs = ln_attrs,
+         .infer_shape = infer_layer_norm_grad,
          .make_grad = {}});
 }
 

@@ -12,6 +12,7 @@ void register_cpu_kernels(kernel_registry& r) {
   register_init_kernels(r);
   register_optimizer_kernels(r);
   register_dnnl_kernels(r);
+  register_layer_norm_kernels(r);
   register_cpu_finite_check(r);
 }
 

@@ -39,6 +39,9 @@ void register_optimizer_kernels(kernel_registry& r);
 /// (dnnl_context.cpp, dnnl_conv_kernels.cpp, dnnl_pool_kernels.cpp, dnnl_norm_kernels.cpp).
 void register_dnnl_kernels(kernel_registry& r);
 
+/// layer_norm and layer_norm_grad (layer_norm_kernels.cpp).
+void register_layer_norm_kernels(kernel_registry& r);
+
 /// The CPU places' finite check of --check-nan-inf (finite_check.cpp).
 void register_cpu_finite_check(kernel_registry& r);
 

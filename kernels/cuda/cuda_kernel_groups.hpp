@@ -36,6 +36,8 @@ void register_window_kernels(kernel_registry& r);
 void register_conv_kernels(kernel_registry& r);
 /// batch_norm and batch_norm_grad (batch_norm_kernels.cu).
 void register_batch_norm_kernels(kernel_registry& r);
+/// layer_norm and layer_norm_grad (layer_norm_kernels.cu).
+void register_layer_norm_kernels(kernel_registry& r);
 /// The GPU places' finite check of --check-nan-inf (finite_check_kernels.cu).
 void register_finite_check_kernels(kernel_registry& r);
 
