@@ -141,6 +141,7 @@ const op_registry& op_registry::global() {
     register_conv_ops(r);
     register_pool_ops(r);
     register_norm_ops(r);
+    register_embedding_ops(r);
     return r;
   }();
   return instance;

@@ -151,5 +151,6 @@ void register_io_ops(op_registry& r);        // feed, fetch
 void register_conv_ops(op_registry& r);      // conv2d, depthwise_conv2d
 void register_pool_ops(op_registry& r);      // pool2d
 void register_norm_ops(op_registry& r);      // batch_norm, layer_norm
+void register_embedding_ops(op_registry& r); // lookup_table_v2
 
 } // namespace pe

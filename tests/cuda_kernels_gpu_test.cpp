@@ -51,7 +51,8 @@ const std::vector<std::string> cpu_ops = {
     "fill_any_like",
     "uniform_random", "gaussian_random", "sgd", "momentum", "adam", "adamw", "conv2d",
     "conv2d_grad", "depthwise_conv2d", "depthwise_conv2d_grad", "pool2d", "pool2d_grad",
-    "batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad"};
+    "batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "lookup_table_v2",
+    "lookup_table_v2_grad"};
 
 /// The CPU ops without a GPU kernel (none at present).
 const std::set<std::string> without_gpu_kernel = {};
@@ -821,6 +822,41 @@ TEST_P(CudaKernels, LayerNorm) {
     expect_match({"layer_norm_grad",
                   {{"X", x}, {"Mean", bare[1]}, {"Variance", bare[2]}, {"Y@GRAD", dy}},
                   {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}, as});
+  }
+}
+
+TEST_P(CudaKernels, LookupTable) {
+  // lookup_table_kernels.cu: the gather map and the grad's block per row of W, with INT64 and
+  // INT32 ids of rank 1 and 2, padding_idx none, positive and negative (V + p): repeated ids
+  // summed in index order (the same FP32 additions as the CPU's, so equal bit for bit), more
+  // ids than a block of 256 threads (several chunks of the scan), D wider than the block (a
+  // thread strides over the columns), rows no id reads and the padding row zero, and no ids.
+  struct lookup_case {
+    const char* why;
+    shape_t w, ids;
+  };
+  for (const lookup_case& lc : {lookup_case{"W [7, 5], Ids [6]", {7, 5}, {6}},
+                                lookup_case{"W [40, 3], Ids [8, 70]: 560 ids, 3 chunks", {40, 3}, {8, 70}},
+                                lookup_case{"W [4, 300]: D wider than a block", {4, 300}, {3, 2}},
+                                lookup_case{"no ids, as an uneven split leaves a place", {5, 4}, {0}}}) {
+    SCOPED_TRACE(lc.why);
+    const tensor w = random(lc.w, -1.f, 1.f, 130);
+    const tensor ids = labels(lc.ids, lc.w[0], 131);
+    const auto values = ids.values<std::int64_t>();
+    const tensor ids32 =
+        tensor::from_vector(std::vector<std::int32_t>(values.begin(), values.end()), lc.ids);
+    shape_t out_dims = lc.ids;
+    out_dims.push_back(lc.w[1]);
+    const tensor dout = random(out_dims, -1.f, 1.f, 132);
+    for (const int padding_idx : {-1, 2, -3})
+      for (const tensor* id : {&ids, &ids32}) {
+        SCOPED_TRACE("padding_idx " + std::to_string(padding_idx) +
+                     (id == &ids ? ", INT64 ids" : ", INT32 ids"));
+        const attrs as = {{"padding_idx", std::int64_t{padding_idx}}, {"is_sparse", false}};
+        expect_match({"lookup_table_v2", {{"W", w}, {"Ids", *id}}, {"Out"}, as});
+        expect_match({"lookup_table_v2_grad", {{"W", w}, {"Ids", *id}, {"Out@GRAD", dout}},
+                      {"W@GRAD"}, as});
+      }
   }
 }
 

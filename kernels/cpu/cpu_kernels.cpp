@@ -13,6 +13,7 @@ void register_cpu_kernels(kernel_registry& r) {
   register_optimizer_kernels(r);
   register_dnnl_kernels(r);
   register_layer_norm_kernels(r);
+  register_lookup_table_kernels(r);
   register_cpu_finite_check(r);
 }
 

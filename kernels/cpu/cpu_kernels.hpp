@@ -42,6 +42,9 @@ void register_dnnl_kernels(kernel_registry& r);
 /// layer_norm and layer_norm_grad (layer_norm_kernels.cpp).
 void register_layer_norm_kernels(kernel_registry& r);
 
+/// lookup_table_v2 and lookup_table_v2_grad (lookup_table_kernels.cpp).
+void register_lookup_table_kernels(kernel_registry& r);
+
 /// The CPU places' finite check of --check-nan-inf (finite_check.cpp).
 void register_cpu_finite_check(kernel_registry& r);
 

@@ -38,6 +38,8 @@ void register_conv_kernels(kernel_registry& r);
 void register_batch_norm_kernels(kernel_registry& r);
 /// layer_norm and layer_norm_grad (layer_norm_kernels.cu).
 void register_layer_norm_kernels(kernel_registry& r);
+/// lookup_table_v2 and lookup_table_v2_grad (lookup_table_kernels.cu).
+void register_lookup_table_kernels(kernel_registry& r);
 /// The GPU places' finite check of --check-nan-inf (finite_check_kernels.cu).
 void register_finite_check_kernels(kernel_registry& r);
 

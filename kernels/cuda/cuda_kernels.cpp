@@ -18,6 +18,7 @@ void register_cuda_kernels(kernel_registry& r) {
   cuda::register_conv_kernels(r);
   cuda::register_batch_norm_kernels(r);
   cuda::register_layer_norm_kernels(r);
+  cuda::register_lookup_table_kernels(r);
   cuda::register_finite_check_kernels(r);
 }
 

@@ -1,0 +1,68 @@
+// Schemas of lookup_table_v2 (nn.Embedding) and lookup_table_v2_grad as Paddle 2.6 writes
+// them: W [V, D] FP32 and Ids INT64 or INT32 of any dims in, Out (Ids' dims + [D]) out; the
+// grad op (Paddle's LookupTableV2GradOpMaker) reads W, Ids and Out@GRAD and writes a dense
+// W@GRAD [V, D], Ids getting no gradient. The rules (padding_idx, is_sparse refused) are
+// kernels/lookup_table_ops.hpp's, which the kernels apply too. Of the attributes only
+// padding_idx and is_sparse mean anything here; the parameter-server ones Paddle also writes
+// (is_distributed, remote_prefetch, entry_config, entry, table_names, height_sections, epmap,
+// trainer_id, ...) are accepted and ignored, as resolve_attributes keeps any attribute it does
+// not know.
+#include "graph/op_registry.hpp"
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/ops/op_helpers.hpp"
+#include "kernels/lookup_table_ops.hpp"
+
+namespace pe {
+
+namespace {
+
+/// W's dims, after the checks both ops share: is_sparse refused, W FP32 [V, D], Ids INT64 or
+/// INT32, padding_idx in range of V where V is known.
+const shape_t& lookup_table_input(const shape_context& ctx) {
+  expect_dense_lookup(ctx, ctx.attrs().get<bool>("is_sparse"));
+  const shape_t& w = fp32_dims(ctx, "W");
+  expect_lookup_table(ctx, w);
+  expect_lookup_ids(ctx, ctx.input_dtype("Ids"));
+  lookup_padding_row(ctx, ctx.attrs().get<std::int64_t>("padding_idx"), w[0]);
+  return w;
+}
+
+void infer_lookup_table_v2(shape_context& ctx) {
+  const shape_t& w = lookup_table_input(ctx);
+  ctx.set_outputs("Out", lookup_out_dims(ctx.input_dims("Ids"), w[1]), dtype::fp32);
+}
+
+void infer_lookup_table_v2_grad(shape_context& ctx) {
+  const shape_t& w = lookup_table_input(ctx);
+  const shape_t out = lookup_out_dims(ctx.input_dims("Ids"), w[1]);
+  ctx.expect(dims_compatible(fp32_dims(ctx, grad_name("Out")), out),
+             "Out@GRAD " + to_string(ctx.input_dims(grad_name("Out"))) +
+                 " does not match Out " + to_string(out) + " (Ids' dims + [D])");
+  ctx.set_outputs(grad_name("W"), w, dtype::fp32);
+}
+
+} // namespace
+
+void register_embedding_ops(op_registry& r) {
+  const std::vector<attr_spec> attrs = {{"padding_idx", std::int64_t{no_padding}},
+                                        {"is_sparse", false},
+                                        {"is_distributed", false},
+                                        {"remote_prefetch", false}};
+  add_with_grad(r,
+                {.type = "lookup_table_v2",
+                 .inputs = {{"W"}, {"Ids"}},
+                 .outputs = {{"Out"}},
+                 .attrs = attrs,
+                 .infer_shape = infer_lookup_table_v2,
+                 .make_grad = {}},
+                {.forward_inputs = {"W", "Ids"},
+                 .forward_outputs = {},
+                 .output_grads = {"Out"},
+                 .input_grads = {"W"}},
+                infer_lookup_table_v2_grad);
+}
+
+} // namespace pe

@@ -1,0 +1,91 @@
+// CPU kernels of lookup_table_v2 and lookup_table_v2_grad: loops over the ids in index order.
+// Inputs and attributes are read and checked by kernels/lookup_table_ops.hpp's fronts, shared
+// with the CUDA kernels (kernels/cuda/lookup_table_kernels.cu). The forward copies row Ids[i]
+// of W into row i of Out (zeros for padding_idx); the grad zeroes W@GRAD and adds row i of
+// Out@GRAD to row Ids[i], in FP32 and in index order as Paddle's CPU kernel does, so a repeated
+// id sums its rows in one fixed order (the CUDA kernel adds in the same order: bit-identical).
+// An id outside [0, V) that is not padding_idx fails either kernel, naming the id and V.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cpu/math_kernels.hpp"
+#include "kernels/lookup_table_ops.hpp"
+
+namespace pe {
+
+namespace {
+
+/// Whether `id` names the padding row (never when there is none).
+bool is_padding(std::int64_t id, const lookup_geometry& g) {
+  return g.padding_row != no_padding && id == g.padding_row;
+}
+
+/// Ids[i] as an int64, checked to lie in [0, V) unless it is padding_idx.
+template <class Id>
+std::int64_t id_at(const kernel_context& ctx, const lookup_geometry& g, const Id* ids,
+                   std::int64_t i) {
+  const auto id = static_cast<std::int64_t>(ids[i]);
+  if (!is_padding(id, g) && (id < 0 || id >= g.rows))
+    ctx.fail("Ids[" + std::to_string(i) + "] = " + std::to_string(id) + " is outside [0, " +
+             std::to_string(g.rows) + ") (W has V = " + std::to_string(g.rows) +
+             " rows) and is not padding_idx");
+  return id;
+}
+
+/// Calls row(i, id) for each id in index order, its type that of Ids.
+template <class Row>
+void for_each_id(const kernel_context& ctx, const lookup_geometry& g, Row&& row) {
+  const std::int64_t n = g.ids.numel();
+  const auto visit = [&](const auto* ids) {
+    for (std::int64_t i = 0; i < n; ++i) row(i, id_at(ctx, g, ids, i));
+  };
+  if (g.ids.type() == dtype::int64)
+    visit(g.ids.data<std::int64_t>());
+  else
+    visit(g.ids.data<std::int32_t>());
+}
+
+void lookup_forward(kernel_context& ctx) {
+  const lookup_front f = lookup_front_of(ctx, fp32_input, bound_input);
+  const lookup_geometry& g = f.g;
+  write_unaliased(ctx.output("Out"), {&f.w, &g.ids}, [&](tensor& out) {
+    out.resize(dtype::fp32, lookup_out_dims(g.ids.shape(), g.width));
+    const float* w = f.w.data<float>();
+    float* o = out.data<float>();
+    for_each_id(ctx, g, [&](std::int64_t i, std::int64_t id) {
+      float* to = o + i * g.width;
+      if (is_padding(id, g))
+        std::fill(to, to + g.width, 0.f);
+      else
+        std::copy(w + id * g.width, w + (id + 1) * g.width, to);
+    });
+  });
+}
+
+void lookup_backward(kernel_context& ctx) {
+  const lookup_grad_front f = lookup_grad_front_of(ctx, fp32_input, bound_input);
+  const lookup_geometry& g = f.g;
+  write_unaliased(ctx.output("W@GRAD"), {&f.out_grad, &g.ids}, [&](tensor& dw_out) {
+    dw_out.resize(dtype::fp32, f.w_dims);
+    float* dw = dw_out.data<float>();
+    std::fill(dw, dw + dw_out.numel(), 0.f);
+    const float* dout = f.out_grad.data<float>();
+    for_each_id(ctx, g, [&](std::int64_t i, std::int64_t id) {
+      if (is_padding(id, g)) return;
+      float* to = dw + id * g.width;
+      const float* from = dout + i * g.width;
+      for (std::int64_t j = 0; j < g.width; ++j) to[j] += from[j];
+    });
+  });
+}
+
+} // namespace
+
+void register_lookup_table_kernels(kernel_registry& r) {
+  r.add("lookup_table_v2", place::kind::cpu, lookup_forward);
+  r.add("lookup_table_v2_grad", place::kind::cpu, lookup_backward);
+}
+
+} // namespace pe
