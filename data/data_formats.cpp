@@ -62,9 +62,10 @@ data_spec parse_data_spec(const std::string& text) {
   const std::string name = text.substr(0, colon);
   for (auto& f : data_formats()) {
     if (f.name != name) continue;
-    const bool has_dir = colon != std::string::npos && colon + 1 < text.size();
-    if (f.takes_dir == has_dir && (f.takes_dir || colon == std::string::npos))
-      return {f, has_dir ? text.substr(colon + 1) : std::string(), text};
+    // NAME:DIR with a non-empty DIR, or NAME alone.
+    if (!f.takes_dir && colon == std::string::npos) return {f, std::string(), text};
+    if (f.takes_dir && colon != std::string::npos && colon + 1 < text.size())
+      return {f, text.substr(colon + 1), text};
   }
   throw error("expected " + data_spec_forms() + ", got '" + text + "'");
 }
