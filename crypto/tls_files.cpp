@@ -41,10 +41,12 @@ void check_tls_files(const tls_files& f) {
   const auto fail = [](const std::string& flag, const std::string& path, const std::string& what) {
     throw error(flag + " " + path + ": " + what + " (" + openssl_reason() + ")");
   };
-  if (SSL_CTX_use_certificate_chain_file(context.get(), f.certificate.c_str()) != 1)
-    fail("--tls-cert", f.certificate, "not a readable PEM certificate");
+  // The key first: loaded alone it is only read; the certificate after it replaces a key
+  // that does not match, which check_private_key then names.
   if (SSL_CTX_use_PrivateKey_file(context.get(), f.key.c_str(), SSL_FILETYPE_PEM) != 1)
     fail("--tls-key", f.key, "not a readable unencrypted PEM private key");
+  if (SSL_CTX_use_certificate_chain_file(context.get(), f.certificate.c_str()) != 1)
+    fail("--tls-cert", f.certificate, "not a readable PEM certificate");
   if (SSL_CTX_check_private_key(context.get()) != 1)
     fail("--tls-key", f.key, "is not the key of the certificate " + f.certificate);
   if (SSL_CTX_load_verify_locations(context.get(), f.ca.c_str(), nullptr) != 1)
