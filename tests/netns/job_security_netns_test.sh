@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Several machines on a real network, as separate hosts: each process in a network namespace
+# of its own with its own address, joined by veth pairs (rank 0's host has two links: one to
+# rank 1's host, one to a stranger's). Checks, with real pe-actor-run processes:
+#  - a stranger with a wrong token, one with none, and one sending random bytes are refused
+#    (exit 2, a clear error) and rank 0 trains on with its own rank 1;
+#  - a job across hosts without a token warns what that allows;
+#  - a capture on rank 1's link (tcpdump) of a job without TLS holds plaintext of a parameter
+#    tensor that crossed it, and a capture of the same job over mutual TLS holds none.
+# Usage: job_security_netns_test.sh PE_ACTOR_RUN   (exit 77: skipped, needs root, ip, tcpdump)
+set -uo pipefail
+
+run_binary=${1:?usage: $0 PE_ACTOR_RUN}
+if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null || ! command -v tcpdump >/dev/null ||
+   ! command -v openssl >/dev/null; then
+  echo "skipped: needs root, ip (iproute2), tcpdump and openssl (scripts/install_deps.sh)"
+  exit 77
+fi
+
+tag="pe$$"
+host0="$tag-h0" host1="$tag-h1" stranger="$tag-hs"
+work=$(mktemp -d /tmp/pe-netns-XXXXXX)
+pids=()
+failures=0
+
+cleanup() {
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+  wait 2>/dev/null
+  for ns in "$host0" "$host1" "$stranger"; do ip netns del "$ns" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+# --- the hosts --------------------------------------------------------------------------
+for ns in "$host0" "$host1" "$stranger"; do
+  ip netns add "$ns" || { echo "cannot make network namespace $ns"; exit 1; }
+  ip -n "$ns" link set lo up
+done
+ip link add "$tag-a0" type veth peer name "$tag-a1"
+ip link set "$tag-a0" netns "$host0"; ip link set "$tag-a1" netns "$host1"
+ip link add "$tag-b0" type veth peer name "$tag-b1"
+ip link set "$tag-b0" netns "$host0"; ip link set "$tag-b1" netns "$stranger"
+ip -n "$host0" addr add 10.77.1.1/24 dev "$tag-a0"; ip -n "$host0" link set "$tag-a0" up
+ip -n "$host1" addr add 10.77.1.2/24 dev "$tag-a1"; ip -n "$host1" link set "$tag-a1" up
+ip -n "$host0" addr add 10.77.2.1/24 dev "$tag-b0"; ip -n "$host0" link set "$tag-b0" up
+ip -n "$stranger" addr add 10.77.2.2/24 dev "$tag-b1"; ip -n "$stranger" link set "$tag-b1" up
+
+port=29517
+train=(--model mlp --hidden 64 --places cpu:1 --batch-size 64 --nnodes 2 --peer-timeout 5)
+
+# A pe-actor-run in namespace $1, bounded in time; the rest are its flags.
+on() { local ns=$1; shift; timeout 120 ip netns exec "$ns" "$run_binary" "$@"; }
+
+umask 077
+openssl rand -hex 32 > "$work/token"
+openssl rand -hex 32 > "$work/wrong"
+
+# --- admission ----------------------------------------------------------------------------
+on "$host0" "${train[@]}" --steps 5 --node-rank 0 --master 10.77.1.1:$port \
+  --job-token-file "$work/token" > "$work/r0.out" 2> "$work/r0.err" &
+pids+=($!); master=$!
+sleep 1
+on "$stranger" "${train[@]}" --steps 5 --node-rank 1 --master 10.77.2.1:$port \
+  --job-token-file "$work/wrong" > "$work/s1.out" 2> "$work/s1.err"
+status=$?
+if [[ $status -eq 2 ]] && grep -q "did not prove that it holds the job token" "$work/s1.err"; then
+  pass "a stranger with a wrong token is refused"
+else fail "a stranger with a wrong token: exit $status, $(cat "$work/s1.err")"; fi
+on "$stranger" "${train[@]}" --steps 5 --node-rank 1 --master 10.77.2.1:$port > "$work/s2.out" 2> "$work/s2.err"
+status=$?
+if [[ $status -eq 2 ]] && grep -q "admits only processes holding the job's token" "$work/s2.err"; then
+  pass "a stranger without a token is refused"
+else fail "a stranger without a token: exit $status, $(cat "$work/s2.err")"; fi
+ip netns exec "$stranger" python3 - <<'PY' || fail "could not knock with random bytes"
+import os, socket
+for _ in range(20):
+    s = socket.create_connection(("10.77.2.1", 29517), timeout=5)
+    s.sendall(os.urandom(4096))
+    s.close()
+PY
+on "$host1" "${train[@]}" --steps 5 --node-rank 1 --master 10.77.1.1:$port \
+  --job-token-file "$work/token" > "$work/r1.out" 2> "$work/r1.err"
+status1=$?
+wait "$master"; status0=$?
+if [[ $status0 -eq 0 && $status1 -eq 0 ]] && grep -q "trained 5 steps" "$work/r0.out" &&
+   [[ $(grep -c "refused a process claiming rank 1" "$work/r0.err") -ge 2 ]]; then
+  pass "rank 0 said so, and trained with its own rank 1 after the strangers"
+else fail "the job after the strangers: exit $status0/$status1; $(cat "$work/r0.err" "$work/r1.err")"; fi
+
+# --- an open job across hosts warns -------------------------------------------------------
+on "$host0" "${train[@]}" --steps 2 --node-rank 0 --master 10.77.1.1:$((port + 1)) > "$work/o0.out" 2> "$work/o0.err" &
+pids+=($!); master=$!
+on "$host1" "${train[@]}" --steps 2 --node-rank 1 --master 10.77.1.1:$((port + 1)) > "$work/o1.out" 2> "$work/o1.err"
+wait "$master"
+if grep -q "this job has no job token: any process that can reach 10.77.1.1" "$work/o0.err"; then
+  pass "an open job across hosts warns"
+else fail "no warning for an open job: $(cat "$work/o0.err")"; fi
+
+# --- what a capture on rank 1's link shows ------------------------------------------------
+# Rank 0 and rank 1 in --reduce reduce mode broadcast the updated parameters every step, so
+# the last step's values, which rank 0 saves, crossed the link.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 -subj /CN=job-ca \
+  -keyout "$work/ca.key" -out "$work/ca.pem" 2>/dev/null
+for r in 0 1; do
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=rank$r \
+    -keyout "$work/rank$r.key" -out "$work/rank$r.csr" 2>/dev/null
+  openssl x509 -req -days 30 -in "$work/rank$r.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" \
+    -CAcreateserial -out "$work/rank$r.pem" 2>/dev/null
+done
+
+# capture NAME PORT [FLAGS...]: a job of 4 steps, captured on rank 1's link; its checkpoint in
+# $work/NAME.ckpt, the capture in $work/NAME.pcap.
+capture() {
+  local name=$1 p=$2; shift 2
+  local tls0=() tls1=()
+  if [[ ${1:-} == tls ]]; then
+    tls0=(--tls-cert "$work/rank0.pem" --tls-key "$work/rank0.key" --tls-ca "$work/ca.pem")
+    tls1=(--tls-cert "$work/rank1.pem" --tls-key "$work/rank1.key" --tls-ca "$work/ca.pem")
+  fi
+  ip netns exec "$host1" timeout 150 tcpdump -i "$tag-a1" -U -s 0 -w "$work/$name.pcap" tcp 2> "$work/$name.tcpdump" &
+  local dump=$!
+  pids+=($dump)
+  for _ in $(seq 100); do grep -qs "listening on" "$work/$name.tcpdump" && break; sleep 0.1; done
+  on "$host0" "${train[@]}" --steps 4 --reduce reduce --node-rank 0 --master 10.77.1.1:$p \
+    --job-token-file "$work/token" "${tls0[@]}" --save-params "$work/$name.ckpt" > "$work/$name.0.out" 2> "$work/$name.0.err" &
+  local master=$!
+  pids+=($master)
+  on "$host1" "${train[@]}" --steps 4 --reduce reduce --node-rank 1 --master 10.77.1.1:$p \
+    --job-token-file "$work/token" "${tls1[@]}" > "$work/$name.1.out" 2> "$work/$name.1.err"
+  local s1=$? s0=0
+  wait "$master" || s0=$?
+  sleep 0.5
+  kill -INT "$dump"; wait "$dump"
+  [[ $s0 -eq 0 && $s1 -eq 0 ]] || fail "the $name job: exit $s0/$s1; $(cat "$work/$name.0.err" "$work/$name.1.err")"
+}
+
+# How many 64-byte pieces of the saved fc_0.w_0 (its last 16 KiB of float32 values) appear in
+# the capture.
+plaintext_pieces() {
+  python3 - "$work/$1.ckpt/fc_0.w_0" "$work/$1.pcap" <<'PY'
+import sys
+weights = open(sys.argv[1], "rb").read()[-16384:]
+capture = open(sys.argv[2], "rb").read()
+print(sum(1 for k in range(0, len(weights) - 64, 64) if weights[k:k + 64] in capture))
+PY
+}
+
+capture plain $((port + 2))
+capture tls $((port + 3)) tls
+plain=$(plaintext_pieces plain)
+tls=$(plaintext_pieces tls)
+plain_bytes=$(stat -c %s "$work/plain.pcap")
+tls_bytes=$(stat -c %s "$work/tls.pcap")
+echo "captured $plain_bytes bytes without TLS, $tls_bytes with; pieces of fc_0.w_0 found: $plain of 255 without, $tls with"
+if [[ $plain -gt 0 ]]; then pass "without TLS, the capture holds the parameter tensor in clear"
+else fail "the capture without TLS holds no piece of fc_0.w_0: the check cannot see plaintext"; fi
+if [[ $tls -eq 0 && $tls_bytes -gt 100000 ]]; then pass "over TLS, the capture holds none of it"
+else fail "over TLS: $tls pieces found in a capture of $tls_bytes bytes"; fi
+if grep -q "trained 4 steps" "$work/tls.0.out"; then pass "the job over TLS trained"
+else fail "the job over TLS: $(cat "$work/tls.0.out" "$work/tls.0.err")"; fi
+
+[[ $failures -eq 0 ]] && echo "all passed" || echo "$failures failed"
+exit $(( failures > 0 ))
