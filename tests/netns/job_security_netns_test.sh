@@ -4,6 +4,8 @@
 # rank 1's host, one to a stranger's). Checks, with real pe-actor-run processes:
 #  - a stranger with a wrong token, one with none, and one sending random bytes are refused
 #    (exit 2, a clear error) and rank 0 trains on with its own rank 1;
+#  - rank 1's recorded join, replayed by the stranger, is refused (a used challenge), and
+#    the job trains;
 #  - a job across hosts without a token warns what that allows;
 #  - a capture on rank 1's link (tcpdump) of a job without TLS holds plaintext of a parameter
 #    tensor that crossed it, and a capture of the same job over mutual TLS holds none.
@@ -89,6 +91,59 @@ if [[ $status0 -eq 0 && $status1 -eq 0 ]] && grep -q "trained 5 steps" "$work/r0
    [[ $(grep -c "refused a process claiming rank 1" "$work/r0.err") -ge 2 ]]; then
   pass "rank 0 said so, and trained with its own rank 1 after the strangers"
 else fail "the job after the strangers: exit $status0/$status1; $(cat "$work/r0.err" "$work/r1.err")"; fi
+
+# --- a replayed handshake ------------------------------------------------------------------
+# A job of 3: rank 1 joins from its host while a capture records its link; then the stranger
+# sends rank 1's recorded bytes to rank 0 on a connection of its own, as an eavesdropper
+# would. CAF takes them (rank 1's node, rank 1's hello), and the admission refuses them: the
+# challenge they answer was used. Rank 2 then joins, and the job trains.
+rport=$((port + 4))
+ip netns exec "$host1" timeout 60 tcpdump -i "$tag-a1" -U -s 0 -w "$work/join.pcap" "tcp dst port $rport" \
+  2> "$work/join.tcpdump" &
+dump=$!; pids+=($dump)
+for _ in $(seq 100); do grep -qs "listening on" "$work/join.tcpdump" && break; sleep 0.1; done
+three=(--model mlp --hidden 8 --places cpu:1 --batch-size 64 --nnodes 3 --steps 2 --job-token-file "$work/token")
+on "$host0" "${three[@]}" --node-rank 0 --master 10.77.1.1:$rport > "$work/p0.out" 2> "$work/p0.err" &
+pids+=($!); p0=$!
+sleep 0.5
+on "$host1" "${three[@]}" --node-rank 1 --master 10.77.1.1:$rport > "$work/p1.out" 2> "$work/p1.err" &
+pids+=($!); p1=$!
+sleep 2
+kill -INT "$dump"; wait "$dump"
+ip netns exec "$stranger" python3 - "$work/join.pcap" "$rport" <<'PY' || fail "could not replay the recorded join"
+import socket, struct, sys, time
+data, port = open(sys.argv[1], "rb").read(), int(sys.argv[2])
+segments, at = {}, 24
+while at + 16 <= len(data):  # pcap records of Ethernet frames: IPv4, TCP, payload by seq
+    length = struct.unpack("<I", data[at + 8:at + 12])[0]
+    frame = data[at + 16:at + 16 + length]
+    at += 16 + length
+    ip = frame[14:]
+    if len(ip) < 20 or ip[0] >> 4 != 4 or ip[9] != 6:
+        continue
+    tcp = ip[(ip[0] & 15) * 4:]
+    dport, seq = struct.unpack(">H", tcp[2:4])[0], struct.unpack(">I", tcp[4:8])[0]
+    payload = tcp[(tcp[12] >> 4) * 4:]
+    if dport == port and payload:
+        segments[seq] = payload
+recorded = b"".join(segments[k] for k in sorted(segments))
+if not recorded:
+    sys.exit("nothing recorded")
+s = socket.create_connection(("10.77.2.1", port), timeout=5)
+s.sendall(recorded)
+time.sleep(2)
+s.close()
+PY
+on "$host1" "${three[@]}" --node-rank 2 --master 10.77.1.1:$rport > "$work/p2.out" 2> "$work/p2.err"
+status2=$?
+wait "$p1"; status1=$?
+wait "$p0"; status0=$?
+if grep -q "its hello answers a challenge rank 0 did not issue or that was already used (a replayed hello)" "$work/p0.err"; then
+  pass "a replayed handshake is refused"
+else fail "no refusal of the replayed handshake: $(cat "$work/p0.err")"; fi
+if [[ $status0 -eq 0 && $status1 -eq 0 && $status2 -eq 0 ]] && grep -q "trained 2 steps" "$work/p0.out"; then
+  pass "the job of 3 trained after the replay"
+else fail "the job after the replay: exit $status0/$status1/$status2; $(cat "$work/p0.err" "$work/p1.err" "$work/p2.err")"; fi
 
 # --- an open job across hosts warns -------------------------------------------------------
 on "$host0" "${train[@]}" --steps 2 --node-rank 0 --master 10.77.1.1:$((port + 1)) > "$work/o0.out" 2> "$work/o0.err" &
