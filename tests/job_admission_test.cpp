@@ -8,9 +8,14 @@
 #include <future>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
 #include "collectives/net/job_admission.hpp"
+#include "collectives/net/net_packet_wire.hpp"
 #include "collectives/net/process_group.hpp"
 #include "crypto/digest.hpp"
 #include "support/expect_error.hpp"
@@ -171,6 +176,58 @@ TEST(JobToken, ATokenHolderRefusesAnOpenJobsMaster) {
   auto g1 = member.get();
   EXPECT_EQ(g0->size(), 2);
   EXPECT_EQ(g1->size(), 2);
+}
+
+TEST(JobToken, PacketsFromAStrangerAreDroppedAndTheJobGoesOn) {
+  const int port = free_port();
+  std::vector<std::string> warnings;
+  std::mutex warnings_mutex;
+  auto master = std::async(std::launch::async, [&] {
+    return join_processes(options(0, port, token, &warnings, &warnings_mutex));
+  });
+  auto member = std::async(std::launch::async, [&] { return join_processes(options(1, port, token)); });
+  auto g0 = master.get();
+  auto g1 = member.get();
+  {
+    // A stranger on rank 0's port, speaking CAF, sends packets that claim to be rank 1's.
+    caf::actor_system_config config;
+    config.load<caf::io::middleman>();
+    config.add_message_type<net_packet>("pe_net_packet");
+    caf::actor_system system(config);
+    auto rank0 = system.middleman().remote_actor("127.0.0.1", static_cast<std::uint16_t>(port));
+    ASSERT_TRUE(rank0) << system.render(rank0.error());
+    caf::scoped_actor stranger(system);
+    for (int k = 0; k < 8; ++k) {
+      net_packet lie;
+      lie.from = 1;
+      lie.channel = 0;
+      lie.sequence = static_cast<std::uint64_t>(k);
+      lie.total = 4;
+      lie.bytes = {'e', 'v', 'i', 'l'};
+      stranger->send(*rank0, std::move(lie));
+    }
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> guard(warnings_mutex);
+        if (warnings.size() >= 5 || std::chrono::steady_clock::now() > deadline) break;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> guard(warnings_mutex);
+    ASSERT_EQ(warnings.size(), 5u) << "the first five are said, the rest dropped silently";
+    EXPECT_NE(warnings[0].find("dropped a packet claiming to come from process rank 1 from an actor of no "
+                               "process of this job"),
+              std::string::npos)
+        << warnings[0];
+    EXPECT_NE(warnings[4].find("further ones are dropped silently"), std::string::npos) << warnings[4];
+  }
+  EXPECT_FALSE(g0->broken());
+  auto gathered = std::async(std::launch::async, [&] { return g1->all_gather(bytes("one")); });
+  EXPECT_EQ(g0->all_gather(bytes("zero")), (std::vector<std::vector<char>>{bytes("zero"), bytes("one")}));
+  EXPECT_EQ(gathered.get()[0], bytes("zero"));
 }
 
 TEST(JobToken, AMemberWithTheTokenButAnotherProgramStillFailsTheJob) {

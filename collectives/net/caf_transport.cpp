@@ -127,13 +127,15 @@ struct node_state {
 
   /// Says that a packet from an actor of no process of the job was dropped (the first few).
   void drop_stranger(const net_packet& p) {
+    int count = 0;
     {
       std::lock_guard<std::mutex> guard(mutex);
-      if (++stranger_warnings > max_stranger_warnings) return;
+      count = ++stranger_warnings;
     }
+    if (count > max_stranger_warnings) return;
     warn("dropped a packet claiming to come from process rank " + std::to_string(p.from) +
          " from an actor of no process of this job (a stranger on the master's or a rank's "
-         "port)" + (stranger_warnings == max_stranger_warnings ? "; further ones are dropped silently" : ""));
+         "port)" + (count == max_stranger_warnings ? "; further ones are dropped silently" : ""));
   }
 
   /// Files a packet after checking that it came from the rank it names. A packet from an
