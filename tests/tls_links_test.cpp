@@ -4,7 +4,9 @@
 // files that cannot work are refused before any connection, naming the flag and the file.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <future>
 #include <unistd.h>
@@ -75,6 +77,35 @@ TEST(TlsLinks, AProcessOfAnotherCaOrWithoutTlsCannotJoinAndTheJobGoesOn) {
   auto g1 = member.get();
   EXPECT_EQ(g0->size(), 2);
   EXPECT_EQ(g1->rank(), 1);
+}
+
+TEST(TlsLinks, StrangersFailedHandshakesLeaveTheJobsConnectionsWhole) {
+  // CAF 0.17 leaves a failed handshake's errors in OpenSSL's per-thread queue, where they
+  // made the next blocked read of the job's own connection look failed (see
+  // crypto/openssl_io_guard.cpp): without the guard this job lost its link.
+  const int port = free_port();
+  auto master = std::async(std::launch::async, [&] { return join_processes(options(0, port, pki().rank0)); });
+  auto member = std::async(std::launch::async, [&] { return join_processes(options(1, port, pki().rank1)); });
+  auto g0 = master.get();
+  auto g1 = member.get();
+  std::atomic<bool> knocking{true};
+  auto strangers = std::async(std::launch::async, [&] {
+    for (int k = 0; k < 6; ++k) // TLS clients without a certificate: every handshake fails
+      std::system(("timeout 5 openssl s_client -connect 127.0.0.1:" + std::to_string(port) +
+                   " </dev/null >/dev/null 2>&1").c_str());
+    knocking = false;
+  });
+  int exchanges = 0;
+  const std::vector<char> one{'1'}, zero{'0'};
+  while (knocking || exchanges < 20) {
+    auto gathered = std::async(std::launch::async, [&] { return g1->all_gather(one); });
+    ASSERT_EQ(g0->all_gather(zero).size(), 2u);
+    ASSERT_EQ(gathered.get().size(), 2u);
+    ++exchanges;
+  }
+  strangers.get();
+  EXPECT_FALSE(g0->broken());
+  EXPECT_FALSE(g1->broken());
 }
 
 TEST(TlsFiles, AreCheckedBeforeAnyConnection) {

@@ -20,6 +20,7 @@
 #include "collectives/process_backend.hpp"
 #include "core/error.hpp"
 #include "core/steady_clock.hpp"
+#include "crypto/openssl_io_guard.hpp"
 #include "crypto/random_bytes.hpp"
 #include "devices/progress.hpp"
 
@@ -340,6 +341,10 @@ class caf_transport final : public net_transport {
       // Every connection of this process, in and out, is then mutual TLS: CAF's OpenSSL
       // module presents the certificate and refuses a peer whose certificate the CA did
       // not sign (check_tls_files made sure ours passes the same check).
+      if (!openssl_io_guard_installed())
+        throw error("TLS between processes needs this program's guard around OpenSSL's I/O "
+                    "(crypto/openssl_io_guard.cpp), and OpenSSL's own functions came first: "
+                    "one stranger's failed handshake would break the job's connections");
       config_.load<caf::openssl::manager>();
       config_.openssl_certificate = o.tls.certificate;
       config_.openssl_key = o.tls.key;

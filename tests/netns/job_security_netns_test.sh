@@ -8,7 +8,8 @@
 #    the job trains;
 #  - a job across hosts without a token warns what that allows;
 #  - a capture on rank 1's link (tcpdump) of a job without TLS holds plaintext of a parameter
-#    tensor that crossed it, and a capture of the same job over mutual TLS holds none.
+#    tensor that crossed it, and a capture of the same job over mutual TLS holds none; a
+#    process with the token but a certificate of another CA cannot join the TLS job.
 # Usage: job_security_netns_test.sh PE_ACTOR_RUN   (exit 77: skipped, needs root, ip, tcpdump)
 set -uo pipefail
 
@@ -35,6 +36,20 @@ trap cleanup EXIT
 
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
+
+# Waits (up to 10 s) until the capture file FILE has not grown for a second: tcpdump has
+# written what the kernel gave it (a tcpdump stopped sooner on a busy machine loses the last
+# packets, the ones with the last step's parameters).
+settle() {
+  local size=-1
+  for _ in $(seq 10); do
+    local now
+    now=$(stat -c %s "$1" 2>/dev/null || echo 0)
+    [[ $now -eq $size ]] && return
+    size=$now
+    sleep 1
+  done
+}
 
 # --- the hosts --------------------------------------------------------------------------
 for ns in "$host0" "$host1" "$stranger"; do
@@ -109,6 +124,7 @@ sleep 0.5
 on "$host1" "${three[@]}" --node-rank 1 --master 10.77.1.1:$rport > "$work/p1.out" 2> "$work/p1.err" &
 pids+=($!); p1=$!
 sleep 2
+settle "$work/join.pcap"
 kill -INT "$dump"; wait "$dump"
 ip netns exec "$stranger" python3 - "$work/join.pcap" "$rport" <<'PY' || fail "could not replay the recorded join"
 import socket, struct, sys, time
@@ -159,10 +175,13 @@ else fail "no warning for an open job: $(cat "$work/o0.err")"; fi
 # the last step's values, which rank 0 saves, crossed the link.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 -subj /CN=job-ca \
   -keyout "$work/ca.key" -out "$work/ca.pem" 2>/dev/null
-for r in 0 1; do
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 -subj /CN=other-ca \
+  -keyout "$work/other-ca.key" -out "$work/other-ca.pem" 2>/dev/null
+for r in 0 1 s; do
+  ca=ca; [[ $r == s ]] && ca=other-ca
   openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=rank$r \
     -keyout "$work/rank$r.key" -out "$work/rank$r.csr" 2>/dev/null
-  openssl x509 -req -days 30 -in "$work/rank$r.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" \
+  openssl x509 -req -days 30 -in "$work/rank$r.csr" -CA "$work/$ca.pem" -CAkey "$work/$ca.key" \
     -CAcreateserial -out "$work/rank$r.pem" 2>/dev/null
 done
 
@@ -175,7 +194,7 @@ capture() {
     tls0=(--tls-cert "$work/rank0.pem" --tls-key "$work/rank0.key" --tls-ca "$work/ca.pem")
     tls1=(--tls-cert "$work/rank1.pem" --tls-key "$work/rank1.key" --tls-ca "$work/ca.pem")
   fi
-  ip netns exec "$host1" timeout 150 tcpdump -i "$tag-a1" -U -s 0 -w "$work/$name.pcap" tcp 2> "$work/$name.tcpdump" &
+  ip netns exec "$host1" timeout 150 tcpdump -i "$tag-a1" -B 65536 -U -s 0 -w "$work/$name.pcap" tcp 2> "$work/$name.tcpdump" &
   local dump=$!
   pids+=($dump)
   for _ in $(seq 100); do grep -qs "listening on" "$work/$name.tcpdump" && break; sleep 0.1; done
@@ -183,13 +202,32 @@ capture() {
     --job-token-file "$work/token" "${tls0[@]}" --save-params "$work/$name.ckpt" > "$work/$name.0.out" 2> "$work/$name.0.err" &
   local master=$!
   pids+=($master)
+  local intruder=""
+  if [[ ${#tls0[@]} -gt 0 ]]; then
+    # A stranger with the token but a certificate of another CA, before rank 1: it cannot
+    # join (its TLS handshakes fail, for up to the 60 s join timeout) and the job trains.
+    sleep 0.5
+    on "$stranger" "${train[@]}" --steps 4 --reduce reduce --node-rank 1 --master 10.77.2.1:$p \
+      --job-token-file "$work/token" --tls-cert "$work/ranks.pem" --tls-key "$work/ranks.key" \
+      --tls-ca "$work/other-ca.pem" > "$work/$name.s.out" 2> "$work/$name.s.err" &
+    intruder=$!
+    pids+=($intruder)
+    sleep 1
+  fi
   on "$host1" "${train[@]}" --steps 4 --reduce reduce --node-rank 1 --master 10.77.1.1:$p \
     --job-token-file "$work/token" "${tls1[@]}" > "$work/$name.1.out" 2> "$work/$name.1.err"
   local s1=$? s0=0
   wait "$master" || s0=$?
-  sleep 0.5
+  settle "$work/$name.pcap"
   kill -INT "$dump"; wait "$dump"
   [[ $s0 -eq 0 && $s1 -eq 0 ]] || fail "the $name job: exit $s0/$s1; $(cat "$work/$name.0.err" "$work/$name.1.err")"
+  if [[ -n $intruder ]]; then
+    local si=0
+    wait "$intruder" || si=$?
+    if [[ $si -eq 2 ]] && grep -q "cannot reach the master at 10.77.2.1:$p.*with TLS" "$work/$name.s.err"; then
+      pass "a process whose certificate another CA signed cannot join the TLS job"
+    else fail "the other CA's process: exit $si; $(cat "$work/$name.s.err")"; fi
+  fi
 }
 
 # How many 64-byte pieces of the saved fc_0.w_0 (its last 16 KiB of float32 values) appear in
@@ -211,7 +249,7 @@ plain_bytes=$(stat -c %s "$work/plain.pcap")
 tls_bytes=$(stat -c %s "$work/tls.pcap")
 echo "captured $plain_bytes bytes without TLS, $tls_bytes with; pieces of fc_0.w_0 found: $plain of 255 without, $tls with"
 if [[ $plain -gt 0 ]]; then pass "without TLS, the capture holds the parameter tensor in clear"
-else fail "the capture without TLS holds no piece of fc_0.w_0: the check cannot see plaintext"; fi
+else fail "the capture without TLS holds no piece of fc_0.w_0: the check cannot see plaintext ($(cat "$work/plain.tcpdump"))"; fi
 if [[ $tls -eq 0 && $tls_bytes -gt 100000 ]]; then pass "over TLS, the capture holds none of it"
 else fail "over TLS: $tls pieces found in a capture of $tls_bytes bytes"; fi
 if grep -q "trained 4 steps" "$work/tls.0.out"; then pass "the job over TLS trained"
