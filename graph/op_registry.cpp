@@ -142,6 +142,8 @@ const op_registry& op_registry::global() {
     register_pool_ops(r);
     register_norm_ops(r);
     register_embedding_ops(r);
+    register_global_norm_ops(r);
+    register_cumsum_ops(r);
     return r;
   }();
   return instance;

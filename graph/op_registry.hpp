@@ -139,8 +139,8 @@ class op_registry {
 attribute_map resolve_attributes(const proto::OpDesc& op, const op_schema& schema);
 
 // The op groups (graph/ops/*.cpp).
-void register_math_ops(op_registry& r);      // mul, matmul_v2, matmul, relu, tanh, sigmoid, scale, sum, mean, reduce_mean
-void register_elementwise_ops(op_registry& r); // elementwise_add, _sub, _mul, _div
+void register_math_ops(op_registry& r);      // mul, matmul_v2, matmul, relu, tanh, sigmoid, scale, sum, mean, reduce_mean, reduce_sum
+void register_elementwise_ops(op_registry& r); // elementwise_add, _sub, _mul, _div, _max, _min, _pow
 void register_activation_ops(op_registry& r); // leaky_relu, gelu, softmax, log_softmax
 void register_shape_ops(op_registry& r);     // assign, reshape2, flatten_contiguous_range, transpose2, squeeze2, unsqueeze2, concat, split, cast
 void register_loss_ops(op_registry& r);      // softmax_with_cross_entropy, cross_entropy, cross_entropy2, top_k, top_k_v2, accuracy
@@ -152,5 +152,7 @@ void register_conv_ops(op_registry& r);      // conv2d, depthwise_conv2d
 void register_pool_ops(op_registry& r);      // pool2d
 void register_norm_ops(op_registry& r);      // batch_norm, layer_norm
 void register_embedding_ops(op_registry& r); // lookup_table_v2
+void register_global_norm_ops(op_registry& r); // sqrt, squared_l2_norm
+void register_cumsum_ops(op_registry& r);    // cumsum
 
 } // namespace pe

@@ -1,5 +1,5 @@
 #pragma once
-// The broadcasting binary ops (elementwise_add, _sub, _mul, _div and their grads) on every
+// The broadcasting binary ops (elementwise_add, _sub, _mul, _div, _max, _min, _pow and their grads) on every
 // kind of place: shared here is the front, Y's broadcast against X by Paddle's rule
 // (kernels/math_shapes.hpp's infer_broadcast with the axis attribute) and the grad's inputs
 // checked, with the failure messages. A place's kernels bring the arithmetic

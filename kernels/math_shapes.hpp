@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/checked_math.hpp"
@@ -145,21 +146,33 @@ std::size_t normalize_axis(const C& ctx, const std::string& what, std::int64_t a
 
 // --- reduce ----------------------------------------------------------------------------
 
-/// reduce_mean's reduced axes of a rank-`rank` X as a mask: `dims` (negative counts from
-/// the back) or every axis when `reduce_all` is set or `dims` is empty, as in Paddle.
-template <failure_sink C>
-std::vector<bool> reduced_axes(const C& ctx, std::size_t rank,
-                               const std::vector<std::int32_t>& dims, bool reduce_all) {
+/// The reduce ops' reduced axes of a rank-`rank` X as a mask: `dims` (reduce_mean's INTS,
+/// reduce_sum's LONGS; negative counts from the back) or every axis when `reduce_all` is set
+/// or `dims` is empty, as in Paddle.
+template <failure_sink C, class Int>
+std::vector<bool> reduced_axes(const C& ctx, std::size_t rank, const std::vector<Int>& dims,
+                               bool reduce_all) {
   std::vector<bool> mask(rank, reduce_all || dims.empty());
   if (reduce_all) return mask;
   const auto r = static_cast<std::int64_t>(rank);
-  for (std::int32_t d : dims) {
+  for (const std::int64_t d : dims) {
     if (d < -r || d >= r)
       ctx.fail("dim " + std::to_string(d) + " is out of range for X of rank " +
                std::to_string(rank));
     mask[static_cast<std::size_t>(d < 0 ? d + r : d)] = true;
   }
   return mask;
+}
+
+/// reduce_sum's in_dtype and out_dtype (VarType numbers): each -1 (X's dtype) or FP32, the
+/// one dtype the engine sums in; Paddle's cast to another dtype is refused, naming it.
+template <failure_sink C>
+void expect_fp32_reduce_dtypes(const C& ctx, std::int32_t in_dtype, std::int32_t out_dtype) {
+  for (const auto& [name, value] : {std::pair<const char*, std::int32_t>{"in_dtype", in_dtype},
+                                    {"out_dtype", out_dtype}})
+    if (value != -1 && value != static_cast<std::int32_t>(dtype::fp32))
+      ctx.fail(std::string(name) + " " + std::to_string(value) +
+               " is not supported: only -1 (X's dtype) or 5 (FP32)");
 }
 
 /// X's dims with the masked axes set to 1 (`keep_dim`) or removed; [1] when none remain.

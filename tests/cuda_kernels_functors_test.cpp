@@ -273,6 +273,9 @@ TEST(CudaFunctors, ElementwiseBroadcastMatchesCpu) {
   expect_elementwise("elementwise_sub", sub_fn{}, sub_grad_fn{}, false);
   expect_elementwise("elementwise_mul", mul_fn{}, mul_grad_fn{}, false);
   expect_elementwise("elementwise_div", div_fn{}, div_grad_fn{}, true);
+  expect_elementwise("elementwise_max", max_fn{}, max_grad_fn{}, false);
+  expect_elementwise("elementwise_min", min_fn{}, min_grad_fn{}, false);
+  expect_elementwise("elementwise_pow", pow_fn{}, pow_grad_fn{}, false);
 }
 
 TEST(CudaFunctors, ReduceGeometryMapsBothWays) {

@@ -52,7 +52,9 @@ const std::vector<std::string> cpu_ops = {
     "uniform_random", "gaussian_random", "sgd", "momentum", "adam", "adamw", "conv2d",
     "conv2d_grad", "depthwise_conv2d", "depthwise_conv2d_grad", "pool2d", "pool2d_grad",
     "batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "lookup_table_v2",
-    "lookup_table_v2_grad"};
+    "lookup_table_v2_grad", "sqrt", "sqrt_grad", "squared_l2_norm", "squared_l2_norm_grad", "reduce_sum",
+    "reduce_sum_grad", "elementwise_max", "elementwise_max_grad", "elementwise_min",
+    "elementwise_min_grad", "elementwise_pow", "elementwise_pow_grad", "cumsum"};
 
 /// The CPU ops without a GPU kernel (none at present).
 const std::set<std::string> without_gpu_kernel = {};
@@ -260,6 +262,34 @@ TEST_P(CudaKernels, Activations) {
   expect_match({"sum", {{"X", x}, {"X", dout}, {"X", x}}, {"Out"}, {}});
 }
 
+TEST_P(CudaKernels, GlobalNormOps) {
+  // global_norm_kernels.cu: sqrt and its grad from Out; squared_l2_norm's block reduction
+  // over more elements than one block's threads, an empty X, and its grad.
+  const tensor x = random({33, 65}, 0.1f, 4.f, 231), dout = random({33, 65}, -1.f, 1.f, 232);
+  expect_match({"sqrt", {{"X", x}}, {"Out"}, {}});
+  const tensor out = cpu_outputs("sqrt", {{"X", x}}, {"Out"}, {})[0];
+  expect_match({"sqrt_grad", {{"Out", out}, {"Out@GRAD", dout}}, {"X@GRAD"}, {}});
+  for (const shape_t& dims : {shape_t{33, 65}, shape_t{1}, shape_t{0, 3}}) {
+    const tensor v = random(dims, -2.f, 2.f, 233);
+    expect_match({"squared_l2_norm", {{"X", v}}, {"Out"}, {}});
+    expect_match({"squared_l2_norm_grad", {{"X", v}, {"Out@GRAD", scalar(0.75f)}}, {"X@GRAD"}, {}});
+  }
+}
+
+TEST_P(CudaKernels, CumsumLanes) {
+  // cumsum_kernels.cu: a thread per lane along the first, middle and last axes, exclusive,
+  // reverse, flatten (one lane over every element) and in place over X.
+  const tensor x = random({5, 67, 9}, -1.f, 1.f, 241);
+  for (const std::int32_t axis : {0, 1, -1})
+    for (const bool exclusive : {false, true})
+      for (const bool reverse : {false, true})
+        expect_match({"cumsum", {{"X", x}}, {"Out"},
+                      {{"axis", axis}, {"flatten", false}, {"exclusive", exclusive}, {"reverse", reverse}}});
+  const attrs flat = {{"axis", std::int32_t{-1}}, {"flatten", true}, {"exclusive", false}, {"reverse", true}};
+  expect_match({"cumsum", {{"X", x}}, {"Out"}, flat});
+  expect_match({.op = "cumsum", .inputs = {{"X", x}}, .outputs = {"Out"}, .as = flat, .in_place = {{0, 0}}});
+}
+
 TEST_P(CudaKernels, ElementwiseWithBroadcast) {
   struct shapes {
     shape_t x, y;
@@ -269,7 +299,7 @@ TEST_P(CudaKernels, ElementwiseWithBroadcast) {
                           shapes{{4, 5, 6}, {5}, 1}, shapes{{4, 5, 6}, {5, 1}, 1},
                           shapes{{64, 300}, {300}, -1}, shapes{{4, 5, 6}, {4}, 0}})
     for (const std::string op : {"elementwise_add", "elementwise_sub", "elementwise_mul",
-                                 "elementwise_div"}) {
+                                 "elementwise_div", "elementwise_max", "elementwise_min"}) {
       SCOPED_TRACE(to_string(s.x) + " " + to_string(s.y));
       const tensor x = random(s.x, -2.f, 2.f, 3), y = random(s.y, 0.5f, 2.f, 4);
       const tensor dout = random(s.x, -1.f, 1.f, 5);
@@ -1080,7 +1110,8 @@ TEST_P(CudaKernels, ElementwiseGeometriesAndGradSlots) {
   for (const shapes& s : {shapes{{4, 5, 6}, {1}, -1}, shapes{{4, 5, 6}, {1}, 0}, shapes{{4, 5, 6}, {5, 6}, 1},
                           shapes{{4, 5, 6}, {4, 5}, 0}, shapes{{2, 3, 4, 5}, {3, 1}, 1},
                           shapes{{3, 1, 4}, {1, 4}, 1}, shapes{{3, 1, 4}, {3, 1, 4}, -1}})
-    for (const std::string op : {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div"}) {
+    for (const std::string op : {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
+                                 "elementwise_max", "elementwise_min", "elementwise_pow"}) {
       SCOPED_TRACE(op + " X " + to_string(s.x) + " Y " + to_string(s.y) + " axis " + std::to_string(s.axis));
       const tensor x = random(s.x, 0.5f, 2.f, 170), y = random(s.y, 0.5f, 2.f, 171);
       const attrs as = {{"axis", std::int32_t{s.axis}}};
@@ -1096,7 +1127,8 @@ TEST_P(CudaKernels, ElementwiseGeometriesAndGradSlots) {
 TEST_P(CudaKernels, ReduceMeanAxes) {
   // reduce_kernels.cu's average_plan / broadcast_scaled_map over reduce_all, keep_dim and
   // negative dims, alternating kept and reduced runs, and X's extent-1 axes (dropped by
-  // reduce_geometry). Positive X: the averages do not cancel.
+  // reduce_geometry), for reduce_mean (scale 1 / count) and reduce_sum (dim as LONGS, scale
+  // 1). Positive X: the averages do not cancel.
   using ints = std::vector<std::int32_t>;
   for (const auto& [dims, dim, keep, all] : std::vector<std::tuple<shape_t, ints, bool, bool>>{
            {{6, 7, 8}, {0}, false, true},   // reduce_all: dim ignored, Out [1]
@@ -1116,6 +1148,14 @@ TEST_P(CudaKernels, ReduceMeanAxes) {
     const tensor out = cpu_outputs("reduce_mean", {{"X", x}}, {"Out"}, as)[0];
     expect_match({"reduce_mean_grad", {{"X", x}, {"Out@GRAD", random(out.shape(), -1.f, 1.f, 181)}},
                   {"X@GRAD"}, as});
+    const attrs sum_as = {{"dim", std::vector<std::int64_t>(dim.begin(), dim.end())},
+                          {"keep_dim", keep},
+                          {"reduce_all", all},
+                          {"in_dtype", std::int32_t{-1}},
+                          {"out_dtype", std::int32_t{5}}};
+    expect_match({"reduce_sum", {{"X", x}}, {"Out"}, sum_as});
+    expect_match({"reduce_sum_grad", {{"X", x}, {"Out@GRAD", random(out.shape(), -1.f, 1.f, 182)}},
+                  {"X@GRAD"}, sum_as});
   }
 }
 

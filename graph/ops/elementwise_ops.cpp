@@ -1,5 +1,5 @@
 // Schemas of the broadcasting binary ops elementwise_add, elementwise_sub, elementwise_mul,
-// elementwise_div and their grad ops. Y is broadcast against X by kernels/math_shapes.hpp's
+// elementwise_div, elementwise_max, elementwise_min, elementwise_pow and their grad ops. Y is broadcast against X by kernels/math_shapes.hpp's
 // infer_broadcast, the rule the CPU kernels apply; Out has X's dims. All compute in FP32.
 #include "graph/op_registry.hpp"
 
@@ -45,6 +45,9 @@ void register_elementwise_ops(op_registry& r) {
   add_elementwise(r, "elementwise_sub", {});
   add_elementwise(r, "elementwise_mul", {});
   add_elementwise(r, "elementwise_div", {"Out"});
+  add_elementwise(r, "elementwise_max", {});
+  add_elementwise(r, "elementwise_min", {});
+  add_elementwise(r, "elementwise_pow", {});
 }
 
 } // namespace pe

@@ -1,5 +1,5 @@
 // Schemas of the math ops: mul, matmul_v2, matmul, relu, tanh, sigmoid, scale, sum, mean,
-// reduce_mean, and the grad ops of those that have one. The shape rules are
+// reduce_mean, reduce_sum, and the grad ops of those that have one. The shape rules are
 // kernels/math_shapes.hpp's, the same the CPU kernels apply; every math op computes in FP32.
 #include "graph/op_registry.hpp"
 
@@ -70,12 +70,22 @@ void infer_mean(shape_context& ctx) {
   ctx.set_outputs("Out", {1}, dtype::fp32);
 }
 
-void infer_reduce_mean(shape_context& ctx) {
+/// reduce_mean (dim as INTS) and reduce_sum (dim as LONGS): Out's dims from dim, keep_dim
+/// and reduce_all.
+template <class Int>
+void infer_reduce(shape_context& ctx) {
   const attribute_map& a = ctx.attrs();
   const shape_t& x = fp32_dims(ctx, "X");
-  const std::vector<bool> reduced = reduced_axes(
-      ctx, x.size(), a.get<std::vector<std::int32_t>>("dim"), a.get<bool>("reduce_all"));
+  const std::vector<bool> reduced =
+      reduced_axes(ctx, x.size(), a.get<std::vector<Int>>("dim"), a.get<bool>("reduce_all"));
   ctx.set_outputs("Out", reduced_dims(x, reduced, a.get<bool>("keep_dim")), dtype::fp32);
+}
+
+/// reduce_sum also carries in_dtype and out_dtype, which must leave the sum in FP32.
+void infer_reduce_sum(shape_context& ctx) {
+  const attribute_map& a = ctx.attrs();
+  expect_fp32_reduce_dtypes(ctx, a.get<std::int32_t>("in_dtype"), a.get<std::int32_t>("out_dtype"));
+  infer_reduce<std::int64_t>(ctx);
 }
 
 // --- grad makers -----------------------------------------------------------------------
@@ -171,9 +181,23 @@ void add_reduce_ops(op_registry& r) {
        .inputs = {{"X"}},
        .outputs = {{"Out"}},
        .attrs = {{"dim", std::vector<std::int32_t>{0}}, {"keep_dim", false}, {"reduce_all", false}},
-       .infer_shape = infer_reduce_mean,
+       .infer_shape = infer_reduce<std::int32_t>,
        .make_grad = {}},
       grad, infer_grad);
+  // dim as LONGS, which also takes the INTS older programs hold; as in Paddle, the grad reads
+  // X (for its dims) and Out@GRAD.
+  add_with_grad(r,
+                {.type = "reduce_sum",
+                 .inputs = {{"X"}},
+                 .outputs = {{"Out"}},
+                 .attrs = {{"dim", std::vector<std::int64_t>{0}},
+                           {"keep_dim", false},
+                           {"reduce_all", false},
+                           {"in_dtype", std::int32_t{-1}},
+                           {"out_dtype", std::int32_t{-1}}},
+                 .infer_shape = infer_reduce_sum,
+                 .make_grad = {}},
+                grad, infer_grad);
 }
 
 } // namespace

@@ -14,6 +14,8 @@ void register_cpu_kernels(kernel_registry& r) {
   register_dnnl_kernels(r);
   register_layer_norm_kernels(r);
   register_lookup_table_kernels(r);
+  register_global_norm_kernels(r);
+  register_cumsum_kernels(r);
   register_cpu_finite_check(r);
 }
 

@@ -7,12 +7,13 @@ class kernel_registry;
 /// Adds every CPU kernel to `r`. Each group lives in its own file.
 void register_cpu_kernels(kernel_registry& r);
 
-/// mul, matmul_v2, matmul, relu, tanh, sigmoid, leaky_relu, gelu, scale, sum, mean, reduce_mean
-/// and their _grad kernels (math_kernels.cpp, gemm_kernels.cpp, activation_kernels.cpp,
-/// reduce_kernels.cpp).
+/// mul, matmul_v2, matmul, relu, tanh, sigmoid, leaky_relu, gelu, scale, sum, mean, reduce_mean,
+/// reduce_sum and their _grad kernels (math_kernels.cpp, gemm_kernels.cpp,
+/// activation_kernels.cpp, reduce_kernels.cpp).
 void register_math_kernels(kernel_registry& r);
 
-/// elementwise_add, _sub, _mul, _div and their _grad kernels (elementwise_kernels.cpp).
+/// elementwise_add, _sub, _mul, _div, _max, _min, _pow and their _grad kernels
+/// (elementwise_kernels.cpp).
 void register_elementwise_kernels(kernel_registry& r);
 
 /// softmax, log_softmax and their _grad kernels (softmax_kernels.cpp).
@@ -44,6 +45,12 @@ void register_layer_norm_kernels(kernel_registry& r);
 
 /// lookup_table_v2 and lookup_table_v2_grad (lookup_table_kernels.cpp).
 void register_lookup_table_kernels(kernel_registry& r);
+
+/// sqrt, squared_l2_norm and their _grad kernels (global_norm_kernels.cpp).
+void register_global_norm_kernels(kernel_registry& r);
+
+/// cumsum, whose grad is a cumsum (cumsum_kernels.cpp).
+void register_cumsum_kernels(kernel_registry& r);
 
 /// The CPU places' finite check of --check-nan-inf (finite_check.cpp).
 void register_cpu_finite_check(kernel_registry& r);

@@ -1,7 +1,9 @@
 // CPU kernels of the broadcasting binary ops elementwise_add, elementwise_sub,
-// elementwise_mul, elementwise_div and their grads. Y is broadcast against X by Paddle's rule
+// elementwise_mul, elementwise_div, elementwise_max, elementwise_min, elementwise_pow and their
+// grads. Y is broadcast against X by Paddle's rule
 // (kernels/elementwise_ops.hpp's front, shared with the CUDA kernels); Out has X's dims.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -103,6 +105,20 @@ void register_elementwise_kernels(kernel_registry& r) {
       r, "elementwise_div", std::divides<float>(),
       [](const grad_element& e) { return e.dout / e.y; },
       [](const grad_element& e) { return -e.dout * e.out / e.y; });
+  // As Paddle's MaxGradDx/Dy and MinGradDx/Dy: a tie's gradient goes to Y.
+  add_elementwise(
+      r, "elementwise_max", [](float x, float y) { return x > y ? x : y; },
+      [](const grad_element& e) { return e.x > e.y ? e.dout : 0.f; },
+      [](const grad_element& e) { return e.x <= e.y ? e.dout : 0.f; });
+  add_elementwise(
+      r, "elementwise_min", [](float x, float y) { return x < y ? x : y; },
+      [](const grad_element& e) { return e.x < e.y ? e.dout : 0.f; },
+      [](const grad_element& e) { return e.x >= e.y ? e.dout : 0.f; });
+  // As Paddle's PowGradDX/DY: Y * X^(Y - 1) and ln(X) * X^Y, times Out@GRAD.
+  add_elementwise(
+      r, "elementwise_pow", [](float x, float y) { return std::pow(x, y); },
+      [](const grad_element& e) { return e.dout * e.y * std::pow(e.x, e.y - 1.f); },
+      [](const grad_element& e) { return e.dout * std::log(e.x) * std::pow(e.x, e.y); });
 }
 
 } // namespace pe

@@ -18,7 +18,7 @@ namespace pe {
 /// The kernels of each math file; register_math_kernels calls them all.
 void register_gemm_kernels(kernel_registry& r);       // mul, matmul_v2, matmul
 void register_activation_kernels(kernel_registry& r); // the activations, scale
-void register_reduce_kernels(kernel_registry& r);     // mean, reduce_mean
+void register_reduce_kernels(kernel_registry& r);     // mean, reduce_mean, reduce_sum
 
 /// Input `slot`[i], checked to be an initialised FP32 tensor (the math kernels compute in
 /// FP32 only).

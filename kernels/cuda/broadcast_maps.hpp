@@ -65,7 +65,7 @@ struct broadcast_dy_plan {
 };
 
 /// small[j] = scale * the sum of the full elements mapping to j (mean, reduce_mean: scale is
-/// 1 / count).
+/// 1 / count; reduce_sum: 1).
 struct average_plan {
   const float* full;
   float* small;

@@ -10,9 +10,9 @@ namespace pe::cuda {
 
 /// relu, tanh, sigmoid, leaky_relu, gelu and their grads, scale, sum (activation_kernels.cu).
 void register_activation_kernels(kernel_registry& r);
-/// elementwise_add, _sub, _mul, _div and their grads (elementwise_kernels.cu).
+/// elementwise_add, _sub, _mul, _div, _max, _min, _pow and their grads (elementwise_kernels.cu).
 void register_elementwise_kernels(kernel_registry& r);
-/// mean, reduce_mean and their grads (reduce_kernels.cu).
+/// mean, reduce_mean, reduce_sum and their grads (reduce_kernels.cu).
 void register_reduce_kernels(kernel_registry& r);
 /// softmax, log_softmax and their grads (softmax_kernels.cu).
 void register_softmax_kernels(kernel_registry& r);
@@ -40,6 +40,10 @@ void register_batch_norm_kernels(kernel_registry& r);
 void register_layer_norm_kernels(kernel_registry& r);
 /// lookup_table_v2 and lookup_table_v2_grad (lookup_table_kernels.cu).
 void register_lookup_table_kernels(kernel_registry& r);
+/// sqrt, squared_l2_norm and their grads (global_norm_kernels.cu).
+void register_global_norm_kernels(kernel_registry& r);
+/// cumsum, whose grad is a cumsum (cumsum_kernels.cu).
+void register_cumsum_kernels(kernel_registry& r);
 /// The GPU places' finite check of --check-nan-inf (finite_check_kernels.cu).
 void register_finite_check_kernels(kernel_registry& r);
 

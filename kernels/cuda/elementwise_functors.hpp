@@ -111,6 +111,16 @@ struct mul_fn {
 struct div_fn {
   PE_HOST_DEVICE float operator()(float x, float y) const { return x / y; }
 };
+struct max_fn {
+  PE_HOST_DEVICE float operator()(float x, float y) const { return x > y ? x : y; }
+};
+struct min_fn {
+  PE_HOST_DEVICE float operator()(float x, float y) const { return x < y ? x : y; }
+};
+/// X^Y (NaN for a negative X and a non-integral Y, as Paddle's std::pow).
+struct pow_fn {
+  PE_HOST_DEVICE float operator()(float x, float y) const { return powf(x, y); }
+};
 
 /// One element of an elementwise grad: the forward operands, the forward result (0 when
 /// the grad op reads no Out) and its gradient.
@@ -135,6 +145,21 @@ struct mul_grad_fn {
 struct div_grad_fn {
   PE_HOST_DEVICE float dx(const grad_element& e) const { return e.dout / e.y; }
   PE_HOST_DEVICE float dy(const grad_element& e) const { return -e.dout * e.out / e.y; }
+};
+/// As Paddle's MaxGradDx/Dy: the gradient goes to X where X > Y, to Y where X <= Y (ties: Y).
+struct max_grad_fn {
+  PE_HOST_DEVICE float dx(const grad_element& e) const { return e.x > e.y ? e.dout : 0.f; }
+  PE_HOST_DEVICE float dy(const grad_element& e) const { return e.x <= e.y ? e.dout : 0.f; }
+};
+/// As Paddle's MinGradDx/Dy: to X where X < Y, to Y where X >= Y (ties: Y).
+struct min_grad_fn {
+  PE_HOST_DEVICE float dx(const grad_element& e) const { return e.x < e.y ? e.dout : 0.f; }
+  PE_HOST_DEVICE float dy(const grad_element& e) const { return e.x >= e.y ? e.dout : 0.f; }
+};
+/// As Paddle's PowGradDX/DY: X@GRAD = Out@GRAD * Y * X^(Y - 1), Y@GRAD = Out@GRAD * ln(X) * X^Y.
+struct pow_grad_fn {
+  PE_HOST_DEVICE float dx(const grad_element& e) const { return e.dout * e.y * powf(e.x, e.y - 1.f); }
+  PE_HOST_DEVICE float dy(const grad_element& e) const { return e.dout * logf(e.x) * powf(e.x, e.y); }
 };
 
 // --- optimizers (kernels/cpu/optimizer_kernels.cpp) -------------------------------------

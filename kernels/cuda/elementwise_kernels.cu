@@ -1,5 +1,5 @@
-// CUDA kernels of the broadcasting binary ops elementwise_add, _sub, _mul, _div and their
-// grads: Y broadcast against X by Paddle's rule (kernels/elementwise_ops.hpp's front, shared
+// CUDA kernels of the broadcasting binary ops elementwise_add, _sub, _mul, _div, _max, _min,
+// _pow and their grads: Y broadcast against X by Paddle's rule (kernels/elementwise_ops.hpp's front, shared
 // with the CPU kernels), through the index
 // math of reduce_geometry.hpp; Y@GRAD is a block reduction per Y element.
 #include <cstdint>
@@ -74,6 +74,9 @@ void register_elementwise_kernels(kernel_registry& r) {
   add_elementwise<sub_fn, sub_grad_fn>(r, "elementwise_sub");
   add_elementwise<mul_fn, mul_grad_fn>(r, "elementwise_mul");
   add_elementwise<div_fn, div_grad_fn>(r, "elementwise_div");
+  add_elementwise<max_fn, max_grad_fn>(r, "elementwise_max");
+  add_elementwise<min_fn, min_grad_fn>(r, "elementwise_min");
+  add_elementwise<pow_fn, pow_grad_fn>(r, "elementwise_pow");
 }
 
 } // namespace pe::cuda

@@ -1,6 +1,7 @@
-// CUDA kernels of mean and reduce_mean and their grads: a block reduction per output element
-// over reduce_geometry.hpp's index math, and a broadcast of Out@GRAD / count back over X. The
-// axes and Out's dims come from kernels/reduce_ops.hpp's front, shared with the CPU kernels.
+// CUDA kernels of mean, reduce_mean and reduce_sum and their grads: a block reduction per
+// output element over reduce_geometry.hpp's index math, and a broadcast of Out@GRAD (times
+// 1 / count for the averages) back over X. The axes, Out's dims and the scale come from
+// kernels/reduce_ops.hpp's front, shared with the CPU kernels.
 #include <cstdint>
 #include <vector>
 
@@ -22,19 +23,22 @@ reduce_geometry geometry(const kernel_context& ctx, const tensor& x, const reduc
   }
 }
 
-float inverse_count(const reduce_geometry& g) { return pe::inverse_count(g.full_numel(), g.small_numel()); }
+/// The front's scale of the sums over `g`: 1 / count for the averages, 1 for reduce_sum.
+float scale_of(const reduce_front& f, const reduce_geometry& g) {
+  return reduce_scale(f, g.full_numel(), g.small_numel());
+}
 
-void average(kernel_context& ctx, reduce_rule rule) {
+void reduce(kernel_context& ctx, reduce_rule rule) {
   const tensor& x = gpu_fp32_input(ctx, "X");
   const reduce_front f = rule(ctx, x);
   const reduce_geometry g = geometry(ctx, x, f);
   write_unaliased(ctx.output("Out"), {&x}, [&](tensor& out) {
     resize_output(ctx, out, dtype::fp32, f.out_dims);
-    reduce_blocks(ctx, g.small_numel(), average_plan{x.data<float>(), out.data<float>(), g, inverse_count(g)});
+    reduce_blocks(ctx, g.small_numel(), average_plan{x.data<float>(), out.data<float>(), g, scale_of(f, g)});
   });
 }
 
-void average_grad(kernel_context& ctx, reduce_rule rule) {
+void reduce_grad(kernel_context& ctx, reduce_rule rule) {
   const tensor& x = gpu_fp32_input(ctx, "X");
   const tensor& dout = gpu_fp32_input(ctx, "Out@GRAD");
   const reduce_front f = rule(ctx, x);
@@ -42,14 +46,14 @@ void average_grad(kernel_context& ctx, reduce_rule rule) {
   expect_dims(ctx, "Out@GRAD", dout, f.out_dims);
   write_unaliased(ctx.output("X@GRAD"), {&x, &dout}, [&](tensor& dx) {
     resize_output(ctx, dx, dtype::fp32, x.shape());
-    for_each(ctx, g.full_numel(), broadcast_scaled_map{dout.data<float>(), dx.data<float>(), g, inverse_count(g)});
+    for_each(ctx, g.full_numel(), broadcast_scaled_map{dout.data<float>(), dx.data<float>(), g, scale_of(f, g)});
   });
 }
 
 } // namespace
 
 void register_reduce_kernels(kernel_registry& r) {
-  register_reduce_ops(r, place::kind::gpu, average, average_grad);
+  register_reduce_ops(r, place::kind::gpu, reduce, reduce_grad);
 }
 
 } // namespace pe::cuda
