@@ -226,9 +226,14 @@ stall_report report_now(executor_state& st, executor_runtime& rt, bool on_demand
 /// one was asked for, and the stall watch. True when the step stalled and fails now (its
 /// error is st.stall_error; the communicator is aborted, so ranks parked in a collective
 /// fail and their streams drain).
-bool look_at_step(executor_state& st, executor_runtime& rt) {
+/// A report of the running step to on_report when one was asked for (the flag is taken).
+void answer_report_request(executor_state& st, executor_runtime& rt) {
   if (st.stall.report_request != nullptr && st.stall.report_request->exchange(false) && st.stall.on_report)
     st.stall.on_report(report_now(st, rt, true));
+}
+
+bool look_at_step(executor_state& st, executor_runtime& rt) {
+  answer_report_request(st, rt);
   const std::int64_t now = steady_ns();
   if (!st.watch.stalled(progress_fingerprint(st, rt), now)) return false;
   const stall_report r = report_now(st, rt, false);
@@ -570,6 +575,10 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       if (stalled) break;
     }
   lock.unlock();
+  // A report asked for while steps are short comes here, with the step's work in flight
+  // (a relaxed load per step; the waits below look again at every tick).
+  if (st.stall.report_request != nullptr && st.stall.report_request->load(std::memory_order_relaxed))
+    answer_report_request(st, rt);
 
   // Every op actor has enqueued its work; the streams may still be running it. Kernel
   // errors are in st.in; a stream's own error is the cause only where it did not just wait

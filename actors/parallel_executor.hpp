@@ -61,7 +61,7 @@ struct execution_strategy {
   stall_action on_stall = stall_action::fail;
   /// Told every report, from the thread that runs the step: a stall's, and one asked for
   /// through `report_request`. Empty: reports go nowhere but into a stall's error.
-  std::function<void(const stall_report&)> on_report;
+  std::function<void(const stall_report&)> on_report = {};
   /// When set and found true during a step (looked at least once a second), it is cleared
   /// and a report of the running step goes to on_report: how SIGUSR1 asks for one (its
   /// handler sets the flag, nothing else). Must outlive the executor.

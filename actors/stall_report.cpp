@@ -35,6 +35,7 @@ class stall_reader {
     r.idle_s = v_.idle_s;
     r.step_s = static_cast<double>(v_.now_ns - v_.step_start_ns) / 1e9;
     r.on_demand = v_.on_demand;
+    r.made_ns = v_.now_ns;
     std::string& t = r.text;
     t += std::string(v_.on_demand ? "progress report" : "stall report") + ": step " + std::to_string(v_.step) +
          ", no progress for " + seconds(v_.idle_s) + " (the step has run for " + seconds(r.step_s) + ")";
@@ -81,7 +82,7 @@ class stall_reader {
     r.root_cause = r.chain.back();
     t += "chain: ";
     for (std::size_t k = 0; k < r.chain.size(); ++k) t += (k > 0 ? "; " : "") + r.chain[k];
-    t += "\nroot cause: " + r.root_cause + "\n";
+    t += std::string(v_.on_demand ? "\nfurthest wait: " : "\nroot cause: ") + r.root_cause + "\n";
     return r;
   }
 
@@ -278,7 +279,7 @@ class stall_reader {
       }
       const std::string where = "the " + to_string(n.runs_on) + " stream of " + place_name(n.place);
       if (l.started.load(std::memory_order_acquire) == v_.step) {
-        chain.push_back(name(n) + " never finished: running for " +
+        chain.push_back(name(n) + " has not finished: running for " +
                         seconds(static_cast<double>(v_.now_ns - l.started_ns.load(std::memory_order_relaxed)) / 1e9) +
                         " on " + where);
         return;

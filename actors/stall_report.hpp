@@ -18,6 +18,7 @@ struct stall_report {
   double idle_s = 0;      ///< seconds without progress when it was made
   double step_s = 0;      ///< seconds since the step started
   bool on_demand = false; ///< asked for (SIGUSR1), not a stall
+  std::int64_t made_ns = 0; ///< steady clock, when it was made (a trace's instant event)
   /// From a stuck op back to the root cause, one link each ("all_reduce #12
   /// (fc_0.w_0@GRAD) on cpu:1 waits for cpu:0", ...); the last link is the root cause.
   std::vector<std::string> chain;
