@@ -1,8 +1,9 @@
 #include "actors/parallel_executor.hpp"
 
 #include <algorithm>
-#include <cstdio>
+#include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 
@@ -108,6 +109,20 @@ void gather_fetches(process_group& group, std::vector<std::vector<tensor>>& fetc
 
 } // namespace
 
+namespace {
+
+/// The stall timeout in whole milliseconds (at least 1 when on). Throws pe::error for a
+/// timeout that is negative, not a number, or beyond a year (0 turns the watch off).
+std::chrono::milliseconds stall_timeout_ms(double seconds) {
+  if (!(seconds >= 0 && seconds <= 365.0 * 24 * 3600))
+    throw error("parallel_executor: the stall timeout must be 0 (off) or positive seconds up to a year, got " +
+                std::to_string(seconds));
+  if (seconds == 0) return std::chrono::milliseconds(0);
+  return std::chrono::milliseconds(std::max<std::int64_t>(1, std::llround(seconds * 1000)));
+}
+
+} // namespace
+
 /// One executor's program, graph, actors and step bookkeeping. Validation runs once, here.
 struct executor_state {
   /// The execution strategy's stall settings (an executor sharing variables takes them too).
@@ -121,7 +136,7 @@ struct executor_state {
   executor_state(const proto::ProgramDesc& program, build_strategy b, sync_mode sync,
                  bool check, stall_settings stall_settings)
       : main(program), build(b), check_nan_inf(check), stall(std::move(stall_settings)),
-        watch(std::chrono::milliseconds(static_cast<std::int64_t>(stall.timeout_s * 1000))),
+        watch(stall_timeout_ms(stall.timeout_s)),
         declared(validate_program(main, b.max_tensor_bytes)), feeds(main, declared),
         loss_grad(loss_gradient(main)) {
     env.in = &in;
@@ -289,9 +304,6 @@ parallel_executor::parallel_executor(std::vector<place> places, const proto::Pro
       state_(std::make_unique<executor_state>(
           main, build, exec.sync, exec.check_nan_inf,
           executor_state::stall_settings{exec.stall_timeout_s, exec.on_stall, exec.on_report, exec.report_request})) {
-  if (!(exec.stall_timeout_s >= 0))
-    throw error("parallel_executor: the stall timeout must be 0 (off) or positive seconds, got " +
-                std::to_string(exec.stall_timeout_s));
   // Places run concurrently on their streams: one BLAS thread each keeps them from
   // over-subscribing the cores.
   set_blas_threads(1);

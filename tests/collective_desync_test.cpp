@@ -66,8 +66,8 @@ TEST(collective_desync, another_variable_at_the_same_sequence_fails_both_naming_
     EXPECT_FALSE(*done);
     const std::string e = w.error(r);
     EXPECT_TRUE(has(e, "collective #0 differs between ranks")) << e;
-    EXPECT_TRUE(has(e, "all_reduce(fc_0.w_0@GRAD) (all_reduce, root 0) over 1 buffer (FP32 x 8)")) << e;
-    EXPECT_TRUE(has(e, "all_reduce(fc_0.b_0@GRAD) (all_reduce, root 0) over 1 buffer (FP32 x 8)")) << e;
+    EXPECT_TRUE(has(e, "all_reduce(fc_0.w_0@GRAD) (all_reduce, root 0) over 1 buffer (FP32 [8])")) << e;
+    EXPECT_TRUE(has(e, "all_reduce(fc_0.b_0@GRAD) (all_reduce, root 0) over 1 buffer (FP32 [8])")) << e;
   }
 }
 
@@ -78,9 +78,9 @@ TEST(collective_desync, another_kind_size_or_dtype_fails_naming_both) {
     std::string second_shows;
   };
   std::vector<variant> variants;
-  variants.push_back({collective_call::kind::reduce, tensor::zeros(dtype::fp32, {6}), "(reduce, root 0) over 1 buffer (FP32 x 6)"});
-  variants.push_back({collective_call::kind::all_reduce, tensor::zeros(dtype::fp32, {5}), "(all_reduce, root 0) over 1 buffer (FP32 x 5)"});
-  variants.push_back({collective_call::kind::all_reduce, tensor::zeros(dtype::int64, {6}), "(all_reduce, root 0) over 1 buffer (INT64 x 6)"});
+  variants.push_back({collective_call::kind::reduce, tensor::zeros(dtype::fp32, {6}), "(reduce, root 0) over 1 buffer (FP32 [6])"});
+  variants.push_back({collective_call::kind::all_reduce, tensor::zeros(dtype::fp32, {5}), "(all_reduce, root 0) over 1 buffer (FP32 [5])"});
+  variants.push_back({collective_call::kind::all_reduce, tensor::zeros(dtype::int64, {6}), "(all_reduce, root 0) over 1 buffer (INT64 [6])"});
   for (auto& v : variants) {
     SCOPED_TRACE(v.second_shows);
     world w(3);
@@ -96,7 +96,7 @@ TEST(collective_desync, another_kind_size_or_dtype_fails_naming_both) {
       ASSERT_TRUE(done.has_value()) << "rank " << r << " hangs";
       EXPECT_FALSE(*done);
       const std::string e = w.error(r);
-      EXPECT_TRUE(has(e, "rank 0 calls all_reduce(w@GRAD) (all_reduce, root 0) over 1 buffer (FP32 x 6)")) << e;
+      EXPECT_TRUE(has(e, "rank 0 calls all_reduce(w@GRAD) (all_reduce, root 0) over 1 buffer (FP32 [6])")) << e;
       EXPECT_TRUE(has(e, "rank 1 calls ")) << e;
       EXPECT_TRUE(has(e, v.second_shows)) << e;
     }

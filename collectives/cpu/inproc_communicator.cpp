@@ -78,15 +78,15 @@ std::optional<communicator_status> inproc_communicator::status() const {
 
 namespace {
 
-/// "all_reduce(fc_0.w_0@GRAD) with root 0 over 2 buffers (FP32 x 1000, FP32 x 10)": what a
-/// rank called, as a desync error names it.
+/// "all_reduce(fc_0.w_0@GRAD) (all_reduce, root 0) over 2 buffers (FP32 [100, 10], FP32
+/// [10])": what a rank called, as a desync error names it (the shape gives the element count).
 std::string describe_call(const collective_call& c, const std::vector<tensor*>& buffers) {
   std::string out = c.label + " (" + to_string(c.what) + ", root " + std::to_string(c.root) + ") over " +
                     std::to_string(buffers.size()) + " buffer" + (buffers.size() == 1 ? "" : "s") + " (";
   for (std::size_t v = 0; v < buffers.size(); ++v) {
     if (v > 0) out += ", ";
     const tensor* t = buffers[v];
-    out += t->initialized() ? to_string(t->type()) + " x " + std::to_string(t->numel()) : "no value";
+    out += t->initialized() ? to_string(t->type()) + " " + to_string(t->shape()) : "no value";
   }
   return out + ")";
 }
