@@ -141,6 +141,7 @@ struct executor_state {
         loss_grad(loss_gradient(main)) {
     env.in = &in;
     env.sync = sync;
+    env.live = watching(); // fixed for the executor's life: the settings never change
     env.all_fired = [this] {
       // Notifies under the lock: the waiting thread may destroy this state as soon as it
       // can take the lock again.
@@ -195,13 +196,22 @@ struct executor_state {
 
 namespace {
 
-/// The step's progress as one number that changes whenever anything moves: firings and
-/// finished work (env.progress), every stream's enqueued and finished items, and the ranks
-/// that joined or finished each collective under way. Mixed, not summed: a collective that
-/// completes drops out of the communicator's status while counts elsewhere grow.
+/// The step's progress as one number that changes whenever anything moves: the actors yet
+/// to fire, each node's work starting, finishing or failing (node_live), every stream's
+/// enqueued and finished items, and the ranks that joined or finished each collective under
+/// way. Mixed, not summed: a collective that completes drops out of the communicator's
+/// status while counts elsewhere grow. Read at a tick only (at most once a second), so
+/// the hot path keeps no shared counter: each node writes its own cache line.
 std::uint64_t progress_fingerprint(const executor_state& st, const executor_runtime& rt) {
-  std::uint64_t f = st.env.progress.load(std::memory_order_relaxed);
+  std::uint64_t f = static_cast<std::uint64_t>(st.env.remaining.load(std::memory_order_relaxed));
   auto mix = [&f](std::uint64_t x) { f = f * 1000003u + x; };
+  if (st.graph)
+    for (std::size_t id = 0; id < st.graph->nodes().size(); ++id) {
+      const node_live& l = st.graph->live(static_cast<int>(id));
+      mix(l.started.load(std::memory_order_relaxed));
+      mix(l.finished.load(std::memory_order_relaxed));
+      mix(l.failed.load(std::memory_order_relaxed));
+    }
   for (const auto& d : rt.devices)
     for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy}) {
       const auto counts = d->get_stream(kind).counts();
@@ -572,7 +582,10 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   const std::uint64_t step = ++st.step;
   const bool watching = st.watching();
   st.step_start_ns = steady_ns();
-  if (watching) st.watch.start(progress_fingerprint(st, rt), st.step_start_ns);
+  // No fingerprint here (it reads every stream and locks the communicator): the first tick
+  // sees the fingerprint move from 0 and restarts the clock, so a stall is noticed at most one
+  // tick later, and a step that ends before its first tick pays nothing.
+  if (watching) st.watch.start(0, st.step_start_ns);
   for (int source : st.graph->sources())
     caf::anon_send(st.env.actors[static_cast<std::size_t>(source)], start_atom::value, step);
   // Watched, every wait is bounded by the watch's tick, and each tick looks at the step.

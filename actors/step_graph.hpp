@@ -104,8 +104,9 @@ class step_node {
 
 /// What a stall report reads of one node while a step runs. Written by the node's actor
 /// and by the stream that runs its work, read by the thread that waits for the step:
-/// atomics, each a step number (steps count from 1; 0: never).
-struct node_live {
+/// atomics, each a step number (steps count from 1; 0: never). A cache line each: nodes
+/// of different places are written by different device threads.
+struct alignas(64) node_live {
   std::atomic<std::uint64_t> fired{0};     ///< the step the node last fired in
   std::atomic<std::uint64_t> started{0};   ///< the step its work last started in (not collectives)
   std::atomic<std::int64_t> started_ns{0}; ///< steady clock, when that work started
