@@ -16,6 +16,7 @@ The picture (README, "Layout"): each layer may include itself and what is listed
     core        <- devices <- kernels <- graph <- actors <- apps
     core        <- collectives (and devices)  -------------^
     core        <- data  ---------------------------------------^
+    core        <- crypto <- collectives, apps
     python: core, graph, actors        bench: everything but apps and python
 """
 import os
@@ -27,15 +28,16 @@ import tempfile
 # anything; they are not listed.
 ALLOWED = {
     "core": set(),
+    "crypto": {"core"},
     "devices": {"core"},
     "kernels": {"core", "devices"},
-    "collectives": {"core", "devices"},
+    "collectives": {"core", "crypto", "devices"},
     "data": {"core"},
     "graph": {"core", "kernels"},
     "actors": {"core", "devices", "kernels", "collectives", "graph"},
-    "apps": {"core", "devices", "kernels", "collectives", "data", "graph", "actors"},
-    "python": {"core", "devices", "kernels", "collectives", "data", "graph", "actors"},
-    "bench": {"core", "devices", "kernels", "collectives", "data", "graph", "actors"},
+    "apps": {"core", "crypto", "devices", "kernels", "collectives", "data", "graph", "actors"},
+    "python": {"core", "crypto", "devices", "kernels", "collectives", "data", "graph", "actors"},
+    "bench": {"core", "crypto", "devices", "kernels", "collectives", "data", "graph", "actors"},
 }
 
 # The only files outside tests/ that may include CAF: its types stay out of widely included
@@ -49,6 +51,10 @@ CAF_FILES = {
 
 # Gloo's headers stay in its backend's folder: the rest of collectives/ sees a communicator.
 GLOO_FOLDER = "collectives/gloo/"
+
+# OpenSSL's headers stay in crypto/: the rest of the engine sees digests and proofs as bytes.
+# (CAF's OpenSSL module, <caf/openssl/...>, is CAF's and follows CAF's rule.)
+OPENSSL_FOLDER = "crypto/"
 
 # A concrete device's headers (its stream and event classes) are for the folders that
 # implement that device kind; everything else works through devices/device.hpp and
@@ -93,6 +99,8 @@ def violations(root):
                                   f"{', '.join(sorted(CAF_FILES))}"))
                 if bracket == "<" and target.startswith("gloo/") and not path.startswith(GLOO_FOLDER):
                     found.append((path, number, f"includes <{target}>: Gloo is confined to {GLOO_FOLDER}"))
+                if bracket == "<" and target.startswith("openssl/") and not path.startswith(OPENSSL_FOLDER):
+                    found.append((path, number, f"includes <{target}>: OpenSSL is confined to {OPENSSL_FOLDER}"))
                 if bracket != '"' or "/" not in target:
                     continue
                 for folder, allowed in DEVICE_FOLDERS.items():
@@ -132,6 +140,7 @@ def self_test():
         "data/bad_graph.cpp": ('#include "graph/builder.hpp"\n', "data/ may include only core"),
         "collectives/net/bad_cast.cpp": ('#include "devices/cpu/cpu_stream.hpp"\n', "may include devices/cpu/"),
         "collectives/cpu/bad_gloo.cpp": ("#include <gloo/allreduce.h>\n", "Gloo is confined to"),
+        "apps/run/bad_openssl.cpp": ("#include <openssl/evp.h>\n", "OpenSSL is confined to"),
     }
     with tempfile.TemporaryDirectory() as root:
         for path, (text, _) in planted.items():

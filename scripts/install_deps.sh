@@ -9,6 +9,8 @@ packages=(
   ca-certificates                  # pip install . fetches its build requirements over HTTPS
   libcaf-dev                       # C++ Actor Framework 0.17
   libgloo-dev                      # Gloo: the gloo collective backend across processes
+  libssl-dev                       # OpenSSL's libcrypto: checkpoint digests, the job token's HMAC
+  iproute2 tcpdump                 # the network-namespace tests: hosts joined by veth, captures
   libprotobuf-dev protobuf-compiler
   libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -172,7 +172,7 @@ TEST_P(CheckpointResume, RestartedRunContinuesTheLossCurve) {
                          dir.file("resumed.json"),
                      dir);
   ASSERT_EQ(resumed.status, 0) << resumed.err;
-  EXPECT_TRUE(contains(resumed.out, "(checkpoint at step 6, epoch 1 batch 7 next)")) << resumed.out;
+  EXPECT_TRUE(contains(resumed.out, "(checkpoint at step 6, epoch 1 batch 7 next; every file's SHA-256 checked)")) << resumed.out;
   EXPECT_TRUE(contains(resumed.out, "step 7/12")) << resumed.out;
   EXPECT_FALSE(contains(resumed.out, "step 6/12")) << resumed.out;
   EXPECT_EQ(nlohmann::json::parse(slurp(dir.file("resumed.json"))).at("resumed_from_step"), 6);

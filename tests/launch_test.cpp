@@ -306,6 +306,24 @@ echo "${PADDLE_TRAINER_ID-unset} ${PE_LAUNCH_TEST_KEPT-unset}" > "$dir/env.$rank
   }
 }
 
+TEST(Launch, EveryRankGetsTheJobsOwnToken) {
+  temp_dir dir("launch_token");
+  auto fake = write_fake_run(dir, R"(echo "${PE_ACTOR_JOB_TOKEN-unset}" > "$dir/token.$rank")");
+  const auto tokens = [&](const std::vector<std::string>& env) {
+    auto r = launch({"--nproc", "2"}, dir, fake, env);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return std::vector<std::string>{slurp(dir.file("token.0")), slurp(dir.file("token.1"))};
+  };
+  const auto first = tokens({}), second = tokens({});
+  EXPECT_TRUE(std::regex_match(first[0], std::regex("[0-9a-f]{64}\n"))) << first[0];
+  EXPECT_EQ(first[1], first[0]) << "one token for the job";
+  EXPECT_NE(second[0], first[0]) << "a fresh token for every job";
+  // A token the launcher is given (one job over several launchers) is passed on unchanged.
+  const auto given = tokens({"PE_ACTOR_JOB_TOKEN=shared-0123456789abcdef"});
+  EXPECT_EQ(given[0], "shared-0123456789abcdef\n");
+  EXPECT_EQ(given[1], "shared-0123456789abcdef\n");
+}
+
 TEST(Launch, MasterPortIsPassedOn) {
   temp_dir dir("launch_port");
   auto fake = write_fake_run(dir, R"(printf '%s\n' "$@" > "$dir/args.$rank")");

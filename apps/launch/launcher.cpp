@@ -21,7 +21,10 @@
 #include "apps/launch/line_prefixer.hpp"
 #include "apps/launch/rank_process.hpp"
 #include "apps/launch/signal_inbox.hpp"
+#include "collectives/net/job_admission.hpp"
 #include "core/error.hpp"
+#include "crypto/digest.hpp"
+#include "crypto/random_bytes.hpp"
 
 extern char** environ;
 
@@ -67,18 +70,24 @@ std::string signal_name(int sig) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
-/// The ranks' environment: the launcher's without paddle_launch_env.
+/// The ranks' environment: the launcher's without paddle_launch_env, with a job token of
+/// this job's own in PE_ACTOR_JOB_TOKEN (unless the launcher's environment has one), so
+/// that only the processes this launcher starts can join the job.
 std::vector<std::string> rank_environment() {
   std::vector<std::string> env;
+  bool has_token = false;
   for (auto** var = environ; *var; ++var) {
     std::string_view entry(*var);
     auto name = entry.substr(0, entry.find('='));
     bool paddle = false;
     for (auto launch : paddle_launch_env)
       paddle = paddle || name == launch;
+    has_token = has_token || name == job_token_variable;
     if (!paddle)
       env.emplace_back(entry);
   }
+  if (!has_token)
+    env.push_back(std::string(job_token_variable) + "=" + to_hex(random_bytes(32)));
   return env;
 }
 

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 
 #include "core/error.hpp"
+#include "crypto/digest.hpp"
 #include "graph/program_io.hpp"
 
 namespace pe {
@@ -71,8 +72,15 @@ void publish(const fs::path& staging, const fs::path& dir) {
   fs::remove_all(staging, failure); // the previous checkpoint
 }
 
+/// The format written; "pe-actor-run checkpoint 1" (no digests) is still read.
+constexpr const char* checkpoint_format = "pe-actor-run checkpoint 2";
+
 nlohmann::json record_json(const checkpoint_record& r) {
-  return {{"format", "pe-actor-run checkpoint 1"},
+  nlohmann::json files = nlohmann::json::object();
+  for (const auto& [name, file] : r.files)
+    files[name] = {{"bytes", file.first}, {"sha256", file.second}};
+  return {{"format", checkpoint_format},
+          {"files", files},
           {"step", r.step},
           {"data_position",
            {{"batches_served", r.step},
@@ -142,13 +150,25 @@ void write_checkpoint(const std::string& dir, const param_map& values,
   const fs::path target = normal(dir), staging = staging_of(target);
   std::error_code failure;
   fs::remove_all(staging, failure);
-  save_params(staging.string(), values);
-  const fs::path file = staging / checkpoint_file_name;
-  std::ofstream out(file);
-  out << record_json(record).dump(2) << '\n';
-  if (!out.flush())
-    throw error(file.string() + ": cannot write the checkpoint record");
-  out.close();
+  try {
+    save_params(staging.string(), values);
+    checkpoint_record digested = record;
+    for (const auto& name : names) {
+      const fs::path file = staging / name;
+      digested.files[name] = {fs::file_size(file), sha256_file_hex(file.string())};
+    }
+    const fs::path file = staging / checkpoint_file_name;
+    std::ofstream out(file);
+    out << record_json(digested).dump(2) << '\n';
+    if (!out.flush())
+      throw error(file.string() + ": cannot write the checkpoint record: " + std::strerror(errno));
+  } catch (const std::exception& e) {
+    fs::remove_all(staging, failure);
+    const bool previous = fs::exists(target / checkpoint_file_name, failure);
+    throw error("--save-params " + dir + ": the checkpoint could not be written (" + e.what() +
+                "); " + (previous ? "the previous checkpoint there is intact"
+                                  : "nothing was there before, and nothing is now"));
+  }
   publish(staging, target);
 }
 
@@ -169,10 +189,53 @@ std::optional<checkpoint_record> read_checkpoint(const std::string& path) {
     r.run = json.at("run");
     if (r.step < 0 || !r.run.is_object())
       throw error("a negative step or no run");
+    if (json.contains("files"))
+      for (const auto& [name, file] : json.at("files").items()) {
+        const std::string digest = file.at("sha256").get<std::string>();
+        if (digest.size() != 64 || digest.find_first_not_of("0123456789abcdef") != std::string::npos)
+          throw error("the digest of " + name + " is not 64 hex digits");
+        r.files[name] = {file.at("bytes").get<std::uint64_t>(), digest};
+      }
+    else if (json.value("format", "") != "pe-actor-run checkpoint 1")
+      throw error("no \"files\" (digests) in a checkpoint of format " + json.value("format", "(none)"));
     return r;
   } catch (const std::exception& e) {
     throw error(file.string() + ": not a checkpoint record pe-actor-run can read: " + e.what());
   }
+}
+
+bool verify_checkpoint_files(const checkpoint_record& saved, const std::string& path,
+                             const std::vector<std::string>& variables) {
+  if (saved.files.empty())
+    return false;
+  const auto refuse = [&](const std::string& name, const std::string& what) {
+    throw error("--load-params " + path + ": " + (fs::path(path) / name).string() + " " + what +
+                "; the checkpoint is not whole, so nothing was loaded");
+  };
+  for (const auto& name : variables) {
+    const auto recorded = saved.files.find(name);
+    const fs::path file = fs::path(path) / name;
+    std::error_code failure;
+    const bool present = fs::is_regular_file(file, failure);
+    if (recorded == saved.files.end()) {
+      if (present)
+        refuse(name, "is not among the files " + std::string(checkpoint_file_name) +
+                         " records (added after the save?)");
+      continue; // absent and unrecorded: load_params says what is missing
+    }
+    if (!present)
+      refuse(name, "is missing (" + std::string(checkpoint_file_name) + " records " +
+                       std::to_string(recorded->second.first) + " bytes)");
+    const auto bytes = fs::file_size(file, failure);
+    if (failure || bytes != recorded->second.first)
+      refuse(name, "has " + std::to_string(bytes) + " bytes where " + checkpoint_file_name +
+                       " records " + std::to_string(recorded->second.first) + " (truncated or replaced)");
+    const std::string digest = sha256_file_hex(file.string());
+    if (digest != recorded->second.second)
+      refuse(name, "was altered after the save: its SHA-256 is " + digest + ", " +
+                       checkpoint_file_name + " records " + recorded->second.second);
+  }
+  return true;
 }
 
 void check_resumable(const checkpoint_record& saved, const nlohmann::json& run,

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +19,11 @@ namespace pe {
 /// variable format, so Paddle's load_vars still reads it, plus checkpoint.json, which says
 /// how far training got and which run wrote it. It is written into a staging directory next
 /// to DIR and swapped in with one rename, so a save that is interrupted (a second Ctrl-C,
-/// kill -9) leaves the previous checkpoint whole, never a mix.
+/// kill -9) or fails part-way (a full disk) leaves the previous checkpoint whole, never a
+/// mix. checkpoint.json records every variable file's size and SHA-256, read back from the
+/// disk before the swap, and a load checks them: a file altered, truncated or missing after
+/// the save is refused by name. (The digests catch damage and mistakes; whoever can rewrite
+/// checkpoint.json as well can forge a checkpoint.)
 
 /// The name of the record in a checkpoint directory.
 inline constexpr const char* checkpoint_file_name = "checkpoint.json";
@@ -29,6 +34,9 @@ struct checkpoint_record {
   std::int64_t epochs_completed = 0;   ///< for people: where `step` is in the data
   std::int64_t batches_into_epoch = 0; ///< batches of the current epoch served
   nlohmann::json run;                  ///< resume_identity of the run that wrote it
+  /// Each variable file's size and SHA-256 (64 hex digits), by variable name; empty for a
+  /// checkpoint written before digests (format 1), which loads unverified.
+  std::map<std::string, std::pair<std::uint64_t, std::string>> files;
 };
 
 /// What a resumed run must share with the one that wrote the checkpoint for its steps to
@@ -57,6 +65,13 @@ void write_checkpoint(const std::string& dir, const param_map& values,
 /// The record of the checkpoint at `path`, or nullopt when `path` is not a directory holding
 /// checkpoint.json (parameters alone). Throws pe::error for a record that cannot be read.
 std::optional<checkpoint_record> read_checkpoint(const std::string& path);
+
+/// Checks the files of the checkpoint at `path` against `saved`'s digests before anything is
+/// loaded: every variable in `variables` must be listed, present, of its recorded size and
+/// SHA-256. Throws pe::error naming --load-params, the file and what differs. Returns false
+/// (checking nothing) for a checkpoint without digests.
+bool verify_checkpoint_files(const checkpoint_record& saved, const std::string& path,
+                             const std::vector<std::string>& variables);
 
 /// Refuses to resume from `saved` (at `path`) a run whose resume_identity `run` differs,
 /// with an error naming the first difference and both values.

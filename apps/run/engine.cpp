@@ -89,6 +89,8 @@ std::unique_ptr<process_group> join_job(const run_options& o, const model_progra
   g.peer_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.peer_timeout * 1000));
   g.join_timeout = std::max(std::chrono::milliseconds(60000), 3 * g.peer_timeout);
   g.collective_backend = o.collective_backend;
+  g.job_token = o.job_token;
+  g.tls = o.tls;
   g.fingerprint = {
       {"build", PE_BUILD_ID},
       {"places per process", std::to_string(o.places.size())},

@@ -14,6 +14,7 @@
 #include <boost/program_options.hpp>
 
 #include "apps/run/gpu_places.hpp"
+#include "apps/run/job_token.hpp"
 #include "apps/run/launch_options.hpp"
 #include "collectives/process_backend.hpp"
 #include "devices/gpu_runtime.hpp"
@@ -344,7 +345,26 @@ po::options_description describe() {
      "step on every other process, with an error naming its rank, within this time (with "
      "--collective-backend gloo, also the longest one Gloo transfer may take)")
     ("collective-backend", po::value<std::string>()->value_name("NAME")->default_value(default_process_backend),
-     backend_help().c_str());
+     backend_help().c_str())
+    ("job-token-file", po::value<std::string>()->value_name("FILE"),
+     "with --nnodes N > 1: the job's secret (at least 16 bytes, e.g. `openssl rand -hex 32`; "
+     "the file readable by its owner alone). Every process must prove that it holds the same "
+     "one to join (challenge and response, HMAC-SHA256; the token never crosses the wire); "
+     "a process that cannot is refused and the job goes on. Default: $PE_ACTOR_JOB_TOKEN, "
+     "which pe-actor-launch sets to a fresh token for the processes it starts; with neither, "
+     "anyone who can reach --master and knows the program may join (a warning says so when "
+     "--master is not a loopback address)")
+    ("tls-cert", po::value<std::string>()->value_name("PEM"),
+     "with --nnodes N > 1: this process's certificate; with --tls-key and --tls-ca, every "
+     "connection between the job's processes is mutual TLS (CAF's OpenSSL module): tensors, "
+     "parameters and handshakes are encrypted, and a peer whose certificate --tls-ca did not "
+     "sign is refused. Without them, plain TCP. Not with --collective-backend gloo or GPU "
+     "places, whose tensors travel on connections of their own")
+    ("tls-key", po::value<std::string>()->value_name("PEM"),
+     "with --tls-cert: its private key (PEM, unencrypted)")
+    ("tls-ca", po::value<std::string>()->value_name("PEM"),
+     "with --tls-cert: the job's CA certificate, which must have signed every process's "
+     "certificate");
   // clang-format on
   return d;
 }
@@ -466,8 +486,29 @@ void interpret_launch(const po::variables_map& vm, run_options& o) {
   if (!(o.peer_timeout > 0 && std::isfinite(o.peer_timeout)))
     throw error("--peer-timeout must be a positive number of seconds, got " +
                 std::to_string(o.peer_timeout));
-  if (!o.multi_process())
+  if (vm.count("tls-cert")) o.tls.certificate = take<std::string>(vm, "tls-cert");
+  if (vm.count("tls-key")) o.tls.key = take<std::string>(vm, "tls-key");
+  if (vm.count("tls-ca")) o.tls.ca = take<std::string>(vm, "tls-ca");
+  if (!o.multi_process()) {
+    if (vm.count("job-token-file") || o.tls.any())
+      throw error(std::string(vm.count("job-token-file") ? "--job-token-file" : "--tls-cert/--tls-key/--tls-ca") +
+                  " protects the connections between the processes of a job; this run has one "
+                  "process (--nnodes 1)");
     return;
+  }
+  o.job_token = read_job_token(vm.count("job-token-file")
+                                   ? std::optional<std::string>(take<std::string>(vm, "job-token-file"))
+                                   : std::nullopt);
+  if (o.tls.any()) {
+    check_tls_files(o.tls);
+    if (o.collective_backend != default_process_backend)
+      throw error("--tls-cert encrypts the CAF connections between the processes; --collective-backend " +
+                  o.collective_backend + " sends the tensors over connections of its own, which "
+                  "TLS would not cover: use --collective-backend " + default_process_backend);
+    if (o.places.front().type != place::kind::cpu)
+      throw error("--tls-cert encrypts the CAF connections between the processes; GPU places "
+                  "across processes send their tensors through NCCL, which TLS would not cover");
+  }
   if (o.infer)
     throw error("--infer runs in one process; --nnodes " + std::to_string(o.nnodes) +
                 " is for training");
@@ -649,6 +690,8 @@ nlohmann::json to_json(const run_options& o) {
     config["master"] = endpoint{o.master_host, o.master_port}.text();
     config["peer_timeout"] = o.peer_timeout;
     config["collective_backend"] = o.collective_backend;
+    config["job_token"] = !o.job_token.empty(); // whether there is one, never the secret
+    config["tls"] = o.tls.any();
   }
   return config;
 }

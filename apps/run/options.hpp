@@ -11,6 +11,7 @@
 
 #include "apps/run/option_choice.hpp"
 #include "core/place.hpp"
+#include "crypto/tls_files.hpp"
 #include "data/data_format.hpp"
 #include "graph/validate.hpp"
 
@@ -66,6 +67,11 @@ struct run_options {
   double peer_timeout = 10; ///< seconds of silence after which a peer counts as lost
   /// Which backend runs the CPU places' collectives across processes (process_backend.hpp).
   std::string collective_backend = "caf";
+  /// The job's secret (--job-token-file, $PE_ACTOR_JOB_TOKEN); empty: an open job. Never
+  /// echoed (to_json says only whether there is one).
+  std::string job_token;
+  /// --tls-cert, --tls-key, --tls-ca: mutual TLS between the processes when given.
+  tls_files tls;
 
   /// fuse_allreduce_mb in bytes (build_strategy::fuse_all_reduce_bytes).
   std::int64_t fuse_allreduce_bytes() const {

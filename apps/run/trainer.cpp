@@ -41,6 +41,14 @@ void save_programs(const model_programs& m, const std::string& dir) {
   save_program(m.main, (root / "main.pbtxt").string(), program_format::text);
 }
 
+/// The names of the main program's persistables: what a checkpoint directory may hold.
+std::vector<std::string> persistable_names(const proto::ProgramDesc& main) {
+  std::vector<std::string> names;
+  for (const auto& spec : persistable_specs(main))
+    names.push_back(spec.name);
+  return names;
+}
+
 /// --load-params: the persistables from `path` onto every place. From a checkpoint (a
 /// directory with checkpoint.json) of a run with the same `identity`, which must hold every
 /// persistable, returns the step it reached; from parameters alone, 0.
@@ -48,8 +56,11 @@ std::int64_t load_parameters(engine& executor, const proto::ProgramDesc& main,
                              const std::string& path, const nlohmann::json& identity,
                              std::ostream& out) {
   const auto checkpoint = read_checkpoint(path);
-  if (checkpoint)
+  bool verified = false;
+  if (checkpoint) {
     check_resumable(*checkpoint, identity, path);
+    verified = verify_checkpoint_files(*checkpoint, path, persistable_names(main));
+  }
   const auto loaded = load_params(path, main);
   if (checkpoint && loaded.size() != persistable_specs(main).size())
     throw error("--load-params " + path + ": the checkpoint holds " +
@@ -62,7 +73,10 @@ std::int64_t load_parameters(engine& executor, const proto::ProgramDesc& main,
   if (checkpoint)
     out << " (checkpoint at step " << checkpoint->step << ", epoch "
         << checkpoint->epochs_completed + 1 << " batch " << checkpoint->batches_into_epoch + 1
-        << " next)";
+        << " next; "
+        << (verified ? "every file's SHA-256 checked"
+                     : "written before checkpoints carried digests, so not checked")
+        << ")";
   out << '\n';
   return checkpoint ? checkpoint->step : 0;
 }
@@ -83,13 +97,6 @@ void save_checkpoint(const engine& executor, const proto::ProgramDesc& main,
       << served << ")" << std::endl;
 }
 
-/// The names of the main program's persistables: what a checkpoint directory may hold.
-std::vector<std::string> persistable_names(const proto::ProgramDesc& main) {
-  std::vector<std::string> names;
-  for (const auto& spec : persistable_specs(main))
-    names.push_back(spec.name);
-  return names;
-}
 
 /// The value of a fetched one-element FP32 tensor such as a mean loss.
 double scalar(const tensor& t, const std::string& name) {

@@ -3,19 +3,25 @@
 #include <algorithm>
 #include <charconv>
 #include <condition_variable>
+#include <iostream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
 
+#include "collectives/net/job_admission.hpp"
 #include "collectives/net/net_packet_wire.hpp"
 #include "collectives/net/process_group.hpp"
 #include "collectives/process_backend.hpp"
 #include "core/error.hpp"
 #include "core/steady_clock.hpp"
+#include "crypto/openssl_io_guard.hpp"
+#include "crypto/random_bytes.hpp"
 #include "devices/progress.hpp"
 
 namespace pe {
@@ -26,6 +32,12 @@ using hello_atom = caf::atom_constant<caf::atom("pe_hello")>;
 using peers_atom = caf::atom_constant<caf::atom("pe_peers")>;
 using clock_atom = caf::atom_constant<caf::atom("pe_clock")>;
 using mesh_atom = caf::atom_constant<caf::atom("pe_mesh")>;
+using challenge_atom = caf::atom_constant<caf::atom("pe_chall")>;
+
+/// Packets held before the job is formed, at most: a stranger's flood is dropped, not kept.
+constexpr std::size_t max_early_packets = 4096;
+/// Warnings about strangers' packets, at most (the first ones say all there is to say).
+constexpr int max_stranger_warnings = 5;
 
 /// "2.5 s".
 std::string seconds(std::chrono::milliseconds t) {
@@ -60,15 +72,37 @@ std::string difference(const std::vector<std::string>& mine, const std::vector<s
   return "";
 }
 
+/// What a hello says of the process that sends it, as its proof covers it: the rank, the
+/// port it listens on and its fingerprint.
+std::string claim_of(int rank, std::uint16_t port, const std::vector<std::string>& fingerprint) {
+  std::string claim = "rank=" + std::to_string(rank) + "\nport=" + std::to_string(port) + "\n";
+  for (const auto& line : fingerprint) claim += line + "\n";
+  return claim;
+}
+
+/// Whether `host` is this machine (a job that never leaves it needs no token to be safe
+/// from other machines).
+bool loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 /// What the mailbox actor and the threads of this process share.
 struct node_state {
-  node_state(int rank, int size)
-      : inbox(rank, size, [] { notify_progress(); }),
-        peers(static_cast<std::size_t>(size)), endpoints(static_cast<std::size_t>(size)) {}
+  node_state(int rank, int size, std::string token)
+      : inbox(rank, size, [] { notify_progress(); }), admission(std::move(token)),
+        peers(static_cast<std::size_t>(size)), endpoints(static_cast<std::size_t>(size)) {
+    const std::string key = random_bytes(sizeof local_key);
+    std::memcpy(&local_key, key.data(), sizeof local_key);
+  }
 
   net_inbox inbox;
+  job_admission admission;
   std::vector<std::string> fingerprint;
   std::chrono::milliseconds peer_timeout{0};
+  std::function<void(const std::string&)> warn;
+  /// Proves that a message to the mailbox came from this process's own threads (CAF gives a
+  /// remote anon_send no sender either).
+  std::uint64_t local_key = 0;
 
   std::mutex mutex;
   std::condition_variable changed;
@@ -79,6 +113,9 @@ struct node_state {
   std::map<int, caf::response_promise> waiting;                    // rank 0: joined, unanswered
   std::vector<std::string> endpoints; // rank 0: "host:port" where each rank listens, as seen here
   std::vector<caf::response_promise> meshed; // rank 0: ranks connected to all, unanswered
+  std::set<int> meshed_ranks;                // rank 0: who said so
+  std::map<int, std::string> welcomes;       // rank 0: its proof for each admitted rank
+  int stranger_warnings = 0;
 
   /// The rank whose mailbox `who` is, or -1; call with mutex held.
   int rank_of(const caf::strong_actor_ptr& who) const {
@@ -89,18 +126,36 @@ struct node_state {
     return -1;
   }
 
-  /// Files a packet after checking that it came from the rank it names.
+  /// Says that a packet from an actor of no process of the job was dropped (the first few).
+  void drop_stranger(const net_packet& p) {
+    int count = 0;
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      count = ++stranger_warnings;
+    }
+    if (count > max_stranger_warnings) return;
+    warn("dropped a packet claiming to come from process rank " + std::to_string(p.from) +
+         " from an actor of no process of this job (a stranger on the master's or a rank's "
+         "port)" + (count == max_stranger_warnings ? "; further ones are dropped silently" : ""));
+  }
+
+  /// Files a packet after checking that it came from the rank it names. A packet from an
+  /// actor that is no process of the job is dropped: a stranger cannot break the job.
   void receive(const caf::strong_actor_ptr& sender, net_packet p) {
     std::unique_lock<std::mutex> lock(mutex);
     if (!formed) {
-      early.emplace_back(sender, std::move(p));
+      if (early.size() < max_early_packets) early.emplace_back(sender, std::move(p));
       return;
     }
     const int actual = rank_of(sender);
     lock.unlock();
+    if (actual < 0) {
+      drop_stranger(p);
+      return;
+    }
     if (actual != p.from) {
       inbox.fail("a packet claiming to come from process rank " + std::to_string(p.from) +
-                 " came from " + (actual < 0 ? "an unknown actor" : "rank " + std::to_string(actual)));
+                 " came from rank " + std::to_string(actual));
       return;
     }
     inbox.deliver(std::move(p));
@@ -156,19 +211,41 @@ void answer_when_complete(caf::event_based_actor* self, node_state& st) {
     st.peers[0] = caf::actor_cast<caf::actor>(self);
     all = st.peers;
   }
-  for (auto& [r, p] : st.waiting) p.deliver(all, st.endpoints, std::string{});
+  for (auto& [r, p] : st.waiting) p.deliver(all, st.endpoints, std::string{}, st.welcomes[r]);
   st.waiting.clear();
   st.form(self, all);
 }
 
+/// What a joining process sends with its hello to prove it holds the job's token.
+struct hello_proof {
+  std::string challenge;
+  std::string nonce;
+  std::string proof;
+};
+
 caf::response_promise hello(caf::event_based_actor* self, std::shared_ptr<node_state> st, int rank,
                             const std::vector<std::string>& fingerprint, const caf::actor& mailbox,
-                            std::uint16_t port) {
+                            std::uint16_t port, const hello_proof& shown) {
   auto promise = self->make_response_promise();
   const int size = st->inbox.size();
+  if (st->inbox.rank() != 0) {
+    promise.deliver(std::vector<caf::actor>{}, std::vector<std::string>{},
+                    "process rank " + std::to_string(st->inbox.rank()) + " is not the master", std::string{});
+    return promise;
+  }
+  // The door first: a process that does not hold the job's token is turned away holding
+  // nothing, and the job goes on waiting for its own (only a process proven to be one of
+  // them can fail the job by disagreeing with it below).
+  const std::string claim = claim_of(rank, port, fingerprint);
+  const std::string turned_away = st->admission.admit(shown.challenge, shown.nonce, claim, shown.proof);
+  if (!turned_away.empty()) {
+    promise.deliver(std::vector<caf::actor>{}, std::vector<std::string>{}, turned_away, std::string{});
+    st->warn("refused a process claiming rank " + std::to_string(rank) + (mailbox ? " from node " + caf::to_string(mailbox.node()) : std::string()) +
+             ": " + turned_away + "; the job goes on waiting for its own processes");
+    return promise;
+  }
   std::string refusal;
-  if (st->inbox.rank() != 0) refusal = "process rank " + std::to_string(st->inbox.rank()) + " is not the master";
-  else if (rank <= 0 || rank >= size)
+  if (rank <= 0 || rank >= size)
     refusal = "a process claims rank " + std::to_string(rank) + " in a job of " + std::to_string(size);
   else if (st->waiting.count(rank) != 0 || st->formed)
     refusal = "two processes claim rank " + std::to_string(rank);
@@ -176,10 +253,11 @@ caf::response_promise hello(caf::event_based_actor* self, std::shared_ptr<node_s
     refusal = "process rank " + std::to_string(rank) + " sent no mailbox";
   else refusal = difference(st->fingerprint, fingerprint, rank);
   if (!refusal.empty()) {
-    promise.deliver(std::vector<caf::actor>{}, std::vector<std::string>{}, refusal);
+    promise.deliver(std::vector<caf::actor>{}, std::vector<std::string>{}, refusal, std::string{});
     st->refuse("refused a process: " + refusal);
     return promise;
   }
+  st->welcomes[rank] = st->admission.welcome(shown.challenge, shown.nonce, claim);
   {
     std::lock_guard<std::mutex> guard(st->mutex);
     st->peers[static_cast<std::size_t>(rank)] = mailbox;
@@ -204,9 +282,19 @@ caf::response_promise hello(caf::event_based_actor* self, std::shared_ptr<node_s
   return promise;
 }
 
-/// Rank 0 answers every "connected to all" once all processes have said it.
-caf::response_promise mesh(caf::event_based_actor* self, node_state& st) {
+/// Rank 0 answers every "connected to all" once all processes have said it (each of the
+/// job's processes once, naming its mailbox: a stranger's word does not count).
+caf::response_promise mesh(caf::event_based_actor* self, node_state& st, const caf::actor& mailbox) {
+  int from = -1;
+  {
+    std::lock_guard<std::mutex> guard(st.mutex);
+    from = st.rank_of(caf::actor_cast<caf::strong_actor_ptr>(mailbox));
+  }
   auto promise = self->make_response_promise();
+  if (from <= 0 || !st.meshed_ranks.insert(from).second) {
+    promise.deliver(caf::make_error(caf::sec::invalid_argument));
+    return promise;
+  }
   st.meshed.push_back(promise);
   if (static_cast<int>(st.meshed.size()) == st.inbox.size() - 1) {
     for (auto& p : st.meshed) p.deliver(caf::unit);
@@ -219,10 +307,21 @@ caf::behavior mailbox(caf::event_based_actor* self, std::shared_ptr<node_state> 
   self->set_down_handler([st](caf::down_msg& m) { st->lost(m.source, m.reason); });
   return {
       [self, st](net_packet& p) { st->receive(self->current_sender(), std::move(p)); },
+      [self, st](challenge_atom) {
+        // Only rank 0 admits; anyone may ask (a challenge costs a stranger nothing and
+        // gives him nothing).
+        return caf::make_message(st->inbox.rank() == 0 ? st->admission.challenge() : std::string(),
+                                 st->admission.closed());
+      },
       [self, st](hello_atom, int rank, const std::vector<std::string>& fingerprint,
-                 const caf::actor& peer, std::uint16_t port) { return hello(self, st, rank, fingerprint, peer, port); },
-      [self, st](mesh_atom) { return mesh(self, *st); },
-      [self, st](peers_atom, std::vector<caf::actor>& all) { st->form(self, std::move(all)); },
+                 const caf::actor& peer, std::uint16_t port, const std::string& challenge,
+                 const std::string& nonce, const std::string& proof) {
+        return hello(self, st, rank, fingerprint, peer, port, {challenge, nonce, proof});
+      },
+      [self, st](mesh_atom, const caf::actor& from) { return mesh(self, *st, from); },
+      [self, st](peers_atom, std::uint64_t key, std::vector<caf::actor>& all) {
+        if (key == st->local_key) st->form(self, std::move(all));
+      },
       [](clock_atom) { return steady_ns(); },
   };
 }
@@ -231,10 +330,26 @@ caf::behavior mailbox(caf::event_based_actor* self, std::shared_ptr<node_state> 
 class caf_transport final : public net_transport {
  public:
   explicit caf_transport(const process_group_options& o)
-      : state_(std::make_shared<node_state>(o.rank, o.size)) {
+      : state_(std::make_shared<node_state>(o.rank, o.size, o.job_token)), tls_(o.tls.any()) {
     state_->fingerprint = flatten(o.fingerprint);
     state_->peer_timeout = o.peer_timeout;
+    state_->warn = o.on_warning ? o.on_warning : [](const std::string& text) {
+      std::cerr << "pe-actor: warning: " << text << std::endl;
+    };
     config_.load<caf::io::middleman>();
+    if (tls_) {
+      // Every connection of this process, in and out, is then mutual TLS: CAF's OpenSSL
+      // module presents the certificate and refuses a peer whose certificate the CA did
+      // not sign (check_tls_files made sure ours passes the same check).
+      if (!openssl_io_guard_installed())
+        throw error("TLS between processes needs this program's guard around OpenSSL's I/O "
+                    "(crypto/openssl_io_guard.cpp), and OpenSSL's own functions came first: "
+                    "one stranger's failed handshake would break the job's connections");
+      config_.load<caf::openssl::manager>();
+      config_.openssl_certificate = o.tls.certificate;
+      config_.openssl_key = o.tls.key;
+      config_.openssl_cafile = o.tls.ca;
+    }
     config_.add_message_type<net_packet>("pe_net_packet");
     config_.set("scheduler.max-threads", 2);
     // Without both, a frozen peer is never noticed (reference.md §9).
@@ -275,11 +390,18 @@ class caf_transport final : public net_transport {
   std::int64_t join(const process_group_options& o) {
     const auto deadline = std::chrono::steady_clock::now() + o.join_timeout;
     const std::string master = o.master_host + ":" + std::to_string(o.master_port);
-    auto& mm = system_->middleman();
     // Rank 0 listens where the others look for it; the others listen on a port of the
     // OS's choosing, so that peers can connect to them directly.
-    auto port = mm.publish(mailbox_, static_cast<std::uint16_t>(o.rank == 0 ? o.master_port : 0),
-                           nullptr, true);
+    const auto listen_port = static_cast<std::uint16_t>(o.rank == 0 ? o.master_port : 0);
+    // A job whose master is on this machine's loopback address listens there only: no other
+    // machine can reach it (the other ranks too when it is 127.0.0.1, the source address
+    // of their connections to it, which is where rank 0 tells the others to find them).
+    // Any other master address means every interface.
+    const char* bind_to = o.rank == 0 && loopback(o.master_host) ? o.master_host.c_str()
+                          : o.master_host == "127.0.0.1"           ? "127.0.0.1"
+                                                                   : nullptr;
+    auto port = tls_ ? caf::openssl::publish(mailbox_, listen_port, bind_to, true)
+                     : system_->middleman().publish(mailbox_, listen_port, bind_to, true);
     if (!port)
       throw error("cannot listen on port " + std::to_string(o.rank == 0 ? o.master_port : 0) +
                   (o.rank == 0 ? " (--master " + master + ")" : std::string()) + ": " +
@@ -288,7 +410,7 @@ class caf_transport final : public net_transport {
 
     caf::actor root;
     for (auto pause = std::chrono::milliseconds(50);; pause = std::min(pause * 2, std::chrono::milliseconds(1000))) {
-      auto found = mm.remote_actor(o.master_host, static_cast<std::uint16_t>(o.master_port));
+      auto found = connect(o.master_host, static_cast<std::uint16_t>(o.master_port));
       if (found) {
         root = *found;
         break;
@@ -296,17 +418,43 @@ class caf_transport final : public net_transport {
       if (std::chrono::steady_clock::now() + pause > deadline)
         throw error("cannot reach the master at " + master + " within " +
                     seconds(o.join_timeout) + ": " +
-                    system_->render(found.error()));
+                    system_->render(found.error()) +
+                    (tls_ ? " (with TLS: a master whose certificate this process's --tls-ca did "
+                            "not sign, or that refused this process's certificate, looks the same)"
+                          : std::string()));
       std::this_thread::sleep_for(pause);
     }
     caf::scoped_actor self{*system_};
     std::optional<std::string> failure;
+    std::string challenge;
+    std::string tokenless; // said after the hello, which rank 0 then refuses and records
+    self->request(root, remaining_until(deadline), challenge_atom::value)
+        .receive(
+            [&](std::string& given, bool master_closed) {
+              challenge = std::move(given);
+              if (master_closed && !state_->admission.closed())
+                tokenless = "the master at " + master + " admits only processes holding the job's "
+                            "token, and this process has none: give it the job's --job-token-file "
+                            "(or PE_ACTOR_JOB_TOKEN)";
+            },
+            [&](caf::error& e) {
+              failure = "the master at " + master + " did not answer within " +
+                        seconds(o.join_timeout) + " (" + system_->render(e) + ")";
+            });
+    if (failure) throw error(*failure);
+    const std::string nonce = job_admission::nonce();
+    const std::string claim = claim_of(o.rank, *port, state_->fingerprint);
     std::vector<caf::actor> all;
     std::vector<std::string> endpoints;
-    self->request(root, remaining_until(deadline), hello_atom::value, o.rank, state_->fingerprint, mailbox_, *port)
+    self->request(root, remaining_until(deadline), hello_atom::value, o.rank, state_->fingerprint, mailbox_,
+                  *port, challenge, nonce, state_->admission.prove(challenge, nonce, claim))
         .receive(
-            [&](std::vector<caf::actor>& peers, std::vector<std::string>& where, std::string& refusal) {
-              if (!refusal.empty()) failure = "the master refused this process: " + refusal;
+            [&](std::vector<caf::actor>& peers, std::vector<std::string>& where, std::string& refusal,
+                std::string& welcome) {
+              if (!refusal.empty())
+                failure = tokenless.empty() ? "the master refused this process: " + refusal : tokenless;
+              else if (auto why = state_->admission.check_welcome(challenge, nonce, claim, welcome); !why.empty())
+                failure = "this process refuses the master at " + master + ": " + why;
               else if (static_cast<int>(peers.size()) != o.size || static_cast<int>(where.size()) != o.size)
                 failure = "the master sent " + std::to_string(peers.size()) + " peers and " +
                           std::to_string(where.size()) + " addresses for a job of " + std::to_string(o.size);
@@ -318,7 +466,7 @@ class caf_transport final : public net_transport {
                         system_->render(e) + ")";
             });
     if (failure) throw error(*failure);
-    caf::anon_send(mailbox_, peers_atom::value, all);
+    caf::anon_send(mailbox_, peers_atom::value, state_->local_key, all);
     {
       // Nothing may be sent before the mailbox knows every peer.
       std::unique_lock<std::mutex> lock(state_->mutex);
@@ -329,6 +477,12 @@ class caf_transport final : public net_transport {
   }
 
  private:
+  /// The mailbox published at `host`:`port`, over TLS when this process has certificates.
+  caf::expected<caf::actor> connect(const std::string& host, std::uint16_t port) {
+    return tls_ ? caf::openssl::remote_actor(*system_, host, port)
+                : system_->middleman().remote_actor(host, port);
+  }
+
   /// Time left until `deadline`, at least 1 ms (a request's timeout).
   static std::chrono::milliseconds remaining_until(std::chrono::steady_clock::time_point deadline) {
     return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()),
@@ -341,7 +495,6 @@ class caf_transport final : public net_transport {
   /// packet goes through rank 0, so none can overtake another.
   void connect_mesh(caf::scoped_actor& self, const process_group_options& o, const std::vector<caf::actor>& all,
                     const std::vector<std::string>& endpoints, std::chrono::steady_clock::time_point deadline) {
-    auto& mm = system_->middleman();
     for (int k = 1; k < o.rank; ++k) {
       const std::string& at = endpoints[static_cast<std::size_t>(k)];
       const auto colon = at.rfind(':');
@@ -350,7 +503,7 @@ class caf_transport final : public net_transport {
       const auto [end, failed] = std::from_chars(digits, at.data() + at.size(), port);
       if (colon == std::string::npos || failed != std::errc() || end != at.data() + at.size() || port == 0)
         throw error("the master sent '" + at + "' as process rank " + std::to_string(k) + "'s address");
-      auto found = mm.remote_actor(at.substr(0, colon), port);
+      auto found = connect(at.substr(0, colon), port);
       if (!found)
         throw error("cannot connect to process rank " + std::to_string(k) + " at " + at + ": " +
                     system_->render(found.error()));
@@ -368,7 +521,7 @@ class caf_transport final : public net_transport {
       }
     }
     std::optional<std::string> failure;
-    self->request(all[0], remaining_until(deadline), mesh_atom::value)
+    self->request(all[0], remaining_until(deadline), mesh_atom::value, mailbox_)
         .receive([] {},
                  [&](caf::error& e) {
                    failure = "the processes did not all connect to one another within " +
@@ -420,6 +573,7 @@ class caf_transport final : public net_transport {
   }
 
   std::shared_ptr<node_state> state_;
+  bool tls_ = false;
   caf::actor_system_config config_;
   std::optional<caf::actor_system> system_;
   caf::actor mailbox_;
@@ -433,6 +587,16 @@ std::unique_ptr<process_group> join_processes(const process_group_options& o) {
     throw error("join_processes: rank " + std::to_string(o.rank) + " outside a job of " +
                 std::to_string(o.size));
   find_process_backend(o.collective_backend); // a name this build lacks fails before joining
+  if (o.tls.any()) check_tls_files(o.tls);
+  if (o.job_token.empty() && !loopback(o.master_host) && o.rank == 0) {
+    const std::string text =
+        "this job has no job token: any process that can reach " + o.master_host + ":" +
+        std::to_string(o.master_port) + " and knows the program and flags can join it as a "
+        "rank, send it gradients and receive its parameters; give every process the same "
+        "--job-token-file (pe-actor-launch makes one for the processes it starts)";
+    if (o.on_warning) o.on_warning(text);
+    else std::cerr << "pe-actor: warning: " << text << std::endl;
+  }
   auto transport = std::make_unique<caf_transport>(o);
   const std::int64_t offset = transport->join(o);
   return std::make_unique<process_group>(std::move(transport), offset, std::chrono::minutes(5), o);

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include "collectives/communicator.hpp"
 #include "collectives/net/net_transport.hpp"
 #include "core/tensor.hpp"
+#include "crypto/tls_files.hpp"
 
 namespace pe {
 
@@ -31,6 +33,16 @@ struct process_group_options {
   /// collectives/process_backend.hpp ("caf", "gloo"). The same on every process: put it
   /// in the fingerprint.
   std::string collective_backend = "caf";
+  /// The job's secret: every process must prove it holds the same one to join (see
+  /// job_admission); it never crosses the wire. Empty: an open job, which anyone who can
+  /// reach the master and knows the program may join.
+  std::string job_token;
+  /// When given (all three), every connection between the processes is mutual TLS through
+  /// CAF's OpenSSL module, each side checked against the CA; otherwise plain TCP.
+  tls_files tls;
+  /// Where what the job goes on despite is said: a stranger refused at the door, an open
+  /// job across machines. Default: a line on stderr.
+  std::function<void(const std::string&)> on_warning;
 };
 
 /// The processes of one data-parallel job, connected: the communicators that run the

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -174,7 +176,8 @@ std::string record_name(std::size_t k, const std::vector<std::vector<param_spec>
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out.flush()) throw error(path + ": cannot write the parameter file");
+  if (!out.flush())
+    throw error(path + ": cannot write the parameter file: " + std::strerror(errno));
 }
 
 template <class T>

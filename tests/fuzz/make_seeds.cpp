@@ -3,6 +3,7 @@
 //   optimizer, plus a one-op program for every registered op type the models do not use,
 //   found by trying shape families until validation accepts it; the grad ops through a
 //   mean loss and append_backward. Exits 1 naming any op type no seed covers.
+// - checkpoint.json records (format 2 with digests, format 1 without);
 // - parameter files matching param_specs.hpp, .npy files of every dtype, idx files plain
 //   and gzipped, tensor messages, inbox scripts and packets as CAF encodes them.
 // Usage: make_seeds OUT
@@ -319,6 +320,21 @@ void add_wire_packets() {
   }
 }
 
+/// checkpoint.json as pe-actor-run writes it (format 2, with digests) and as it did before
+/// digests (format 1).
+void add_checkpoint_records() {
+  const std::string position =
+      R"("step": 4, "data_position": {"batches_served": 4, "epochs_completed": 1, "batches_into_epoch": 0}, )"
+      R"("run": {"model": "mlp", "batch_size": 64, "seed": 1, "program": "1f2e"})";
+  write_file("checkpoint_record", "format2.json",
+             R"({"format": "pe-actor-run checkpoint 2", )" + position +
+                 R"(, "files": {"fc_0.w_0": {"bytes": 1024, "sha256": )"
+                 R"("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}, )"
+                 R"("learning_rate_0": {"bytes": 30, "sha256": )"
+                 R"("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"}}})");
+  write_file("checkpoint_record", "format1.json", R"({"format": "pe-actor-run checkpoint 1", )" + position + "}");
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -337,6 +353,7 @@ int main(int argc, char** argv) {
     add_tensor_messages();
     add_inbox_scripts();
     add_wire_packets();
+    add_checkpoint_records();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_seeds: %s\n", e.what());
     return 1;
