@@ -247,16 +247,16 @@ stall_report report_now(executor_state& st, executor_runtime& rt, bool on_demand
   return make_stall_report(v);
 }
 
-/// One look of the thread that waits for a step, between two bounded waits: a report when
-/// one was asked for, and the stall watch. True when the step stalled and fails now (its
-/// error is st.stall_error; the communicator is aborted, so ranks parked in a collective
-/// fail and their streams drain).
 /// A report of the running step to on_report when one was asked for (the flag is taken).
 void answer_report_request(executor_state& st, executor_runtime& rt) {
   if (st.stall.report_request != nullptr && st.stall.report_request->exchange(false) && st.stall.on_report)
     st.stall.on_report(report_now(st, rt, true));
 }
 
+/// One look of the thread that waits for a step, between two bounded waits: a report when
+/// one was asked for, and the stall watch. True when the step stalled and fails now (its
+/// error is st.stall_error; the communicator is aborted, so ranks parked in a collective
+/// fail and their streams drain).
 bool look_at_step(executor_state& st, executor_runtime& rt) {
   answer_report_request(st, rt);
   const std::int64_t now = steady_ns();
