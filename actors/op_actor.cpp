@@ -1,6 +1,7 @@
 #include "actors/op_actor.hpp"
 
 #include "actors/trace.hpp"
+#include "core/steady_clock.hpp"
 
 namespace pe {
 
@@ -42,13 +43,20 @@ void run_node(actor_env& env, step_node& n, const Launch& launch) {
     env.in->fail("step " + std::to_string(n.fired_step) + " cancelled: the executor is being destroyed");
     throw error("cancelled");
   }
+  node_live* live = env.live ? &env.graph->live(n.id) : nullptr;
+  if (live != nullptr) {
+    live->started_ns.store(steady_ns(), std::memory_order_relaxed);
+    live->started.store(n.fired_step, std::memory_order_release);
+  }
   try {
     launch();
   } catch (const std::exception& e) {
     env.in->fail(e.what());
+    if (live != nullptr) live->failed.store(n.fired_step, std::memory_order_release);
     throw;
   }
   env.graph->release(n);
+  if (live != nullptr) live->finished.store(n.fired_step, std::memory_order_release);
 }
 
 /// A computation, loss-gradient scale or fetch: on its place's stream. On a GPU place the
@@ -67,6 +75,7 @@ void launch_op(actor_env& env, step_node& n, const std::vector<event_ref>& input
           : stream::task([envp = &env, np = &n] { run_node(*envp, *np, [&] { np->run(*envp->in); }); });
   if (t != nullptr) s.enqueue_timed(std::move(work), trace_sink(t, n));
   else s.enqueue(std::move(work));
+  if (env.live) env.graph->live(n.id).ticket.store(s.counts().enqueued, std::memory_order_relaxed);
   if (n.records_on(n.place)) s.record(n.done_on(n.place));
 }
 
@@ -78,11 +87,16 @@ void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref
   call.timed = t != nullptr;
   communicator::completion done = [&env, &n, sink = t != nullptr ? trace_sink(t, n) : stream::span_sink{}](
                                       const collective_span& span, bool ok) {
+    node_live* live = env.live ? &env.graph->live(n.id) : nullptr;
     // A failed collective's message is its streams' error, which run() reports (or the
     // kernel error that poisoned it, reported first).
-    if (!ok) return;
+    if (!ok) {
+      if (live != nullptr) live->failed.store(n.fired_step, std::memory_order_release);
+      return;
+    }
     if (sink) sink({span.start_ns, span.end_ns});
     env.graph->release(n);
+    if (live != nullptr) live->finished.store(n.fired_step, std::memory_order_release);
   };
   for (std::size_t p = 0; p < env.devices.size(); ++p) {
     stream& s = env.devices[p]->get_stream(stream_kind::communication);
@@ -101,6 +115,7 @@ caf::behavior op_actor(caf::stateful_actor<op_actor_state>* self, actor_env* env
     trace_recorder* t = env->trace != nullptr && env->trace->wants(step) ? env->trace : nullptr;
     n.fired_step = step;
     n.enqueued_ns = t != nullptr ? t->now_ns() : 0;
+    if (env->live) env->graph->live(id).fired.store(step, std::memory_order_release);
     try {
       if (n.is_collective()) launch_collective(*env, n, self->state.inputs, t);
       else launch_op(*env, n, self->state.inputs, t);

@@ -40,6 +40,10 @@ struct actor_env {
   trace_recorder* trace = nullptr;  ///< set between steps
   std::uint64_t sequence_base = 0;  ///< this step's first collective sequence number
   std::atomic<int> remaining{0};    ///< op actors yet to fire this step
+  /// Whether the nodes record their live state (step_graph::live) for the stall watch and
+  /// on-demand reports; set once, when the executor is made. Off, that costs one branch per
+  /// firing and node.
+  bool live = false;
   std::function<void()> all_fired;  ///< called by the last op actor of a step
 };
 

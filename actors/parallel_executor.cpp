@@ -1,16 +1,20 @@
 #include "actors/parallel_executor.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 
 #include "actors/feed_split.hpp"
 #include "actors/op_actor.hpp"
 #include "actors/runtime.hpp"
+#include "actors/stall_watch.hpp"
 #include "actors/trace.hpp"
 #include "collectives/net/process_group.hpp"
 #include "collectives/net/tensor_bytes.hpp"
+#include "core/steady_clock.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/program_info.hpp"
 #include "graph/validate.hpp"
@@ -105,15 +109,39 @@ void gather_fetches(process_group& group, std::vector<std::vector<tensor>>& fetc
 
 } // namespace
 
+namespace {
+
+/// The stall timeout in whole milliseconds (at least 1 when on). Throws pe::error for a
+/// timeout that is negative, not a number, or beyond a year (0 turns the watch off).
+std::chrono::milliseconds stall_timeout_ms(double seconds) {
+  if (!(seconds >= 0 && seconds <= 365.0 * 24 * 3600))
+    throw error("parallel_executor: the stall timeout must be 0 (off) or positive seconds up to a year, got " +
+                std::to_string(seconds));
+  if (seconds == 0) return std::chrono::milliseconds(0);
+  return std::chrono::milliseconds(std::max<std::int64_t>(1, std::llround(seconds * 1000)));
+}
+
+} // namespace
+
 /// One executor's program, graph, actors and step bookkeeping. Validation runs once, here.
 struct executor_state {
+  /// The execution strategy's stall settings (an executor sharing variables takes them too).
+  struct stall_settings {
+    double timeout_s = default_stall_timeout_s;
+    stall_action on_stall = stall_action::fail;
+    std::function<void(const stall_report&)> on_report;
+    std::atomic<bool>* report_request = nullptr;
+  };
+
   executor_state(const proto::ProgramDesc& program, build_strategy b, sync_mode sync,
-                 bool check)
-      : main(program), build(b), check_nan_inf(check),
+                 bool check, stall_settings stall_settings)
+      : main(program), build(b), check_nan_inf(check), stall(std::move(stall_settings)),
+        watch(stall_timeout_ms(stall.timeout_s)),
         declared(validate_program(main, b.max_tensor_bytes)), feeds(main, declared),
         loss_grad(loss_gradient(main)) {
     env.in = &in;
     env.sync = sync;
+    env.live = watching(); // fixed for the executor's life: the settings never change
     env.all_fired = [this] {
       // Notifies under the lock: the waiting thread may destroy this state as soon as it
       // can take the lock again.
@@ -126,6 +154,8 @@ struct executor_state {
   proto::ProgramDesc main;
   build_strategy build;
   bool check_nan_inf; // execution_strategy::check_nan_inf
+  stall_settings stall;
+  stall_watch watch;
   var_table declared;
   feed_check feeds;
   std::string loss_grad;
@@ -142,6 +172,11 @@ struct executor_state {
   std::deque<tensor> feed_rows;
   std::vector<std::unique_ptr<event>> feeds_ready;
   std::uint64_t step = 0;
+  std::int64_t step_start_ns = 0;
+  /// Set when a step failed for a stall: its work may still run; the next run waits for it
+  /// and rebuilds the graph. Read and written by the thread that runs steps.
+  std::atomic<bool> stalled{false};
+  std::string stall_error;
 
   std::mutex mutex;
   std::condition_variable changed;
@@ -149,17 +184,136 @@ struct executor_state {
   int active_runs = 0;
   bool closing = false;
 
+  /// Whether the thread that runs a step looks at it between bounded waits (a stall watch or
+  /// on-demand reports), or just blocks.
+  bool watching() const { return watch.on() || stall.report_request != nullptr; }
+
   void stop_actors() {
     for (auto& a : env.actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     env.actors.clear();
   }
 };
 
+namespace {
+
+/// The step's progress as one number that changes whenever anything moves: the actors yet
+/// to fire, each node's work starting, finishing or failing (node_live), every stream's
+/// enqueued and finished items, and the ranks that joined or finished each collective under
+/// way. Mixed, not summed: a collective that completes drops out of the communicator's
+/// status while counts elsewhere grow. Read at a tick only (at most once a second), so
+/// the hot path keeps no shared counter: each node writes its own cache line.
+std::uint64_t progress_fingerprint(const executor_state& st, const executor_runtime& rt) {
+  std::uint64_t f = static_cast<std::uint64_t>(st.env.remaining.load(std::memory_order_relaxed));
+  auto mix = [&f](std::uint64_t x) { f = f * 1000003u + x; };
+  if (st.graph)
+    for (std::size_t id = 0; id < st.graph->nodes().size(); ++id) {
+      const node_live& l = st.graph->live(static_cast<int>(id));
+      mix(l.started.load(std::memory_order_relaxed));
+      mix(l.finished.load(std::memory_order_relaxed));
+      mix(l.failed.load(std::memory_order_relaxed));
+    }
+  for (const auto& d : rt.devices)
+    for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy}) {
+      const auto counts = d->get_stream(kind).counts();
+      mix(counts.enqueued);
+      mix(counts.completed);
+    }
+  if (st.comm)
+    if (auto status = st.comm->status())
+      for (const collective_status& c : status->pending) {
+        mix(c.sequence);
+        mix(c.joined.size());
+        mix(c.finished.size());
+      }
+  return f;
+}
+
+/// A report of the running step, made now.
+stall_report report_now(executor_state& st, executor_runtime& rt, bool on_demand) {
+  stall_view v;
+  v.graph = st.graph.get();
+  v.devices = rt.device_list();
+  for (const place& p : rt.ranks.local_places) v.place_names.push_back(to_string(p));
+  v.comm = st.comm.get();
+  v.step = st.step;
+  v.sequence_base = st.env.sequence_base;
+  v.step_start_ns = st.step_start_ns;
+  v.now_ns = steady_ns();
+  v.idle_s = st.watch.idle_s(v.now_ns);
+  v.on_demand = on_demand;
+  v.first_error = st.in.first_error();
+  v.process_rank = rt.ranks.process_rank;
+  v.num_processes = rt.ranks.num_processes;
+  return make_stall_report(v);
+}
+
+/// A report of the running step to on_report when one was asked for (the flag is taken).
+void answer_report_request(executor_state& st, executor_runtime& rt) {
+  if (st.stall.report_request != nullptr && st.stall.report_request->exchange(false) && st.stall.on_report)
+    st.stall.on_report(report_now(st, rt, true));
+}
+
+/// One look of the thread that waits for a step, between two bounded waits: a report when
+/// one was asked for, and the stall watch. True when the step stalled and fails now (its
+/// error is st.stall_error; the communicator is aborted, so ranks parked in a collective
+/// fail and their streams drain).
+bool look_at_step(executor_state& st, executor_runtime& rt) {
+  answer_report_request(st, rt);
+  const std::int64_t now = steady_ns();
+  if (!st.watch.stalled(progress_fingerprint(st, rt), now)) return false;
+  const stall_report r = report_now(st, rt, false);
+  if (st.stall.on_report) st.stall.on_report(r);
+  if (st.stall.on_stall == stall_action::report) {
+    st.watch.rearm(now);
+    return false;
+  }
+  // The error names the root cause and where the chain starts; the report has the rest.
+  char idle[32];
+  std::snprintf(idle, sizeof idle, "%.1f", r.idle_s);
+  st.stall_error = "step " + std::to_string(st.step) + " stalled: no progress for " + idle +
+                   " s; root cause: " + r.root_cause;
+  if (r.chain.size() > 1)
+    st.stall_error += " (the chain starts at: " + r.chain.front() + (r.chain.size() > 2 ? "; ..." : "") + ")";
+  st.in.fail(st.stall_error);
+  st.stalled = true;
+  if (st.comm) st.comm->abort();
+  return true;
+}
+
+/// Before the step after a stall: waits (bounded) for the stalled step's actors and streams,
+/// then drops its graph and aborted communicator so that the step rebuilds them. Throws
+/// when that work is still running.
+void recover_after_stall(executor_state& st, executor_runtime& rt) {
+  const auto limit = std::chrono::milliseconds(
+      std::max<std::int64_t>(1000, static_cast<std::int64_t>(st.stall.timeout_s * 1000)));
+  const std::string still = "step " + std::to_string(st.step) +
+                            " stalled and its work is still running; this executor cannot run another step (" +
+                            st.stall_error + ")";
+  {
+    std::unique_lock<std::mutex> lock(st.mutex);
+    if (!st.changed.wait_for(lock, limit, [&st] { return st.all_fired; })) throw error(still);
+  }
+  for (device* d : rt.device_list())
+    for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy})
+      if (!d->get_stream(kind).synchronize_for(limit)) throw error(still);
+  for (device* d : rt.device_list())
+    for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy})
+      d->get_stream(kind).clear_error();
+  st.stop_actors();
+  st.graph.reset();
+  st.comm.reset();
+  st.stalled = false;
+}
+
+} // namespace
+
 parallel_executor::parallel_executor(std::vector<place> places, const proto::ProgramDesc& startup,
                                      const proto::ProgramDesc& main, build_strategy build,
                                      execution_strategy exec)
     : runtime_(std::make_shared<executor_runtime>(std::move(places), exec.num_threads, exec.group)),
-      state_(std::make_unique<executor_state>(main, build, exec.sync, exec.check_nan_inf)) {
+      state_(std::make_unique<executor_state>(
+          main, build, exec.sync, exec.check_nan_inf,
+          executor_state::stall_settings{exec.stall_timeout_s, exec.on_stall, exec.on_report, exec.report_request})) {
   // Places run concurrently on their streams: one BLAS thread each keeps them from
   // over-subscribing the cores.
   set_blas_threads(1);
@@ -203,7 +357,8 @@ parallel_executor::parallel_executor(const proto::ProgramDesc& main,
                                      build_strategy build)
     : runtime_(share_vars_from.runtime_),
       state_(std::make_unique<executor_state>(main, build, share_vars_from.sync(),
-                                              share_vars_from.state_->check_nan_inf)) {}
+                                              share_vars_from.state_->check_nan_inf,
+                                              share_vars_from.state_->stall)) {}
 
 parallel_executor::~parallel_executor() {
   {
@@ -255,6 +410,10 @@ std::vector<std::string> parallel_executor::place_names() const {
   std::vector<std::string> names;
   for (const auto& p : runtime_->ranks.local_places) names.push_back(to_string(p));
   return names;
+}
+
+bool parallel_executor::stalled() const {
+  return state_->stalled.load();
 }
 
 const proto::ProgramDesc& parallel_executor::program() const {
@@ -328,6 +487,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       st.changed.notify_all();
     }
   } guard{st};
+  if (st.stalled) recover_after_stall(st, rt);
 
   // Feeds: the user's loss gradient (customized scale) goes to every place; everything
   // else is checked against the program and split along dim 0 over the global ranks.
@@ -420,10 +580,30 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   st.all_fired = st.graph->nodes().empty();
   st.env.remaining = static_cast<int>(st.graph->nodes().size());
   const std::uint64_t step = ++st.step;
+  const bool watching = st.watching();
+  st.step_start_ns = steady_ns();
+  // No fingerprint here (it reads every stream and locks the communicator): the first tick
+  // sees the fingerprint move from 0 and restarts the clock, so a stall is noticed at most one
+  // tick later, and a step that ends before its first tick pays nothing.
+  if (watching) st.watch.start(0, st.step_start_ns);
   for (int source : st.graph->sources())
     caf::anon_send(st.env.actors[static_cast<std::size_t>(source)], start_atom::value, step);
-  st.changed.wait(lock, [&st] { return st.all_fired; });
+  // Watched, every wait is bounded by the watch's tick, and each tick looks at the step.
+  bool stalled = false;
+  const auto fired = [&st] { return st.all_fired; };
+  if (!watching) st.changed.wait(lock, fired);
+  else
+    while (!st.changed.wait_for(lock, st.watch.tick(), fired)) {
+      lock.unlock();
+      stalled = look_at_step(st, rt);
+      lock.lock();
+      if (stalled) break;
+    }
   lock.unlock();
+  // A report asked for while steps are short comes here, with the step's work in flight
+  // (a relaxed load per step; the waits below look again at every tick).
+  if (st.stall.report_request != nullptr && st.stall.report_request->load(std::memory_order_relaxed))
+    answer_report_request(st, rt);
 
   // Every op actor has enqueued its work; the streams may still be running it. Kernel
   // errors are in st.in; a stream's own error is the cause only where it did not just wait
@@ -432,7 +612,14 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   for (device* d : rt.device_list())
     for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy}) {
       stream& s = d->get_stream(kind);
-      if (!s.synchronize()) {
+      std::optional<bool> done;
+      if (!stalled && !watching) done = s.synchronize();
+      while (!stalled && !done && !(done = s.synchronize_for(st.watch.tick())))
+        stalled = look_at_step(st, rt);
+      // After a stall the stream may still be running the step's work: its error stays
+      // until the next run has waited for it (recover_after_stall).
+      if (stalled) continue;
+      if (!*done) {
         const std::string what = s.error().value_or("the stream was stopped") + " (" +
                                  to_string(d->where()) + " " + to_string(kind) + " stream)";
         auto& slot = s.error_kind() == error_kind::consequence ? consequence : cause;
@@ -440,6 +627,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       }
       s.clear_error();
     }
+  if (stalled) throw error(st.stall_error);
   if (auto e = st.in.first_error()) throw error(*e);
   if (cause) throw error(*cause);
   if (consequence) throw error(*consequence);

@@ -1,10 +1,13 @@
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "actors/stall_report.hpp"
 #include "graph/exec/feed_check.hpp"
 #include "graph/exec/scope.hpp"
 #include "graph/proto.hpp"
@@ -23,6 +26,20 @@ enum class sync_mode {
   wait,  ///< the reader's op actor blocks on the writer's event before enqueueing its work
 };
 
+/// What the stall watch does when a step makes no progress for the stall timeout.
+enum class stall_action {
+  fail,   ///< tell the report's sink, then fail the step with an error naming the root cause
+  report, ///< tell the report's sink and keep waiting (again after each further timeout)
+};
+
+/// The stall timeout when none is given: 300 s. Progress is any firing, any kernel,
+/// transfer or stream item finishing, any rank joining a collective; a healthy step goes
+/// seconds at most without one, even a large model's on a slow CPU place (one kernel is
+/// the longest gap). Five minutes stays clear of the slowest kernels and of a peer process
+/// that is restarting its data loading, and still ends a hung job long before anyone
+/// notices it the hard way.
+inline constexpr double default_stall_timeout_s = 300;
+
 /// How the op actors are scheduled.
 struct execution_strategy {
   /// Worker threads of the CAF scheduler running every op actor (at least 1). Op actors only
@@ -37,6 +54,18 @@ struct execution_strategy {
   /// outputs and fail the step naming the op, place and variable that first holds NaN or
   /// an infinity. Off, nothing is checked (decided once, when the graph is built).
   bool check_nan_inf = false;
+  /// A step that makes no progress for this many seconds stalls (see stall_action); 0
+  /// turns the watch off. The thread that runs the step watches it between its waits: no
+  /// thread of its own.
+  double stall_timeout_s = default_stall_timeout_s;
+  stall_action on_stall = stall_action::fail;
+  /// Told every report, from the thread that runs the step: a stall's, and one asked for
+  /// through `report_request`. Empty: reports go nowhere but into a stall's error.
+  std::function<void(const stall_report&)> on_report = {};
+  /// When set and found true during a step (looked at least once a second), it is cleared
+  /// and a report of the running step goes to on_report: how SIGUSR1 asks for one (its
+  /// handler sets the flag, nothing else). Must outlive the executor.
+  std::atomic<bool>* report_request = nullptr;
 };
 
 /// Paddle's ParallelExecutor with every op handle a CAF actor and every place a device.
@@ -139,6 +168,12 @@ class parallel_executor {
 
   /// "cpu:0", "cpu:1", ...: the places' names as traces and errors print them.
   std::vector<std::string> place_names() const;
+
+  /// Whether a step stalled (stall_action::fail) and its work may still be running: a
+  /// kernel that never returns keeps its place's thread, so destroying the executor would
+  /// wait for it. The next run waits for that work (up to the stall timeout) and then
+  /// rebuilds the graph and communicator, or fails saying it is still running.
+  bool stalled() const;
 
   /// The main program this executor runs.
   const proto::ProgramDesc& program() const;

@@ -111,6 +111,7 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
 
   std::map<std::pair<int, std::string>, int> count_index;
   nodes_.resize(graph_.ops.size());
+  live_ = std::make_unique<node_live[]>(graph_.ops.size());
   for (const op_handle& h : graph_.ops) {
     step_node& n = nodes_[static_cast<std::size_t>(h.id)];
     n.id = h.id;

@@ -102,6 +102,21 @@ class step_node {
   int fetch_index_ = -1;
 };
 
+/// What a stall report reads of one node while a step runs. Written by the node's actor
+/// and by the stream that runs its work, read by the thread that waits for the step:
+/// atomics, each a step number (steps count from 1; 0: never). A cache line each: nodes
+/// of different places are written by different device threads.
+struct alignas(64) node_live {
+  std::atomic<std::uint64_t> fired{0};     ///< the step the node last fired in
+  std::atomic<std::uint64_t> started{0};   ///< the step its work last started in (not collectives)
+  std::atomic<std::int64_t> started_ns{0}; ///< steady clock, when that work started
+  std::atomic<std::uint64_t> finished{0};  ///< the step its work last finished in (collectives: on every rank)
+  std::atomic<std::uint64_t> failed{0};    ///< the step its work last failed in
+  /// Its stream's enqueued count just after its work was enqueued (its place in the queue;
+  /// approximate where other actors enqueue on that stream at the same moment).
+  std::atomic<std::uint64_t> ticket{0};
+};
+
 /// The SSA graph bound to per-place scopes and devices: one step_node per op handle, an
 /// event per (node, place), launch-order edges chaining the collectives in their sequence,
 /// and the reference counts that free each temporary once the last op touching it on a
@@ -128,6 +143,9 @@ class step_graph {
   /// from the stream that ran the node's work, after it ran: the release is stream-ordered.
   void release(const step_node& node);
 
+  /// Node `id`'s live state (stall reports).
+  node_live& live(int id) const { return live_[static_cast<std::size_t>(id)]; }
+
  private:
   ssa_graph graph_;
   std::vector<step_node> nodes_;
@@ -136,6 +154,7 @@ class step_graph {
   std::vector<tensor*> counted_;             // the tensor each count guards
   std::vector<int> full_counts_;
   std::unique_ptr<std::atomic<int>[]> counts_;
+  std::unique_ptr<node_live[]> live_; // by node id
 };
 
 } // namespace pe

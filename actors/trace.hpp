@@ -26,6 +26,15 @@ struct trace_event {
   std::int64_t end_ns = 0;
 };
 
+/// A moment worth marking on a trace's timeline: a stall report (made during a step, or
+/// asked for with SIGUSR1), written as an instant event with the report in its args.
+struct trace_instant {
+  std::int64_t ns = 0;    ///< on the recorder's scale (trace_recorder::from_steady)
+  std::uint64_t step = 0;
+  std::string name;       ///< "stall report, step 3"
+  std::string text;       ///< the report
+};
+
 /// What recorded events refer to: op ids index `graph.ops`; places are named as users see them.
 struct trace_source {
   const ssa_graph& graph;
@@ -38,6 +47,8 @@ struct trace_source {
   std::int64_t clock_offset_ns = 0;
   /// The steady-clock time the events' times count from (trace_recorder::origin_ns()).
   std::int64_t origin_ns = 0;
+  /// Instant events to mark (stall reports), on the "steps" track.
+  std::vector<trace_instant> instants = {};
 };
 
 /// Records op firings of selected steps. Each thread appends to a buffer of its own, so the

@@ -159,6 +159,11 @@ void write_chrome_trace(std::ostream& out, const trace_source& source,
                             {key::dur, to_us(extent.second - extent.first)},
                             {key::name, "step " + std::to_string(step)},
                             {key::cat, category::step}, {key::args, {{key::step, step}}}});
+  for (const trace_instant& i : source.instants)
+    trace_events.push_back({{key::ph, phase::instant}, {key::scope, phase::process_scope}, {key::pid, pid},
+                            {key::tid, layout.steps()}, {key::ts, to_us(i.ns)}, {key::name, i.name},
+                            {key::cat, category::stall},
+                            {key::args, {{key::step, i.step}, {key::report, i.text}}}});
   for (std::size_t t = 0; t < layout.names().size(); ++t) {
     trace_events.push_back({{key::ph, phase::metadata}, {key::pid, pid}, {key::tid, t},
                             {key::name, metadata::thread_name},

@@ -25,6 +25,8 @@
 ///   process of a job; one span per step ("cat" "step", "args" {step}) on the "steps" track;
 /// - "ph": "s" / "f" flow arrows ("cat" "message", "bp" "e" on the end), one per message:
 ///   from the sender's span end to the receiver's span start, paired by "id";
+/// - "ph": "i" instant events ("s" "p", "cat" "stall") on the "steps" track: a stall report
+///   made during the run (a stall, or SIGUSR1), "args" {step, report (its text)};
 /// - "ph": "M" metadata: "process_name", and per track "thread_name" and "thread_sort_index".
 /// Tracks ("tid" indexes otherData.tracks): one per place, "collectives", "steps"; where spans
 /// of one track overlap, extra lanes "cpu:0 (2)" take them. Times ("ts", "dur",
@@ -74,6 +76,7 @@ inline constexpr const char* cat = "cat";
 inline constexpr const char* args = "args";
 inline constexpr const char* id = "id";   ///< a flow arrow's, pairing its "s" and "f"
 inline constexpr const char* bp = "bp";   ///< a flow end's binding point
+inline constexpr const char* scope = "s";  ///< an instant event's scope
 // A span's args.
 inline constexpr const char* step = "step";
 inline constexpr const char* op = "op";
@@ -83,6 +86,8 @@ inline constexpr const char* outputs = "outputs";
 inline constexpr const char* thread = "thread";
 inline constexpr const char* enqueued_us = "enqueued_us";
 inline constexpr const char* collective = "collective";
+// An instant event's args (a stall report).
+inline constexpr const char* report = "report";
 // A sort-index metadata event's args.
 inline constexpr const char* sort_index = "sort_index";
 } // namespace key
@@ -93,6 +98,9 @@ inline constexpr const char* span = "X";
 inline constexpr const char* metadata = "M";
 inline constexpr const char* flow_start = "s";
 inline constexpr const char* flow_end = "f";
+/// An instant event (a stall report), drawn across its process ("s": "p").
+inline constexpr const char* instant = "i";
+inline constexpr const char* process_scope = "p";
 /// "bp" of a flow end: it binds to the span that encloses it.
 inline constexpr const char* enclosing = "e";
 } // namespace phase
@@ -105,6 +113,7 @@ inline constexpr const char* engine = "engine";
 inline constexpr const char* step = "step";
 inline constexpr const char* message = "message"; ///< an arrow within a process; also its name
 inline constexpr const char* network = "network"; ///< an arrow between processes (merged)
+inline constexpr const char* stall = "stall";     ///< a stall report's instant event
 } // namespace category
 
 /// "name" of the metadata events.

@@ -49,7 +49,7 @@ void print_table(const collecting_reporter& results, const std::vector<compariso
                "|---|---|---|---|---|\n";
   for (const comparison& row : rows) {
     auto value = results.find(row.measured, row.what.counter);
-    auto baseline = results.find(row.baseline, row.what.counter);
+    auto baseline = results.find(row.baseline, row.baseline_counter.empty() ? row.what.counter : row.baseline_counter);
     if (!value || !baseline) continue;
     const double v = *value * row.what.factor, b = *baseline * row.what.factor;
     std::cout << "| " << row.benchmark << " | " << row.configuration << " | " << number(v) << ' '

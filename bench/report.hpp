@@ -28,6 +28,9 @@ struct comparison {
   std::string baseline;
   std::string baseline_label; ///< what the baseline is, printed next to its value
   metric what;
+  /// The baseline's counter when it is not what.counter: a benchmark that measures both
+  /// sides itself, alternating them (then `baseline` names the same benchmark).
+  std::string baseline_counter = "";
 };
 
 /// Google Benchmark's console report, written to stderr so that stdout carries only the

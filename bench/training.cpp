@@ -1,6 +1,7 @@
 #include "bench/training.hpp"
 
 #include <random>
+#include <utility>
 
 #include "actors/parallel_executor.hpp"
 
@@ -26,8 +27,8 @@ std::vector<place> cpu_places(int places) {
 
 void time_actor_training(benchmark::State& state, const model_programs& m,
                          const std::vector<place>& where, const feed_map& feeds,
-                         std::int64_t batch, int warmup_steps) {
-  parallel_executor exe(where, m.startup, m.main);
+                         std::int64_t batch, int warmup_steps, execution_strategy exec) {
+  parallel_executor exe(where, m.startup, m.main, {}, std::move(exec));
   for (int i = 0; i < warmup_steps; ++i) exe.run(feeds, {m.loss});
   for (auto _ : state) exe.run(feeds, {m.loss});
   state.SetItemsProcessed(state.iterations() * batch);

@@ -5,6 +5,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "actors/parallel_executor.hpp"
 #include "core/place.hpp"
 #include "graph/exec/feed_check.hpp"
 #include "graph/models/mlp.hpp"
@@ -23,9 +24,10 @@ std::vector<place> cpu_places(int places);
 
 /// Times one training step per iteration of the actor executor on `where` (feed `feeds`,
 /// fetch m.loss) after `warmup_steps` untimed steps (the first builds the graph and spawns
-/// the actors), counting `batch` samples per step as items processed.
+/// the actors), counting `batch` samples per step as items processed. `exec`: the
+/// executor's strategy (its defaults unless given).
 void time_actor_training(benchmark::State& state, const model_programs& m,
                          const std::vector<place>& where, const feed_map& feeds,
-                         std::int64_t batch, int warmup_steps = 1);
+                         std::int64_t batch, int warmup_steps = 1, execution_strategy exec = {});
 
 } // namespace pe::bench

@@ -42,6 +42,23 @@ struct collective_span {
   std::int64_t end_ns = 0;
 };
 
+/// A collective that some local rank has joined and that has not finished on every one:
+/// what a stall report lists (who joined, who is missing).
+struct collective_status {
+  std::uint64_t sequence = 0;
+  std::string label;
+  std::vector<int> joined;          ///< local ranks that joined, ascending
+  std::vector<int> finished;        ///< local ranks whose part is done, ascending
+  std::int64_t first_join_ns = 0;   ///< steady clock, when the first rank joined
+};
+
+/// A communicator's state as a stall report shows it.
+struct communicator_status {
+  std::vector<collective_status> pending; ///< by sequence
+  /// [local rank]: the sequence number the rank launches next (what it has reached).
+  std::vector<std::uint64_t> next_sequence;
+};
+
 /// A group of ranks that run collectives together, behind one interface for every backend
 /// (in-process CPU, NCCL, across processes).
 ///
@@ -82,6 +99,11 @@ class communicator {
   /// the backend keeps them (the in-process one does; others return nothing): what the
   /// ordering tests read.
   virtual std::vector<std::vector<std::uint64_t>> history() const { return {}; }
+
+  /// The collectives under way and where each local rank stands, for stall reports; may be
+  /// called from any thread while collectives run. nullopt where the backend keeps no such
+  /// state (the report then names the collective's stream work only).
+  virtual std::optional<communicator_status> status() const { return std::nullopt; }
 };
 
 } // namespace pe

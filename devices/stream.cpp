@@ -39,6 +39,10 @@ void stream::enqueue_polled(polled_task work) {
   });
 }
 
+std::optional<bool> stream::synchronize_for(std::chrono::milliseconds) {
+  return synchronize();
+}
+
 void stream::enqueue_timed(task work, span_sink timed) {
   enqueue([work = std::move(work), timed = std::move(timed)] { run_timed_on_host(work, timed); });
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -108,6 +109,22 @@ class stream {
 
   /// Blocks until everything enqueued so far has finished. False when any of it failed.
   virtual bool synchronize() = 0;
+
+  /// synchronize() that gives up after `limit`: nullopt when the work enqueued so far has
+  /// not finished by then, else synchronize()'s answer. What a waiter that must notice a
+  /// stall uses (the executor's stall watch). The default has no timed wait and blocks as
+  /// synchronize() does; the CPU stream overrides it.
+  virtual std::optional<bool> synchronize_for(std::chrono::milliseconds limit);
+
+  /// How many items were enqueued and how many have finished, both counted from the
+  /// stream's creation (never decreasing): the queue length is their difference. For stall
+  /// reports and progress watches only (read without ordering); {0, 0} where a stream
+  /// kind does not count.
+  struct item_counts {
+    std::uint64_t enqueued = 0;
+    std::uint64_t completed = 0;
+  };
+  virtual item_counts counts() const { return {}; }
 
   /// The first failure since the last clear_error(): "task message", or a note that the
   /// stream waited on failed work or was stopped.

@@ -1,6 +1,7 @@
 #include "graph/op_registry.hpp"
 
 #include <algorithm>
+#include <mutex>
 
 #include "core/error.hpp"
 #include "graph/attributes.hpp"
@@ -126,6 +127,29 @@ grad_maker_fn make_default_grad(default_grad spec) {
 
 // --- op_registry -----------------------------------------------------------------------
 
+namespace {
+
+/// What extend() was given, and whether global() has been built (then it is too late).
+struct op_extensions {
+  std::mutex mutex;
+  std::vector<std::function<void(op_registry&)>> adds;
+  bool built = false;
+};
+
+op_extensions& extensions() {
+  static op_extensions e;
+  return e;
+}
+
+} // namespace
+
+void op_registry::extend(std::function<void(op_registry&)> add) {
+  op_extensions& e = extensions();
+  std::lock_guard<std::mutex> guard(e.mutex);
+  if (e.built) throw error("op_registry::extend: the op registry is in use already; extend it before the first program is read");
+  e.adds.push_back(std::move(add));
+}
+
 const op_registry& op_registry::global() {
   static const op_registry instance = [] {
     op_registry r;
@@ -144,6 +168,10 @@ const op_registry& op_registry::global() {
     register_embedding_ops(r);
     register_global_norm_ops(r);
     register_cumsum_ops(r);
+    op_extensions& e = extensions();
+    std::lock_guard<std::mutex> guard(e.mutex);
+    for (const auto& add : e.adds) add(r);
+    e.built = true;
     return r;
   }();
   return instance;

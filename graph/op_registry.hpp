@@ -123,6 +123,11 @@ class op_registry {
   /// The process-wide registry, with every built-in op registered.
   static const op_registry& global();
 
+  /// Adds ops of the caller's to global(), for a test binary's own ops (a kernel that blocks
+  /// until released): `add` runs once, when global() is first built, after the built-in
+  /// ops. Throws pe::error once global() was built: extend it before any program is read.
+  static void extend(std::function<void(op_registry&)> add);
+
   void add(op_schema schema);
 
   /// nullptr when the type is unknown.

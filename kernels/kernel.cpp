@@ -1,5 +1,7 @@
 #include "kernels/kernel.hpp"
 
+#include <mutex>
+
 #include "kernels/cpu/cpu_kernels.hpp"
 #if PE_WITH_CUDA_KERNELS
 #include "kernels/cuda/cuda_kernels.hpp"
@@ -25,6 +27,29 @@ void kernel_context::fail(const std::string& message) const {
   throw error(op_type_ + ": " + message);
 }
 
+namespace {
+
+/// What extend() was given, and whether global() has been built (then it is too late).
+struct kernel_extensions {
+  std::mutex mutex;
+  std::vector<std::function<void(kernel_registry&)>> adds;
+  bool built = false;
+};
+
+kernel_extensions& extensions() {
+  static kernel_extensions e;
+  return e;
+}
+
+} // namespace
+
+void kernel_registry::extend(std::function<void(kernel_registry&)> add) {
+  kernel_extensions& e = extensions();
+  std::lock_guard<std::mutex> guard(e.mutex);
+  if (e.built) throw error("kernel_registry::extend: the kernel registry is in use already; extend it before the first kernel is looked up");
+  e.adds.push_back(std::move(add));
+}
+
 const kernel_registry& kernel_registry::global() {
   static const kernel_registry instance = [] {
     kernel_registry r;
@@ -32,6 +57,10 @@ const kernel_registry& kernel_registry::global() {
 #if PE_WITH_CUDA_KERNELS
     register_cuda_kernels(r);
 #endif
+    kernel_extensions& e = extensions();
+    std::lock_guard<std::mutex> guard(e.mutex);
+    for (const auto& add : e.adds) add(r);
+    e.built = true;
     return r;
   }();
   return instance;

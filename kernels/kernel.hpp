@@ -103,6 +103,11 @@ class kernel_registry {
   /// The process-wide registry, with every built-in kernel registered.
   static const kernel_registry& global();
 
+  /// Adds kernels of the caller's to global(), for a test binary's own ops: `add` runs once,
+  /// when global() is first built, after the built-in kernels. Throws pe::error once
+  /// global() was built.
+  static void extend(std::function<void(kernel_registry&)> add);
+
   void add(std::string op_type, place::kind kind, kernel_fn fn);
 
   /// nullptr when no kernel exists for that op on that kind of place.

@@ -343,8 +343,11 @@ TEST(communicator, ranks_disagreeing_on_the_collective_fail_every_rank) {
   w.comm.launch(test_call(collective_call::kind::all_reduce, 0), 0, {&buffers[0]}, w.on(0));
   w.comm.launch(test_call(collective_call::kind::broadcast, 0), 1, {&buffers[1]}, w.on(1));
   ASSERT_EQ(w.sync_all(), all(2, false));
-  for (int r = 0; r < 2; ++r)
-    EXPECT_NE(w.error(r).find("collective #0 is"), std::string::npos) << r << ": " << w.error(r);
+  for (int r = 0; r < 2; ++r) { // both calls named, in the order the ranks joined
+    EXPECT_NE(w.error(r).find("collective #0 differs between ranks"), std::string::npos) << r << ": " << w.error(r);
+    EXPECT_NE(w.error(r).find("rank 0 calls test#0 (all_reduce, root 0)"), std::string::npos) << r << ": " << w.error(r);
+    EXPECT_NE(w.error(r).find("rank 1 calls test#0 (broadcast, root 0)"), std::string::npos) << r << ": " << w.error(r);
+  }
 }
 
 TEST(communicator, abort_releases_a_rank_waiting_for_the_others) {

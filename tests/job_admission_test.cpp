@@ -20,6 +20,7 @@
 #include "crypto/digest.hpp"
 #include "support/expect_error.hpp"
 #include "support/free_port.hpp"
+#include "support/two_process_options.hpp"
 
 namespace {
 
@@ -111,13 +112,7 @@ TEST(Digest, KnownAnswers) {
 process_group_options options(int rank, int port, std::string job_token,
                               std::vector<std::string>* warnings = nullptr,
                               std::mutex* warnings_mutex = nullptr) {
-  process_group_options o;
-  o.rank = rank;
-  o.size = 2;
-  o.master_port = port;
-  o.peer_timeout = 2s;
-  o.join_timeout = 20s;
-  o.fingerprint = {{"program", "a"}};
+  process_group_options o = pe::testing::two_process_options(rank, port);
   o.job_token = std::move(job_token);
   if (warnings)
     o.on_warning = [warnings, warnings_mutex](const std::string& w) {

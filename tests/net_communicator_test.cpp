@@ -140,10 +140,30 @@ TEST(NetCollectiveFaults, DifferentSizesFailNamingTheProcess) {
   for (auto ok : j.sync_all()) EXPECT_EQ(ok, false);
   // Whichever process checks first names the other; the other learns it from that one.
   const std::string e = j.error(0);
-  EXPECT_TRUE(e.find("process rank 1 sent 48 bytes where this process has 40") != std::string::npos ||
-              e.find("process rank 1 failed: process rank 0 sent 40 bytes where this process has 48") !=
-                  std::string::npos)
+  EXPECT_TRUE(e.find("process rank 1 sent 48 bytes for collective #0 test#0 where this process has 40") !=
+                  std::string::npos ||
+              e.find("process rank 1 failed: process rank 0 sent 40 bytes for collective #0 test#0 where this "
+                     "process has 48") != std::string::npos)
       << e;
+}
+
+TEST(NetCollectiveFaults, ProcessesThatReduceDifferentVariablesFailNamingBoth) {
+  // Same kind, root and size: only the variable differs. Without the label in every packet
+  // the processes would sum each other's unrelated gradients.
+  job j(2, 1);
+  auto values = random_buffers(2, 3);
+  collective_call first = test_call(kind::all_reduce, 0), second = test_call(kind::all_reduce, 0);
+  first.label = "all_reduce(fc_0.w_0@GRAD)";
+  second.label = "all_reduce(fc_0.b_0@GRAD)";
+  j.launch(first, 0, pointers(values[0]));
+  j.launch(second, 1, pointers(values[1]));
+  for (auto ok : j.sync_all()) EXPECT_EQ(ok, false);
+  for (int r = 0; r < 2; ++r) {
+    const std::string e = j.error(r);
+    EXPECT_NE(e.find("ran collective #0 as all_reduce all_reduce(fc_0."), std::string::npos) << e;
+    EXPECT_NE(e.find("all_reduce(fc_0.w_0@GRAD)"), std::string::npos) << e;
+    EXPECT_NE(e.find("all_reduce(fc_0.b_0@GRAD)"), std::string::npos) << e;
+  }
 }
 
 TEST(NetCollectiveFaults, AFailedStreamOnOneProcessFailsTheOthersInsteadOfHanging) {

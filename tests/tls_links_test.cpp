@@ -16,6 +16,7 @@
 #include "support/expect_error.hpp"
 #include "support/free_port.hpp"
 #include "support/test_pki.hpp"
+#include "support/two_process_options.hpp"
 
 namespace {
 
@@ -37,13 +38,7 @@ const pe::testing::test_pki& pki() {
 }
 
 process_group_options options(int rank, int port, const tls_files& tls) {
-  process_group_options o;
-  o.rank = rank;
-  o.size = 2;
-  o.master_port = port;
-  o.peer_timeout = 2s;
-  o.join_timeout = 20s;
-  o.fingerprint = {{"program", "a"}};
+  process_group_options o = pe::testing::two_process_options(rank, port);
   o.job_token = "0123456789abcdef0123456789abcdef";
   o.tls = tls;
   return o;

@@ -120,11 +120,12 @@ std::unique_ptr<process_group> join_job(const run_options& o, const model_progra
 /// every process.
 class actor_engine final : public engine {
  public:
-  actor_engine(const run_options& o, const model_programs& m)
+  actor_engine(const run_options& o, const model_programs& m, stall_hooks stalls)
     : main_(m.main), group_(join_job(o, m)),
       train_(o.places, m.startup, m.main, strategy_of(o),
              {o.threads, o.sync, group_.get(),
-              o.check_nan_inf}) {
+              o.check_nan_inf, o.stall_timeout, o.on_stall, std::move(stalls.on_report),
+              stalls.report_request}) {
     if (o.eval)
       test_.emplace(m.test, train_, strategy_of(o));
   }
@@ -191,6 +192,8 @@ class actor_engine final : public engine {
     if (group_) group_->barrier();
   }
 
+  bool stalled() const override { return train_.stalled() || (test_ && test_->stalled()); }
+
  private:
   const proto::ProgramDesc& main_;
   std::unique_ptr<process_group> group_; // outlives the executors
@@ -200,10 +203,10 @@ class actor_engine final : public engine {
 
 } // namespace
 
-std::unique_ptr<engine> make_engine(const run_options& o, const model_programs& m) {
+std::unique_ptr<engine> make_engine(const run_options& o, const model_programs& m, stall_hooks stalls) {
   std::unique_ptr<engine> made;
   if (o.actor())
-    made = std::make_unique<actor_engine>(o, m);
+    made = std::make_unique<actor_engine>(o, m, std::move(stalls));
   else
     made = std::make_unique<reference_engine>(m, o.eval, o.max_tensor_bytes, o.check_nan_inf);
   set_blas_threads(o.blas_threads);

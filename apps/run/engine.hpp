@@ -1,5 +1,7 @@
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <cstdint>
 #include <string>
@@ -83,6 +85,16 @@ class engine {
   /// Returns once every process of the job got here, so that none exits while another
   /// still needs it; alone, at once. Throws pe::error when a process failed or was lost.
   virtual void finish() {}
+  /// Whether a training step stalled (--on-stall fail) and its work may still hold a place's
+  /// thread: destroying the engine would then wait for it (parallel_executor::stalled).
+  virtual bool stalled() const { return false; }
+};
+
+/// Where the actor executor's stall reports go: execution_strategy's on_report and
+/// report_request (SIGUSR1's flag), with --stall-timeout and --on-stall from the options.
+struct stall_hooks {
+  std::function<void(const stall_report&)> on_report;
+  std::atomic<bool>* report_request = nullptr;
 };
 
 /// Initialises the parameters with the startup program and builds what `options` asks for:
@@ -91,6 +103,8 @@ class engine {
 /// the test program's executor (with options.eval) shares the training executor's variables.
 /// Then sets options.blas_threads OpenBLAS threads, overriding the parallel executor's 1.
 /// `model` must outlive the engine. Throws pe::error for a program an executor rejects.
-std::unique_ptr<engine> make_engine(const run_options& options, const model_programs& model);
+/// `stalls` is where the actor executor's stall reports go (none by default).
+std::unique_ptr<engine> make_engine(const run_options& options, const model_programs& model,
+                                    stall_hooks stalls = {});
 
 } // namespace pe

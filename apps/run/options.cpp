@@ -264,6 +264,19 @@ po::options_description describe() {
      "the step naming the first op, place and variable holding NaN or an infinity (for "
      "either executor; slows every step, off by default). Without it a non-finite loss "
      "still stops training, naming the step")
+    ("stall-timeout", po::value<double>()->value_name("SECONDS")->default_value(default_stall_timeout_s, "300"),
+     "a training step of the actor executor that makes no progress for this long (no op "
+     "fires, no kernel, transfer or stream item finishes, no place joins a collective) "
+     "stalls: a report on stderr says which ops have not run, what each waits for, each "
+     "collective's places that joined and those missing, each stream's queue, and one "
+     "chain from a stuck op back to the root cause; then --on-stall decides. 0 turns the "
+     "watch off. The default, 300, is far above any healthy gap (one kernel, even a large "
+     "one on a slow CPU place, takes seconds) and still ends a hung job within minutes. "
+     "SIGUSR1 prints the same report for the running step at any time, without stopping it")
+    ("on-stall", po::value<std::string>()->value_name("ACTION")->default_value("fail"),
+     "what a stalled step does after its report: fail (the step fails with an error naming "
+     "the root cause; the run exits with status 2) or report (it keeps waiting, and reports "
+     "again after each further --stall-timeout without progress)")
     ("dot", po::value<std::string>()->value_name("FILE"),
      "after the first step, write the actor executor's SSA graph of the training program "
      "(ops and variable versions on every place, collectives) to FILE as Graphviz DOT")
@@ -393,8 +406,8 @@ void interpret_executor(const po::variables_map& vm, run_options& o) {
     throw error("--executor reference runs on one place, got --places " + o.places_text() +
                 "; use --executor actor for several places");
   if (vm.count("threads") || given(vm, "reduce") || given(vm, "fuse-allreduce-mb") ||
-      given(vm, "sync") || vm.count("dot"))
-    throw error("--threads, --reduce, --fuse-allreduce-mb, --sync and --dot configure the "
+      given(vm, "sync") || vm.count("dot") || given(vm, "stall-timeout") || given(vm, "on-stall"))
+    throw error("--threads, --reduce, --fuse-allreduce-mb, --sync, --dot, --stall-timeout and --on-stall configure the "
                 "actor executor, not --executor reference");
   if (o.tracing())
     throw error("--trace and --check-hazards record the actor executor's op firings; "
@@ -531,6 +544,11 @@ run_options interpret(const po::variables_map& vm) {
   o.blas_threads = take<int>(vm, "blas-threads");
   o.max_tensor_bytes = take<std::int64_t>(vm, "max-tensor-bytes");
   o.check_nan_inf = take<bool>(vm, "check-nan-inf");
+  o.stall_timeout = take<double>(vm, "stall-timeout");
+  if (!(o.stall_timeout >= 0 && std::isfinite(o.stall_timeout)))
+    throw error("--stall-timeout must be 0 (off) or a positive number of seconds, got " +
+                std::to_string(o.stall_timeout));
+  o.on_stall = parse_choice<stall_action>("--on-stall", take<std::string>(vm, "on-stall"));
   if (vm.count("dot"))
     o.dot = take<std::string>(vm, "dot");
   if (vm.count("log-every")) {
@@ -625,6 +643,8 @@ nlohmann::json to_json(const run_options& o) {
     {"blas_threads", o.blas_threads},
     {"max_tensor_bytes", o.max_tensor_bytes},
     {"check_nan_inf", o.check_nan_inf},
+    {"stall_timeout", o.stall_timeout},
+    {"on_stall", spelling(o.on_stall)},
   };
   // Only when off: checkpoints of runs before the flag existed (shuffled) still resume.
   if (!o.shuffle)

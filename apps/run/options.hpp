@@ -45,6 +45,9 @@ struct run_options {
   /// The largest tensor a program may declare or infer (validate_program's limit).
   std::int64_t max_tensor_bytes = default_max_tensor_bytes();
   bool check_nan_inf = false; ///< check every op's FP32 outputs (execution_strategy)
+  /// Seconds without progress after which a step stalls (execution_strategy); 0: off.
+  double stall_timeout = default_stall_timeout_s;
+  stall_action on_stall = stall_action::fail; ///< --on-stall fail|report
   std::string dot; ///< file for the training SSA graph; empty: do not write
   std::string trace; ///< Chrome trace file of the training steps' op firings; empty: none
   std::uint64_t trace_first = 1; ///< first training step --trace / --check-hazards record

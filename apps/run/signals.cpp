@@ -24,7 +24,32 @@ extern "C" void on_signal(int signal) {
     _exit(exit_status_for(signal)); // the second one: no waiting for the step to end
 }
 
+// Set by SIGUSR1's handler, taken by whoever prints the report.
+std::atomic<bool> report_asked{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void on_report_signal(int) {
+  report_asked.store(true);
+}
+
 } // namespace
+
+report_signal::report_signal() {
+  report_asked.store(false);
+  struct sigaction action {};
+  action.sa_handler = on_report_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART; // as for SIGINT: blocking calls go on
+  if (sigaction(SIGUSR1, &action, &previous_) != 0) throw error("cannot install the handler for SIGUSR1");
+}
+
+report_signal::~report_signal() {
+  sigaction(SIGUSR1, &previous_, nullptr);
+}
+
+std::atomic<bool>& report_signal::flag() {
+  return report_asked;
+}
 
 interrupt_handler::interrupt_handler() {
   received.store(0);
@@ -51,6 +76,8 @@ std::string signal_name(int signal) {
     return "SIGINT";
   if (signal == SIGTERM)
     return "SIGTERM";
+  if (signal == SIGUSR1)
+    return "SIGUSR1";
   return "signal " + std::to_string(signal);
 }
 

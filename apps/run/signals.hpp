@@ -1,5 +1,7 @@
 #pragma once
 
+#include <atomic>
+#include <csignal>
 #include <string>
 
 namespace pe {
@@ -19,6 +21,25 @@ class interrupt_handler {
 
   /// The first signal received (SIGINT or SIGTERM), 0 while none has been.
   int signal() const;
+};
+
+/// SIGUSR1 for a training run: asks for a report of the running step (the stall watch's
+/// report, on demand). While a report_signal lives, SIGUSR1 only sets flag() (a lock-free
+/// atomic store, all a handler may safely do); the executor looks at the flag during a
+/// step (at least once a second) and the training loop between steps, and whoever takes it
+/// clears it. Nothing else happens: the step goes on undisturbed. At most one lives at a
+/// time; destroying it restores the previous disposition.
+class report_signal {
+ public:
+  report_signal();
+  ~report_signal();
+  report_signal(const report_signal&) = delete;
+  report_signal& operator=(const report_signal&) = delete;
+
+  std::atomic<bool>& flag();
+
+ private:
+  struct sigaction previous_ {};
 };
 
 /// "SIGINT", "SIGTERM", or "signal N" for another.

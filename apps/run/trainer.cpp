@@ -1,10 +1,12 @@
 #include "apps/run/trainer.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <optional>
 #include <ostream>
 
@@ -14,6 +16,7 @@
 #include "apps/run/model_data.hpp"
 #include "apps/run/progress_reporter.hpp"
 #include "apps/run/signals.hpp"
+#include "apps/run/stall_log.hpp"
 #include "apps/run/training_trace.hpp"
 #include "core/error.hpp"
 #include "data/batcher.hpp"
@@ -184,7 +187,7 @@ struct run_outcome {
 /// config, plus the effective setup and the outcome.
 nlohmann::json report(const run_options& o, const run_metrics& metrics,
                       const std::optional<eval_result>& eval, const trace_report& traced,
-                      const run_outcome& outcome) {
+                      const run_outcome& outcome, const stall_log& stalls) {
   auto json = metrics.to_json(to_json(o), eval);
   for (auto& step : json["steps"])
     step["step"] = step["step"].get<std::int64_t>() + outcome.resumed_from;
@@ -205,6 +208,8 @@ nlohmann::json report(const run_options& o, const run_metrics& metrics,
     json["error"] = outcome.failure;
   }
   json.update(traced.metrics);
+  if (!stalls.empty())
+    json["stall_reports"] = stalls.to_json();
   return json;
 }
 
@@ -224,7 +229,11 @@ int run_training(const run_options& o, std::ostream& out, const progress_display
   const auto identity = resume_identity(o, model.main, data.train.size());
   if (lead && !o.save_params.empty())
     check_checkpoint_target("--save-params", o.save_params, persistable_names(model.main));
-  auto executor = make_engine(o, model);
+  // SIGUSR1 asks for a report of the running step (the executor takes the flag during its
+  // next step); stall reports go to stderr, the metrics and the trace.
+  report_signal report_asked;
+  stall_log stalls(std::cerr);
+  auto executor = make_engine(o, model, {stalls.sink(), &report_asked.flag()});
   run_outcome outcome;
   if (!o.load_params.empty()) {
     outcome.resumed_from = load_parameters(*executor, model.main, o.load_params, identity, out);
@@ -306,7 +315,7 @@ int run_training(const run_options& o, std::ostream& out, const progress_display
 
   trace_report trace_result;
   if (traced)
-    trace_result = traced->finish(out);
+    trace_result = traced->finish(out, &stalls);
 
   // Parameters a non-finite loss or a failed step came from are not worth resuming from.
   if (lead && !o.save_params.empty() && saved != step && outcome.nonfinite_step == 0 &&
@@ -318,8 +327,15 @@ int run_training(const run_options& o, std::ostream& out, const progress_display
     eval = evaluate(*executor, model, *data.test, o.batch_size);
   print_summary(out, o, metrics, eval);
   if (lead && !o.metrics.empty())
-    write_json(report(o, metrics, eval, trace_result, outcome), o.metrics);
+    write_json(report(o, metrics, eval, trace_result, outcome, stalls), o.metrics);
   // A failed step has failed the job's collectives on every process: nobody waits for this one.
+  if (outcome.failed_step != 0 && executor->stalled()) {
+    // The stalled work may hold a place's thread for good (a kernel that never returns):
+    // destroying the engine would wait for it. Everything is written: leave now.
+    out.flush();
+    std::cerr << "pe-actor-run: error: " << outcome.failure << std::endl;
+    std::_Exit(2);
+  }
   if (outcome.failed_step != 0) throw error(outcome.failure);
   executor->finish(); // no process leaves while another still needs it
   if (outcome.nonfinite_step != 0)

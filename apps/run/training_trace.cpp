@@ -37,10 +37,11 @@ training_trace::~training_trace() {
   executor_.trace(nullptr); // between steps: training has returned or thrown
 }
 
-trace_report training_trace::finish(std::ostream& out) {
+trace_report training_trace::finish(std::ostream& out, const stall_log* stalls) {
   auto events = recorder_.events(); // no step runs now
   auto source = executor_.training_trace_source();
   source.origin_ns = recorder_.origin_ns();
+  if (stalls != nullptr) source.instants = stalls->instants(recorder_);
   trace_report report;
   if (!path_.empty()) {
     write_chrome_trace(file_, source, events);

@@ -10,6 +10,7 @@
 #include "actors/trace.hpp"
 #include "apps/run/engine.hpp"
 #include "apps/run/options.hpp"
+#include "apps/run/stall_log.hpp"
 
 namespace pe {
 
@@ -40,7 +41,8 @@ class training_trace {
 
   /// After training: writes the --trace file and runs --check-hazards, printing its
   /// verdict and every violation to `out`.
-  trace_report finish(std::ostream& out);
+  /// `stalls` (may be null): the run's stall reports, written as instant events.
+  trace_report finish(std::ostream& out, const stall_log* stalls = nullptr);
 
  private:
   const run_options& options_;

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
 
 #include "apps/trace/trace_file.hpp"
 #include "apps/trace/trace_merge.hpp"
+#include "apps/trace/trace_stragglers.hpp"
 #include "apps/trace/trace_summary.hpp"
 #include "apps/trace/trace_timeline.hpp"
 #include "core/error.hpp"
@@ -26,6 +28,7 @@ constexpr const char* usage =
   "Usage: pe-actor-trace summarize FILE.json [--step N] [--gap-us US]\n"
   "       pe-actor-trace timeline FILE.json -o FILE.svg [--step N] [--no-messages]\n"
   "       pe-actor-trace merge -o OUT.json IN.json...\n"
+  "       pe-actor-trace stragglers MERGED.json [--top N]\n"
   "       pe-actor-trace [COMMAND] --help\n"
   "Reads a Chrome trace that pe-actor-run --trace wrote. An error prints one line starting\n"
   "with \"pe-actor-trace: error:\" and exits with status 2.\n";
@@ -81,6 +84,22 @@ po::options_description merge_options() {
     ("help,h", "print this help and exit")
     ("output,o", po::value<std::string>()->value_name("OUT.json"),
      "the merged trace to write (required)");
+  // clang-format on
+  return d;
+}
+
+po::options_description stragglers_options() {
+  po::options_description d(
+    "pe-actor-trace stragglers MERGED.json: how late each process came to the collectives of\n"
+    "a job, from a trace pe-actor-trace merge wrote: per rank the median, 95th percentile and\n"
+    "largest lateness (its arrival, the start of its span of a collective, after the earliest\n"
+    "process's, on rank 0's clock) and how often it came last; then the latest arrivals with\n"
+    "their collective and step. A process that is slow but moving shows here, not as a stall\n\n"
+    "Options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "print this help and exit")
+    ("top", po::value<std::size_t>()->value_name("N")->default_value(5), "the latest arrivals to list");
   // clang-format on
   return d;
 }
@@ -193,13 +212,37 @@ int merge(int argc, const char* const* argv, std::ostream& out) {
   return 0;
 }
 
+int stragglers(int argc, const char* const* argv, std::ostream& out) {
+  po::variables_map vm;
+  if (!parse(argc, argv, stragglers_options(), 1, vm, out))
+    return 0;
+  const std::string path = trace_path(vm, "stragglers");
+  std::ifstream in(path);
+  if (!in)
+    throw error(path + ": cannot open the trace");
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw error(path + ": not JSON: " + e.what());
+  }
+  try {
+    print_stragglers(find_stragglers(doc, vm["top"].as<std::size_t>()), out);
+  } catch (const nlohmann::json::exception& e) {
+    throw error(path + ": not a pe-actor trace of the expected shape: " + e.what());
+  } catch (const error& e) {
+    throw error(path + ": " + e.what());
+  }
+  return 0;
+}
+
 } // namespace
 
 int run_trace_tool(int argc, const char* const* argv, std::ostream& out) {
   std::string command = argc > 1 ? argv[1] : "";
   if (command == "--help" || command == "-h") {
     out << usage << '\n' << summarize_options() << '\n' << timeline_options_description() << '\n'
-        << merge_options() << '\n';
+        << merge_options() << '\n' << stragglers_options() << '\n';
     return 0;
   }
   if (command == "summarize")
@@ -208,8 +251,10 @@ int run_trace_tool(int argc, const char* const* argv, std::ostream& out) {
     return timeline(argc - 1, argv + 1, out);
   if (command == "merge")
     return merge(argc - 1, argv + 1, out);
+  if (command == "stragglers")
+    return stragglers(argc - 1, argv + 1, out);
   throw error((command.empty() ? std::string("expected a command") : "unknown command '" + command + "'") +
-              " (summarize, timeline, merge; see --help)");
+              " (summarize, timeline, merge, stragglers; see --help)");
 }
 
 } // namespace pe

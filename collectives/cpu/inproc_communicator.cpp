@@ -57,6 +57,62 @@ std::vector<std::vector<std::uint64_t>> inproc_communicator::history() const {
   return history_;
 }
 
+std::optional<communicator_status> inproc_communicator::status() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  communicator_status out;
+  out.next_sequence = next_;
+  for (const auto& [sequence, m] : meetings_) {
+    if (m.joined == 0) continue;
+    collective_status c;
+    c.sequence = sequence;
+    c.label = m.call.label;
+    c.first_join_ns = m.first_join_ns;
+    for (int r = 0; r < ranks_; ++r) {
+      if (m.joined_by[static_cast<std::size_t>(r)] != 0) c.joined.push_back(r);
+      if (m.finished_by[static_cast<std::size_t>(r)] != 0) c.finished.push_back(r);
+    }
+    out.pending.push_back(std::move(c));
+  }
+  return out;
+}
+
+namespace {
+
+/// "all_reduce(fc_0.w_0@GRAD) (all_reduce, root 0) over 2 buffers (FP32 [100, 10], FP32
+/// [10])": what a rank called, as a desync error names it (the shape gives the element count).
+std::string describe_call(const collective_call& c, const std::vector<tensor*>& buffers) {
+  std::string out = c.label + " (" + to_string(c.what) + ", root " + std::to_string(c.root) + ") over " +
+                    std::to_string(buffers.size()) + " buffer" + (buffers.size() == 1 ? "" : "s") + " (";
+  for (std::size_t v = 0; v < buffers.size(); ++v) {
+    if (v > 0) out += ", ";
+    const tensor* t = buffers[v];
+    out += t->initialized() ? to_string(t->type()) + " " + to_string(t->shape()) : "no value";
+  }
+  return out + ")";
+}
+
+} // namespace
+
+std::optional<std::string> inproc_communicator::mismatch(const meeting& m, const part& p) {
+  const collective_call& a = m.call;
+  const collective_call& b = p.call;
+  const auto& theirs = m.buffers[static_cast<std::size_t>(m.first_rank)];
+  bool differ = a.what != b.what || a.root != b.root || a.label != b.label || theirs.size() != p.buffers.size();
+  // A broadcast's receivers may hold anything before it: their buffers take the root's. A
+  // buffer without a value is a failed writer's (the collective fails for that, not as a
+  // desync), so only two values are compared.
+  const bool sized = a.what != collective_call::kind::broadcast;
+  for (std::size_t v = 0; !differ && sized && v < theirs.size(); ++v) {
+    const tensor* x = theirs[v];
+    const tensor* y = p.buffers[v];
+    differ = x->initialized() && y->initialized() && (x->type() != y->type() || x->numel() != y->numel());
+  }
+  if (!differ) return std::nullopt;
+  return "collective #" + std::to_string(b.sequence) + " differs between ranks: rank " +
+         std::to_string(m.first_rank) + " calls " + describe_call(a, theirs) + ", rank " +
+         std::to_string(p.rank) + " calls " + describe_call(b, p.buffers);
+}
+
 std::optional<std::string> inproc_communicator::check(meeting& m) {
   const collective_call& c = m.call;
   const bool broadcast = c.what == collective_call::kind::broadcast;
@@ -118,13 +174,18 @@ void inproc_communicator::join(part& p, bool stream_failed, std::unique_lock<std
   meeting& m = meetings_[call.sequence];
   if (m.joined == 0) {
     m.call = call;
+    m.first_rank = p.rank;
     m.buffers.resize(static_cast<std::size_t>(ranks_));
-  } else if (m.call.what != call.what || m.call.root != call.root || m.call.label != call.label) {
-    broken_ = "collective #" + std::to_string(call.sequence) + " is " + m.call.label +
-              " on one rank and " + call.label + " on rank " + std::to_string(p.rank);
+    m.joined_by.assign(static_cast<std::size_t>(ranks_), 0);
+    m.finished_by.assign(static_cast<std::size_t>(ranks_), 0);
+    m.first_join_ns = steady_ns();
+  } else if (auto why = mismatch(m, p)) {
+    // Checked as each rank joins: the ranks fail at once, before any bytes are combined.
+    broken_ = *why;
     throw error(*broken_);
   }
   m.buffers[static_cast<std::size_t>(p.rank)] = p.buffers;
+  m.joined_by[static_cast<std::size_t>(p.rank)] = 1;
   if (p.done) m.done = p.done;
   if (stream_failed && !m.failure)
     m.failure = call.label + ": skipped after an earlier failure on rank " + std::to_string(p.rank);
@@ -168,6 +229,7 @@ bool inproc_communicator::poll(part& p, bool stream_failed) {
       if (failure && !m.failure) m.failure = failure;
     }
     p.computed = true;
+    m.finished_by[static_cast<std::size_t>(p.rank)] = 1;
     notify.changed = true;
     if (++m.finished == ranks_) {
       m.span.end_ns = steady_ns();

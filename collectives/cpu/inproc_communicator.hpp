@@ -30,12 +30,17 @@ class inproc_communicator final : public communicator {
   void abort() override;
 
   std::vector<std::vector<std::uint64_t>> history() const override;
+  std::optional<communicator_status> status() const override;
 
  private:
   struct meeting {
     collective_call call;
     std::vector<std::vector<tensor*>> buffers; // [rank][variable]
     int joined = 0;
+    int first_rank = 0;            // the rank that joined first: what later ones must match
+    std::vector<char> joined_by;   // [rank]
+    std::vector<char> finished_by; // [rank]
+    std::int64_t first_join_ns = 0;
     int finished = 0;
     int left = 0;
     std::optional<std::string> failure;
@@ -58,6 +63,9 @@ class inproc_communicator final : public communicator {
   void join(part& p, bool stream_failed, std::unique_lock<std::mutex>& lock);
   /// Checks the buffers of every rank once all have joined; the first problem, or none.
   static std::optional<std::string> check(meeting& m);
+  /// Why rank p's call differs from what the first rank to join called (kind, root, label,
+  /// number, dtype and size of the buffers), naming both; none when they agree.
+  static std::optional<std::string> mismatch(const meeting& m, const part& p);
   static void compute(meeting& m, int rank, int ranks);
 
   int ranks_;

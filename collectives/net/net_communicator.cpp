@@ -67,6 +67,14 @@ void send_payload(net_transport& t, int to, const net_packet& header,
 
 namespace {
 
+/// What a collective's label says on every process alike: "reduce(w@GRAD)" of "reduce(w@GRAD)
+/// to cpu:0" (graph labels name the variables, then a place that is this process's own
+/// name for a rank). Sent in every packet and compared by the receiver.
+std::string process_free_label(const std::string& label) {
+  const auto close = label.find(')');
+  return close == std::string::npos ? label : label.substr(0, close + 1);
+}
+
 /// Wire sequences per collective: step k of collective s travels as s * slots + k; the last
 /// slot carries a process's failure, sent to every peer.
 constexpr std::uint64_t slots = 64;
@@ -135,6 +143,7 @@ net_packet net_communicator::header_of(const exchange& x, std::uint64_t step) co
   header.from = transport_.inbox().rank();
   header.kind = static_cast<std::int32_t>(x.call.what);
   header.root = x.call.root;
+  header.label = process_free_label(x.call.label);
   return header;
 }
 
@@ -179,12 +188,17 @@ void net_communicator::check(const exchange& x, int from, const net_payload& got
   const collective_call& call = x.call;
   const std::string peer = "process rank " + std::to_string(from);
   if (!got.failure.empty()) throw error(peer + " failed: " + got.failure);
-  if (got.kind != static_cast<std::int32_t>(call.what) || got.root != call.root)
+  // Kind, root and label (the variable) first: a desync names both calls, whatever the sizes.
+  const bool known = got.kind >= 0 && got.kind <= static_cast<std::int32_t>(kind::broadcast);
+  const std::string mine = process_free_label(call.label);
+  if (got.kind != static_cast<std::int32_t>(call.what) || got.root != call.root || got.label != mine)
     throw error(peer + " ran collective #" + std::to_string(call.sequence) + " as " +
-                to_string(static_cast<kind>(got.kind)) + " with root " + std::to_string(got.root) +
-                ", this process as " + to_string(call.what) + " with root " + std::to_string(call.root));
+                (known ? to_string(static_cast<kind>(got.kind)) : "kind " + std::to_string(got.kind)) + " " +
+                got.label + " with root " + std::to_string(got.root) + ", this process as " +
+                to_string(call.what) + " " + mine + " with root " + std::to_string(call.root));
   if (got.total != expected)
-    throw error(peer + " sent " + std::to_string(got.total) + " bytes where this process has " +
+    throw error(peer + " sent " + std::to_string(got.total) + " bytes for collective #" +
+                std::to_string(call.sequence) + " " + call.label + " where this process has " +
                 std::to_string(expected));
 }
 

@@ -41,9 +41,10 @@ std::optional<std::string> net_inbox::check(const net_packet& p) const {
   auto it = pending_.find({p.channel, p.sequence, p.from});
   if (it == pending_.end()) return std::nullopt;
   const assembly& a = it->second;
-  if (a.total != p.total || a.kind != p.kind || a.root != p.root || a.failure != p.failure)
+  if (a.total != p.total || a.kind != p.kind || a.root != p.root || a.failure != p.failure ||
+      a.label != p.label)
     return peer + " sent packets of " + where(p.channel, p.sequence) +
-           " that disagree on the payload's size, kind or root";
+           " that disagree on the payload's size, kind, root or label";
   if (a.received + p.bytes.size() > a.total)
     return peer + " sent more than the " + std::to_string(a.total) + " bytes of " +
            where(p.channel, p.sequence);
@@ -72,6 +73,7 @@ void net_inbox::deliver(net_packet p) {
       assembly& a = pending_[{p.channel, p.sequence, p.from}];
       a.kind = p.kind;
       a.root = p.root;
+      a.label = std::move(p.label);
       a.total = p.total;
       a.failure = std::move(p.failure);
       a.received += p.bytes.size();
@@ -129,7 +131,7 @@ std::optional<net_payload> net_inbox::take_locked(const key& k, bool in_order) {
   if (it->second.received < it->second.total) return std::nullopt;
   assembly& a = it->second;
   // Non-overlapping pieces within [0, total) whose sizes add up to total tile it exactly.
-  net_payload out{a.kind, a.root, std::move(a.failure), std::vector<char>(a.total), a.total};
+  net_payload out{a.kind, a.root, std::move(a.failure), std::vector<char>(a.total), a.total, std::move(a.label)};
   for (auto& [offset, piece] : a.pieces)
     std::memcpy(out.bytes.data() + offset, piece.data(), piece.size());
   pending_.erase(it);
@@ -149,7 +151,7 @@ std::optional<net_payload> net_inbox::header(std::uint32_t channel, std::uint64_
   auto it = pending_.find({channel, sequence, from});
   if (it == pending_.end()) return std::nullopt;
   const assembly& a = it->second;
-  return net_payload{a.kind, a.root, a.failure, {}, a.total};
+  return net_payload{a.kind, a.root, a.failure, {}, a.total, a.label};
 }
 
 std::optional<std::vector<char>> net_inbox::take_piece(std::uint32_t channel, std::uint64_t sequence,

@@ -79,6 +79,7 @@ class net_inbox {
     std::uint64_t received = 0;
     std::uint64_t consumed = 0; // bytes moved out by take_piece
     std::string failure;
+    std::string label;
     std::map<std::uint64_t, std::vector<char>> pieces; // by offset
   };
 

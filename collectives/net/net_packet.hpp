@@ -17,6 +17,9 @@ struct net_packet {
   std::int32_t from = 0;      ///< the sender's process rank (checked against the connection)
   std::int32_t kind = 0;      ///< what the sender runs (collective_call::kind), checked
   std::int32_t root = 0;      ///< its root rank, checked
+  /// What the sender calls the collective ("all_reduce(fc_0.w_0@GRAD)"), checked: two
+  /// processes at one sequence number with different variables fail naming both.
+  std::string label;
   std::uint64_t offset = 0;   ///< where `bytes` starts in the payload
   std::uint64_t total = 0;    ///< the payload's size in bytes
   std::string failure;        ///< non-empty: the sender failed this exchange, and why
@@ -30,6 +33,7 @@ struct net_payload {
   std::string failure;
   std::vector<char> bytes;
   std::uint64_t total = 0; ///< the payload's size (bytes holds all of it once complete)
+  std::string label;       ///< the sender's name for the collective (net_packet::label)
 };
 
 /// Packets are at most this many bytes: far below CAF's 32-bit message size, and small
@@ -39,6 +43,9 @@ inline constexpr std::size_t net_packet_bytes = 4u << 20;
 /// A packet's failure message is at most this many bytes (longer ones are cut by the sender
 /// and refused by the receiver).
 inline constexpr std::size_t net_failure_bytes = std::size_t{64} << 10;
+
+/// A packet's label is at most this many bytes (refused above it by the receiver).
+inline constexpr std::size_t net_label_bytes = std::size_t{4} << 10;
 
 /// Cuts `payload` into packets of at most net_packet_bytes (one packet when empty), each
 /// carrying `header`'s fields and its offset.

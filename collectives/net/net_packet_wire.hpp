@@ -42,7 +42,7 @@ typename Inspector::result_type inspect(Inspector& f, bounded_bytes<Bytes>& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, net_packet& x) {
   return f(caf::meta::type_name("pe_net_packet"), x.channel, x.sequence, x.from, x.kind, x.root,
-           x.offset, x.total, bounded_bytes<std::string>{x.failure, net_failure_bytes},
+           bounded_bytes<std::string>{x.label, net_label_bytes}, x.offset, x.total, bounded_bytes<std::string>{x.failure, net_failure_bytes},
            bounded_bytes<std::vector<char>>{x.bytes, net_packet_bytes});
 }
 

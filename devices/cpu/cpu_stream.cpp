@@ -111,6 +111,13 @@ bool cpu_stream::synchronize() {
   return wait_for(ticket) && !failed_at_or_before(ticket);
 }
 
+std::optional<bool> cpu_stream::synchronize_for(std::chrono::milliseconds limit) {
+  const std::uint64_t ticket = enqueued_.load();
+  const auto finished_ok = wait_for(ticket, limit);
+  if (!finished_ok) return std::nullopt;
+  return *finished_ok && !failed_at_or_before(ticket);
+}
+
 std::optional<std::string> cpu_stream::error() const {
   std::lock_guard<std::mutex> guard(mutex_);
   if (!error_) return std::nullopt;
@@ -151,6 +158,17 @@ bool cpu_stream::wait_for(std::uint64_t ticket) const {
     ++waiters_; // seq_cst with finish()'s store of completed_: one of the two sees the other
     finished_.wait(lock, [&] { return finished(ticket); });
     --waiters_;
+  }
+  return !stopping_.load();
+}
+
+std::optional<bool> cpu_stream::wait_for(std::uint64_t ticket, std::chrono::milliseconds limit) const {
+  if (!spin_until(std::chrono::microseconds(50), [&] { return finished(ticket); })) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++waiters_; // as in wait_for(ticket)
+    const bool done = finished_.wait_for(lock, limit, [&] { return finished(ticket); });
+    --waiters_;
+    if (!done) return std::nullopt;
   }
   return !stopping_.load();
 }

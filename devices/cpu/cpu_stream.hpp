@@ -46,6 +46,8 @@ class cpu_stream final : public stream {
   void record(event& e) override;
   void wait(const event& e) override;
   bool synchronize() override;
+  std::optional<bool> synchronize_for(std::chrono::milliseconds limit) override;
+  item_counts counts() const override { return {enqueued_.load(), completed_.load()}; }
   std::optional<std::string> error() const override;
   pe::error_kind error_kind() const override;
   void clear_error() override;
@@ -94,6 +96,8 @@ class cpu_stream final : public stream {
   /// Blocks the calling host thread until `ticket` finished or the stream stopped; true when
   /// it finished without failure.
   bool wait_for(std::uint64_t ticket) const;
+  /// wait_for() that gives up after `limit`: nullopt when `ticket` has not finished by then.
+  std::optional<bool> wait_for(std::uint64_t ticket, std::chrono::milliseconds limit) const;
   bool failed_at_or_before(std::uint64_t ticket) const;
   bool finished(std::uint64_t ticket) const;
   void fail(std::uint64_t ticket, failure why);

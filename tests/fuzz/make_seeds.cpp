@@ -305,6 +305,7 @@ void add_wire_packets() {
   packets[0].offset = 4;
   packets[0].total = 12;
   packets[0].bytes = {'a', 'b', 'c', 'd'};
+  packets[0].label = "all_reduce(fc_0.w_0@GRAD)";
   packets[1].from = 2;
   packets[2].channel = 2;
   packets[2].sequence = 3;

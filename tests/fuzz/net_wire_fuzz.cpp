@@ -16,6 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (source(packet)) return 0; // refused: what a lying or garbled message must get
   pe::fuzz::require(packet.bytes.size() <= pe::net_packet_bytes, "a packet longer than net_packet_bytes decoded");
   pe::fuzz::require(packet.failure.size() <= pe::net_failure_bytes, "a failure longer than net_failure_bytes decoded");
+  pe::fuzz::require(packet.label.size() <= pe::net_label_bytes, "a label longer than net_label_bytes decoded");
   // Lengths are varbyte-coded, which has several spellings of one value: a decoded packet
   // must survive encoding and decoding unchanged, not give back the very bytes.
   std::vector<char> encoded;
@@ -24,10 +25,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   pe::net_packet again;
   caf::binary_deserializer reread(nullptr, encoded);
   pe::fuzz::require(!reread(again) && reread.remaining() == 0, "an encoded packet does not decode");
-  pe::fuzz::require(std::tie(again.channel, again.sequence, again.from, again.kind, again.root, again.offset,
-                             again.total, again.failure, again.bytes) ==
+  pe::fuzz::require(std::tie(again.channel, again.sequence, again.from, again.kind, again.root, again.label,
+                             again.offset, again.total, again.failure, again.bytes) ==
                         std::tie(packet.channel, packet.sequence, packet.from, packet.kind, packet.root,
-                                 packet.offset, packet.total, packet.failure, packet.bytes),
+                                 packet.label, packet.offset, packet.total, packet.failure, packet.bytes),
                     "a packet changes through encoding and decoding");
   return 0;
 }

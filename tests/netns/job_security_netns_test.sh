@@ -6,7 +6,8 @@
 #    (exit 2, a clear error) and rank 0 trains on with its own rank 1;
 #  - rank 1's recorded join, replayed by the stranger, is refused (a used challenge), and
 #    the job trains;
-#  - a job across hosts without a token warns what that allows;
+#  - a job across hosts without a token warns what that allows, and one on 127.0.0.1
+#    listens on loopback only;
 #  - a capture on rank 1's link (tcpdump) of a job without TLS holds plaintext of a parameter
 #    tensor that crossed it, and a capture of the same job over mutual TLS holds none; a
 #    process with the token but a certificate of another CA cannot join the TLS job.
@@ -123,7 +124,9 @@ pids+=($!); p0=$!
 sleep 0.5
 on "$host1" "${three[@]}" --node-rank 1 --master 10.77.1.1:$rport > "$work/p1.out" 2> "$work/p1.err" &
 pids+=($!); p1=$!
-sleep 2
+# Until rank 1's hello is in the capture (its process may take seconds to start on a busy
+# machine), then until the capture settles.
+for _ in $(seq 300); do [[ $(stat -c %s "$work/join.pcap" 2>/dev/null || echo 0) -gt 2000 ]] && break; sleep 0.1; done
 settle "$work/join.pcap"
 kill -INT "$dump"; wait "$dump"
 ip netns exec "$stranger" python3 - "$work/join.pcap" "$rport" <<'PY' || fail "could not replay the recorded join"
@@ -160,6 +163,20 @@ else fail "no refusal of the replayed handshake: $(cat "$work/p0.err")"; fi
 if [[ $status0 -eq 0 && $status1 -eq 0 && $status2 -eq 0 ]] && grep -q "trained 2 steps" "$work/p0.out"; then
   pass "the job of 3 trained after the replay"
 else fail "the job after the replay: exit $status0/$status1/$status2; $(cat "$work/p0.err" "$work/p1.err" "$work/p2.err")"; fi
+
+# --- a job on 127.0.0.1 is not reachable from another host ---------------------------------
+lport=$((port + 5))
+on "$host0" "${train[@]}" --steps 2 --node-rank 0 --master 127.0.0.1:$lport \
+  > "$work/l0.out" 2> "$work/l0.err" &
+pids+=($!); local_master=$!
+for _ in $(seq 300); do ip netns exec "$host0" ss -ltn 2>/dev/null | grep -q ":$lport " && break; sleep 0.1; done
+listening=$(ip netns exec "$host0" ss -ltn 2>/dev/null | grep ":$lport " | awk '{print $4}')
+if ip netns exec "$host1" python3 -c "import socket; socket.create_connection(('10.77.1.1', $lport), timeout=3)" 2>/dev/null; then
+  fail "a job whose master is 127.0.0.1 accepted a connection from another host (listening on $listening)"
+elif [[ $listening == "127.0.0.1:$lport" ]]; then
+  pass "a job on 127.0.0.1 listens on loopback only"
+else fail "a job on 127.0.0.1 listens on '$listening'"; fi
+kill "$local_master" 2>/dev/null; wait "$local_master" 2>/dev/null
 
 # --- an open job across hosts warns -------------------------------------------------------
 on "$host0" "${train[@]}" --steps 2 --node-rank 0 --master 10.77.1.1:$((port + 1)) > "$work/o0.out" 2> "$work/o0.err" &

@@ -1,0 +1,111 @@
+// pe-actor-run's stall flags and SIGUSR1: --stall-timeout and --on-stall parsed, checked and
+// shown in --help and the metrics' config; SIGUSR1 prints a report of the running step on
+// stderr (and into the metrics and the trace) without disturbing training.
+#include <chrono>
+#include <csignal>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "idx_files.hpp"
+#include "tests/support/child_run.hpp"
+#include "tests/support/process.hpp"
+
+namespace pe {
+namespace {
+
+using testing::child_run;
+using testing::run_binary;
+using testing::slurp;
+using testing::temp_dir;
+
+constexpr auto patience = std::chrono::seconds(60);
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(CliStall, HelpDescribesTheFlagsAndTheDefault) {
+  temp_dir dir("cli_stall_help");
+  const auto r = run_binary(testing::pe_actor_run_binary(), "--help", dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "--stall-timeout SECONDS (=300)")) << r.out;
+  EXPECT_TRUE(has(r.out, "--on-stall ACTION (=fail)")) << r.out;
+  EXPECT_TRUE(has(r.out, "SIGUSR1")) << r.out;
+}
+
+TEST(CliStall, BadValuesAreRefused) {
+  temp_dir dir("cli_stall_bad");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--stall-timeout -1", "--stall-timeout must be 0 (off) or a positive number of seconds"},
+      {"--stall-timeout nan", "--stall-timeout must be 0 (off) or a positive number of seconds"},
+      {"--on-stall maybe", "--on-stall: expected fail or report, got 'maybe'"},
+      {"--executor reference --stall-timeout 5", "--stall-timeout and --on-stall configure the actor executor"},
+      {"--executor reference --on-stall report", "--stall-timeout and --on-stall configure the actor executor"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run_binary(testing::pe_actor_run_binary(), args, dir.path());
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_TRUE(has(r.err, message)) << args << ": " << r.err;
+    EXPECT_TRUE(has(r.err, "pe-actor-run: error: ")) << args << ": " << r.err;
+  }
+}
+
+TEST(CliStall, TheFlagsReachTheMetricsConfig) {
+  temp_dir dir("cli_stall_config");
+  const auto r = run_binary(testing::pe_actor_run_binary(),
+                            "--steps 2 --hidden 8 --stall-timeout 12.5 --on-stall report --metrics " +
+                                dir.file("m.json"),
+                            dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto metrics = nlohmann::json::parse(slurp(dir.file("m.json")));
+  EXPECT_EQ(metrics.at("config").at("stall_timeout"), 12.5);
+  EXPECT_EQ(metrics.at("config").at("on_stall"), "report");
+  EXPECT_FALSE(metrics.contains("stall_reports")); // a healthy run makes none
+  EXPECT_FALSE(has(r.err, "stall report")) << r.err;
+}
+
+TEST(CliStall, Sigusr1PrintsAReportAndTrainingGoesOn) {
+  temp_dir dir("cli_stall_usr1");
+  const std::string steps = "1000000"; // far more than the test waits for
+  child_run child({"--places", "cpu:2", "--hidden", "8", "--batch-size", "16", "--steps", steps,
+                   "--metrics", dir.file("m.json"), "--trace", dir.file("t.json"), "--trace-steps", "1:1000000"});
+  ASSERT_TRUE(child.wait_for("step 1/" + steps, patience)) << child.output();
+  child.send(SIGUSR1);
+  ASSERT_TRUE(child.wait_for("furthest wait: ", patience)) << child.output();
+  // The report names the running step, its unfinished ops and the streams' queues.
+  const std::string& out = child.output();
+  EXPECT_TRUE(has(out, "pe-actor-run: progress report: step ")) << out;
+  EXPECT_TRUE(has(out, "ops not finished:")) << out;
+  EXPECT_TRUE(has(out, "cpu:1 compute: ")) << out;
+  // Still training: SIGINT ends it at a step boundary, as it would have without the report.
+  child.send(SIGINT);
+  const auto status = child.wait_exit(patience);
+  ASSERT_TRUE(status) << child.output();
+  ASSERT_TRUE(WIFEXITED(*status)) << child.output();
+  EXPECT_EQ(WEXITSTATUS(*status), 130) << child.output();
+  EXPECT_FALSE(has(child.output(), "pe-actor-run: error")) << child.output();
+
+  const auto metrics = nlohmann::json::parse(slurp(dir.file("m.json")));
+  ASSERT_TRUE(metrics.contains("stall_reports")) << metrics.dump();
+  const auto& report = metrics.at("stall_reports").at(0);
+  EXPECT_EQ(report.at("on_demand"), true);
+  EXPECT_GE(report.at("step").get<std::int64_t>(), 1);
+  EXPECT_FALSE(report.at("root_cause").get<std::string>().empty());
+  const auto trace = nlohmann::json::parse(slurp(dir.file("t.json")));
+  int instants = 0;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.at("ph") == "i" && e.at("cat") == "stall") {
+      ++instants;
+      EXPECT_TRUE(has(e.at("args").at("report").get<std::string>(), "progress report: step ")) << e.dump();
+    }
+  EXPECT_EQ(instants, 1);
+}
+
+} // namespace
+} // namespace pe
