@@ -137,15 +137,19 @@ TEST(CheckpointDigests, ASaveOnAFullDiskLeavesThePreviousCheckpointIntact) {
   const auto disk = dir.file("disk"), ckpt = disk + "/ckpt";
   fs::create_directories(disk);
   const std::string binary = pe::testing::pe_actor_run_binary();
+  // Mounts stay in this namespace: / made private, or where / is no mount point (a chroot,
+  // as CI's fresh root) the disk directory bound onto itself and made private.
   const std::string script =
-      "set -u; mount -t tmpfs -o size=" + std::to_string(kib) + "k pe-ckpt-test " + disk + " || exit 90; " +
+      "set -u; { mount --make-rprivate / 2>/dev/null || { mount --bind " + disk + " " + disk +
+      " && mount --make-private " + disk + "; }; } || exit 89; " +
+      "mount -t tmpfs -o size=" + std::to_string(kib) + "k pe-ckpt-test " + disk + " || exit 90; " +
       binary + " " + setup + " --steps 2 --save-params " + ckpt + " > " + dir.file("first.out") + " 2>&1 || exit 91; " +
       "cp " + ckpt + "/checkpoint.json " + dir.file("record.before") + "; " +
       binary + " " + setup + " --steps 4 --load-params " + ckpt + " --save-params " + ckpt + " > " +
       dir.file("second.out") + " 2>&1; echo $? > " + dir.file("second.status") + "; " +
       "cp " + ckpt + "/checkpoint.json " + dir.file("record.after") + "; ls -a " + disk + " > " + dir.file("disk.ls") + "; " +
       binary + " " + setup + " --steps 4 --load-params " + ckpt + " > " + dir.file("third.out") + " 2>&1 || exit 93";
-  const int status = std::system(("unshare --mount --propagation private sh -c '" + script + "'").c_str());
+  const int status = std::system(("unshare --mount --propagation unchanged sh -c '" + script + "'").c_str());
   ASSERT_EQ(WEXITSTATUS(status), 0) << slurp(dir.file("first.out")) << slurp(dir.file("third.out"));
   EXPECT_NE(slurp(dir.file("second.status")), "0\n") << slurp(dir.file("second.out"));
   const auto second = slurp(dir.file("second.out"));
