@@ -21,10 +21,6 @@ using namespace pe::testing;
 using pe::shape_t;
 using pe::tensor;
 
-pe::proto::OpDesc binary_op(const std::string& type, const attr_list& attrs = {}) {
-  return make_op(type, {{"X", "x"}, {"Y", "y"}}, {{"Out", "out"}}, attrs);
-}
-
 /// Runs `type` and its grad ops over X = x, Y = y and Out@GRAD = dout; the variables after.
 pe::scope run_with_grads(const std::string& type, const tensor& x, const tensor& y, const tensor& dout,
                          const attr_list& attrs = {}) {

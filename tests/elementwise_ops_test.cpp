@@ -21,10 +21,6 @@ using namespace pe::testing;
 using pe::shape_t;
 using pe::tensor;
 
-pe::proto::OpDesc binary_op(const std::string& type, const attr_list& attrs = {}) {
-  return make_op(type, {{"X", "x"}, {"Y", "y"}}, {{"Out", "out"}}, attrs);
-}
-
 /// Out of `type` over X = x and Y = y.
 tensor forward(const std::string& type, const tensor& x, const tensor& y,
                const attr_list& attrs = {}) {

@@ -59,4 +59,9 @@ std::map<std::string, var_info> infer(const proto::OpDesc& op, const var_table& 
 /// The message of the pe::error shape inference throws for `op` ("" when it succeeds).
 std::string infer_error(const proto::OpDesc& op, const var_table& vars = {});
 
+/// A binary elementwise op `type` over X = "x", Y = "y" into Out = "out".
+inline pe::proto::OpDesc binary_op(const std::string& type, const attr_list& attrs = {}) {
+  return make_op(type, {{"X", "x"}, {"Y", "y"}}, {{"Out", "out"}}, attrs);
+}
+
 } // namespace pe::testing
