@@ -150,6 +150,9 @@ bind() { # source target [ro]
     mount -o remount,bind,ro "$2" || die "cannot make $2 read-only"
   fi
 }
+# The root onto itself first, so that / is a mount point inside the chroot as on a machine:
+# `ip netns exec` (the network-namespace tests) makes / a slave mount and fails where it is not.
+mount --bind "$root" "$root" || die "cannot bind $root onto itself"
 mount -t proc proc "$root/proc" || die "cannot mount /proc in the root"
 mount --rbind /sys "$root/sys" || die "cannot bind /sys in the root"
 mount --rbind /dev "$root/dev" || die "cannot bind /dev in the root"
