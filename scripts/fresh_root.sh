@@ -112,6 +112,7 @@ flock -n "$lock" || die "cannot lock $root.lock"
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
+  rm -f "$root.debootstrap.log"
   if remove_root "$root"; then rm -f "$root.lock"; else status=2; fi
   exit "$status"
 }
