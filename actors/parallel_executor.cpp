@@ -18,7 +18,6 @@
 #include "graph/exec/reference_executor.hpp"
 #include "graph/program_info.hpp"
 #include "graph/validate.hpp"
-#include "kernels/cpu/blas.hpp"
 
 namespace pe {
 
@@ -314,9 +313,6 @@ parallel_executor::parallel_executor(std::vector<place> places, const proto::Pro
       state_(std::make_unique<executor_state>(
           main, build, exec.sync, exec.check_nan_inf,
           executor_state::stall_settings{exec.stall_timeout_s, exec.on_stall, exec.on_report, exec.report_request})) {
-  // Places run concurrently on their streams: one BLAS thread each keeps them from
-  // over-subscribing the cores.
-  set_blas_threads(1);
   // The startup program runs on the host: in place 0's scope when that is a CPU place, else
   // in a staging scope whose values every place then copies (a GPU place's memory is the
   // device's). The other places get them through their devices' copy streams.

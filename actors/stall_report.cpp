@@ -138,8 +138,16 @@ class stall_reader {
            " finished; first joined " + seconds(static_cast<double>(v_.now_ns - c.first_join_ns) / 1e9) + " ago";
   }
 
+  /// "process rank 1" / "process ranks 1, 2".
+  static std::string processes(const std::vector<int>& ranks) {
+    std::string out = ranks.size() == 1 ? "process rank " : "process ranks ";
+    for (std::size_t i = 0; i < ranks.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(ranks[i]);
+    return out;
+  }
+
   std::string describe(const collective_status& c) const {
-    return "#" + std::to_string(c.sequence) + " " + c.label + ": " + ranks_of(c);
+    return "#" + std::to_string(c.sequence) + " " + c.label + ": " + ranks_of(c) +
+           (c.awaited_processes.empty() ? "" : "; waits for the data of " + processes(c.awaited_processes));
   }
 
   /// Where a node's work stands, in words.
@@ -191,7 +199,7 @@ class stall_reader {
   int last_unfinished() const {
     if (status_)
       for (const collective_status& c : status_->pending) {
-        if (missing_ranks(c).empty()) continue;
+        if (missing_ranks(c).empty() && c.awaited_processes.empty()) continue;
         for (const step_node& n : nodes_)
           if (n.is_collective() && sequence(n) == c.sequence && unfinished_node(n.id)) return n.id;
       }
@@ -243,8 +251,11 @@ class stall_reader {
         const collective_status* c = status_of(n);
         const std::vector<int> missing = c != nullptr ? missing_ranks(*c) : std::vector<int>{};
         if (c != nullptr && missing.empty()) {
-          chain.push_back(name(n) + " has every local place joined and has not finished" +
-                          std::string(v_.num_processes > 1 ? ": it waits for the other processes" : ""));
+          const std::string whom = !c->awaited_processes.empty()
+                                       ? ": it waits for the data of " + processes(c->awaited_processes) +
+                                             " (stopped, slow, or stuck before this collective)"
+                                       : v_.num_processes > 1 ? ": it waits for the other processes" : "";
+          chain.push_back(name(n) + " has every local place joined and has not finished" + whom);
           return;
         }
         const int q = !missing.empty() ? missing.front() : -1;

@@ -50,6 +50,9 @@ struct collective_status {
   std::vector<int> joined;          ///< local ranks that joined, ascending
   std::vector<int> finished;        ///< local ranks whose part is done, ascending
   std::int64_t first_join_ns = 0;   ///< steady clock, when the first rank joined
+  /// Across processes: the process ranks whose data this process still lacks for it (its
+  /// network stage is waiting for them); empty when none or when the backend cannot tell.
+  std::vector<int> awaited_processes;
 };
 
 /// A communicator's state as a stall report shows it.

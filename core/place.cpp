@@ -3,9 +3,9 @@
 namespace pe {
 
 std::string to_string(const place& p) {
-  if (p.type == place::kind::cpu) return "cpu:" + std::to_string(p.index);
-  std::string s = "gpu:" + std::to_string(p.index);
-  if (p.device != p.index) s += "@dev" + std::to_string(p.device);
+  std::string s = p.type.name() + ":" + std::to_string(p.index);
+  if (p.type.form() == place_form::devices && p.device != p.index)
+    s += "@dev" + std::to_string(p.device);
   return s;
 }
 

@@ -9,9 +9,6 @@ namespace pe {
 
 namespace {
 
-constexpr std::string_view cpu_prefix = "cpu:";
-constexpr std::string_view gpu_prefix = "gpu:";
-
 /// Device numbers and per-device counts have at most this many digits.
 constexpr std::size_t max_small_digits = 5;
 
@@ -27,31 +24,43 @@ std::optional<int> decimal(std::string_view digits, std::size_t max_digits) {
   return value;
 }
 
-[[noreturn]] void bad_gpu_syntax(const std::string& text) {
-  throw error("--places: expected gpu:all, gpu:N[,M...] (CUDA devices) or gpu:NxK (K places on "
-              "device N), got '" + text + "'");
+/// The kind named before the ':' of `text`, if any.
+std::optional<place::kind> kind_of(std::string_view text) {
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  return device_kind::find(text.substr(0, colon));
 }
 
-/// gpu:N or gpu:NxK: one item; bad syntax otherwise.
-gpu_place_item gpu_item(std::string_view part, const std::string& text) {
+[[noreturn]] void bad_syntax(place::kind kind, const std::string& text) {
+  const std::string& k = kind.name();
+  if (kind.form() == place_form::replicas)
+    throw error("--places: expected " + k + ":N with N >= 1 " + kind.hardware() + "s, got '" +
+                text + "'");
+  throw error("--places: expected " + k + ":all, " + k + ":N[,M...] (" + kind.hardware() +
+              "s) or " + k + ":NxK (K places on device N), got '" + text + "'");
+}
+
+/// N or NxK: one item; bad syntax otherwise.
+device_place_item device_item(std::string_view part, place::kind kind, const std::string& text) {
   const auto x = part.find('x');
   const auto device = decimal(part.substr(0, x), max_small_digits);
-  if (!device) bad_gpu_syntax(text);
-  gpu_place_item item{*device, 1};
+  if (!device) bad_syntax(kind, text);
+  device_place_item item{*device, 1};
   if (x != std::string_view::npos) {
     const auto count = decimal(part.substr(x + 1), max_small_digits);
-    if (!count || *count < 1) bad_gpu_syntax(text);
+    if (!count || *count < 1) bad_syntax(kind, text);
     item.count = *count;
   }
   return item;
 }
 
-/// "gpu:0x2,1" -> "0x2", "1" as items, in order.
-std::vector<gpu_place_item> gpu_items(std::string_view spec, const std::string& text) {
-  std::vector<gpu_place_item> items;
+/// "0x2,1" -> "0x2", "1" as items, in order.
+std::vector<device_place_item> device_items(std::string_view spec, place::kind kind,
+                                            const std::string& text) {
+  std::vector<device_place_item> items;
   while (true) {
     const auto comma = spec.find(',');
-    items.push_back(gpu_item(spec.substr(0, comma), text));
+    items.push_back(device_item(spec.substr(0, comma), kind, text));
     if (comma == std::string_view::npos) return items;
     spec.remove_prefix(comma + 1);
   }
@@ -59,60 +68,68 @@ std::vector<gpu_place_item> gpu_items(std::string_view spec, const std::string& 
 
 } // namespace
 
-place_list parse_gpu_place_list(const std::string& text) {
-  if (!text.starts_with(gpu_prefix)) bad_gpu_syntax(text);
+place_list parse_place_list_of(place::kind kind, const std::string& text) {
+  const std::string prefix = kind.name() + ":";
+  if (!text.starts_with(prefix)) bad_syntax(kind, text);
+  const std::string_view spec = std::string_view(text).substr(prefix.size());
   place_list list;
-  list.type = place::kind::gpu;
-  const std::string_view spec = std::string_view(text).substr(gpu_prefix.size());
-  if (spec == "all") {
-    list.all_gpus = true;
+  list.type = kind;
+  if (kind.form() == place_form::replicas) {
+    const auto count = decimal(spec, text.size());
+    if (!count || *count < 1) bad_syntax(kind, text);
+    list.replica_count = *count;
     return list;
   }
-  list.gpu_items = gpu_items(spec, text);
+  if (spec == "all") {
+    list.all_devices = true;
+    return list;
+  }
+  list.items = device_items(spec, kind, text);
   std::set<int> seen;
-  for (const gpu_place_item& item : list.gpu_items)
+  for (const device_place_item& item : list.items)
     if (!seen.insert(item.device).second)
-      throw error("--places " + text + ": CUDA device " + std::to_string(item.device) +
-                  " is listed twice (for several places on one GPU write gpu:" +
+      throw error("--places " + text + ": " + kind.hardware() + " " + std::to_string(item.device) +
+                  " is listed twice (for several places on one device write " + prefix +
                   std::to_string(item.device) + "xK)");
   return list;
 }
 
-place_list parse_place_list(const std::string& text) {
-  if (text.starts_with(gpu_prefix)) return parse_gpu_place_list(text);
-  const auto count = text.starts_with(cpu_prefix)
-                         ? decimal(std::string_view(text).substr(cpu_prefix.size()), text.size())
-                         : std::nullopt;
-  if (!count || *count < 1)
-    throw error("--places: expected cpu:N with N >= 1 CPU places, got '" + text + "'");
-  place_list list;
-  list.cpu_count = *count;
-  return list;
+place_list parse_gpu_place_list(const std::string& text) {
+  return parse_place_list_of(place::kind::gpu, text);
 }
 
-std::vector<place> list_places(const place_list& list, const std::string& text, int gpu_count,
-                               const std::string& why_no_gpus) {
-  if (list.type == place::kind::cpu) return make_cpu_places(list.cpu_count);
-  if (gpu_count <= 0) throw error("--places " + text + ": " + why_no_gpus);
-  std::vector<gpu_place_item> items = list.gpu_items;
-  if (list.all_gpus)
-    for (int d = 0; d < gpu_count; ++d) items.push_back({d, 1});
-  for (const gpu_place_item& item : items)
-    if (item.device >= gpu_count)
-      throw error("--places " + text + ": no CUDA device " + std::to_string(item.device) +
-                  " (this process sees " + std::to_string(gpu_count) + " GPU" +
-                  (gpu_count == 1 ? "" : "s") + ", numbered from 0 after CUDA_VISIBLE_DEVICES)");
+place_list parse_place_list(const std::string& text) {
+  // A name that is no kind reads as a CPU list gone wrong: cpu:N is what most runs want.
+  return parse_place_list_of(kind_of(text).value_or(place::kind::cpu), text);
+}
+
+std::vector<place> list_places(const place_list& list, const std::string& text,
+                               const device_inventory& devices) {
   std::vector<place> places;
-  for (const gpu_place_item& item : items)
+  if (list.type.form() == place_form::replicas) {
+    for (int i = 0; i < list.replica_count; ++i) places.push_back(place{list.type, i, 0});
+    return places;
+  }
+  if (devices.count <= 0) throw error("--places " + text + ": " + devices.problem);
+  std::vector<device_place_item> items = list.items;
+  if (list.all_devices)
+    for (int d = 0; d < devices.count; ++d) items.push_back({d, 1});
+  for (const device_place_item& item : items)
+    if (item.device >= devices.count)
+      throw error("--places " + text + ": no " + list.type.hardware() + " " +
+                  std::to_string(item.device) + " (this process sees " +
+                  std::to_string(devices.count) + " " + list.type.hardware() +
+                  (devices.count == 1 ? "" : "s") + ", " + devices.numbering + ")");
+  for (const device_place_item& item : items)
     for (int k = 0; k < item.count; ++k)
-      places.push_back(place::gpu(static_cast<int>(places.size()), item.device));
+      places.push_back(place{list.type, static_cast<int>(places.size()), item.device});
   return places;
 }
 
 std::string place_list_text(const std::vector<place>& places) {
-  if (places.empty() || places.front().type == place::kind::cpu)
-    return std::string(cpu_prefix) + std::to_string(places.size());
-  std::string text(gpu_prefix);
+  const place::kind kind = places.empty() ? place::kind::cpu : places.front().type;
+  std::string text = kind.name() + ":";
+  if (kind.form() == place_form::replicas) return text + std::to_string(places.size());
   for (std::size_t i = 0; i < places.size();) { // a run of places on one device is NxK
     std::size_t run = 1;
     while (i + run < places.size() && places[i + run].device == places[i].device) ++run;
@@ -125,11 +142,11 @@ std::string place_list_text(const std::vector<place>& places) {
 }
 
 std::optional<place> parse_place_name(std::string_view name) {
-  const bool cpu = name.starts_with(cpu_prefix);
-  if (!cpu && !name.starts_with(gpu_prefix)) return std::nullopt;
-  const auto index = decimal(name.substr(cpu_prefix.size()), max_small_digits);
+  const auto kind = kind_of(name);
+  if (!kind) return std::nullopt;
+  const auto index = decimal(name.substr(kind->name().size() + 1), max_small_digits);
   if (!index) return std::nullopt;
-  return cpu ? place::cpu(*index) : place::gpu(*index);
+  return place{*kind, *index, kind->form() == place_form::devices ? *index : 0};
 }
 
 std::vector<place> make_cpu_places(int count) {

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "devices/cpu/cpu_device.hpp"
+#include "devices/gpu_runtime.hpp"
 #if PE_WITH_CUDA
 #include "devices/cuda/cuda_device_factory.hpp"
 #endif
@@ -16,12 +17,22 @@ namespace {
 struct device_registry {
   std::mutex mutex;
   std::map<place::kind, device_factory> factories;
+  std::map<place::kind, device_inventory_fn> inventories;
 };
+
+/// What --places gpu:... is checked against: the CUDA runtime's count (none, with the
+/// reason, in a build without CUDA).
+device_inventory cuda_devices() {
+  const gpu_inventory gpus = query_gpus();
+  return {gpus.built ? gpus.count : 0, gpus.problem, "numbered from 0 after CUDA_VISIBLE_DEVICES"};
+}
 
 device_registry& registry() {
   static device_registry* r = [] {
     auto* made = new device_registry; // never destroyed: devices may close during exit
+    // The built-in device kinds, one line each (a new kind: its folder, then one line here).
     made->factories[place::kind::cpu] = [](place p) { return std::make_unique<cpu_device>(p); };
+    made->inventories[place::kind::gpu] = cuda_devices;
 #if PE_WITH_CUDA
     made->factories[place::kind::gpu] = open_cuda_device;
 #endif
@@ -36,6 +47,23 @@ void register_device(place::kind kind, device_factory factory) {
   device_registry& r = registry();
   std::lock_guard<std::mutex> guard(r.mutex);
   r.factories[kind] = std::move(factory);
+}
+
+void register_device_inventory(place::kind kind, device_inventory_fn inventory) {
+  device_registry& r = registry();
+  std::lock_guard<std::mutex> guard(r.mutex);
+  r.inventories[kind] = std::move(inventory);
+}
+
+device_inventory device_inventory_of(place::kind kind) {
+  device_inventory_fn count;
+  {
+    device_registry& r = registry();
+    std::lock_guard<std::mutex> guard(r.mutex);
+    if (auto it = r.inventories.find(kind); it != r.inventories.end()) count = it->second;
+  }
+  if (count) return count();
+  return {0, "this build has no " + kind.name() + " devices", ""};
 }
 
 std::unique_ptr<device> open_device(place p) {

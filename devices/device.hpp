@@ -7,6 +7,7 @@
 
 #include "core/allocator.hpp"
 #include "core/place.hpp"
+#include "core/place_list.hpp"
 #include "devices/stream.hpp"
 
 namespace pe {
@@ -46,9 +47,20 @@ class device {
   virtual void stop() = 0;
 };
 
-/// Makes the device of a place kind. Each device implementation registers one factory.
+/// Makes the device of a place kind. Each device implementation registers one factory
+/// under its kind (core/device_kind.hpp); devices/device.cpp lists the built-in ones, one
+/// line each. Registering a kind again replaces its factory (tests simulate GPU places so).
 using device_factory = std::function<std::unique_ptr<device>(place)>;
 void register_device(place::kind kind, device_factory factory);
+
+/// Counts what this process has of a kind's numbered devices (place_form::devices), asked
+/// only when a place list of that kind is read.
+using device_inventory_fn = std::function<device_inventory()>;
+void register_device_inventory(place::kind kind, device_inventory_fn inventory);
+
+/// The devices of `kind` this process has, for checking a place list (core/place_list.hpp);
+/// a kind with no inventory registered has none, and says so.
+device_inventory device_inventory_of(place::kind kind);
 
 /// The device for `p`; throws pe::error naming the place when its kind has no device in
 /// this build.

@@ -230,27 +230,19 @@ bool queued_stream::synchronize() {
 }
 
 std::optional<std::string> queued_stream::error() const {
-  std::lock_guard<std::mutex> guard(mutex_);
-  if (!error_) return std::nullopt;
-  return error_->message;
+  return failure_.message();
 }
 
 pe::error_kind queued_stream::error_kind() const {
-  std::lock_guard<std::mutex> guard(mutex_);
-  return error_ ? error_->kind : pe::error_kind::ordinary;
+  return failure_.kind();
 }
 
 void queued_stream::clear_error() {
-  std::lock_guard<std::mutex> guard(mutex_);
-  error_.reset();
-  failed_.store(false);
+  failure_.clear();
 }
 
 void queued_stream::fail(failure why) {
-  std::lock_guard<std::mutex> guard(mutex_);
-  if (failed_.load()) return;
-  error_ = std::move(why);
-  failed_.store(true);
+  failure_.record(0, std::move(why));
 }
 
 void queued_stream::execute(item& it) {
@@ -262,7 +254,7 @@ void queued_stream::execute(item& it) {
       // host_value, a checkpoint, the next step) must not read or reuse its memory before
       // that has ended. A plain record on a failed stream marks nothing.
       const bool drain = it.type == item::what::drain;
-      if (!drain && failed_.load()) {
+      if (!drain && failure_.failed()) {
         it.rec->reach(nullptr, true);
         return;
       }
@@ -272,11 +264,11 @@ void queued_stream::execute(item& it) {
       } catch (const std::exception& x) {
         fail({x.what(), pe::error_kind::ordinary});
       }
-      it.rec->reach(m, drain && failed_.load()); // failed as well when m is null
+      it.rec->reach(m, drain && failure_.failed()); // failed as well when m is null
       return;
     }
     case item::what::wait: {
-      if (failed_.load()) return; // poisoned already: nothing after this runs anyway
+      if (failure_.failed()) return; // poisoned already: nothing after this runs anyway
       if (!it.rec->wait_reached() || it.rec->failed()) {
         fail({"waited on failed work of " + it.rec->origin(), pe::error_kind::consequence});
         return;
@@ -290,7 +282,7 @@ void queued_stream::execute(item& it) {
     }
     case item::what::work:
     case item::what::always: {
-      const bool failed = failed_.load();
+      const bool failed = failure_.failed();
       if (failed && it.type == item::what::work) return; // poisoned: skip
       try {
         run_work(it, failed);

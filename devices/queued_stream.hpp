@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "devices/first_failure.hpp"
 #include "devices/stream.hpp"
 
 namespace pe {
@@ -206,8 +207,7 @@ class queued_stream : public stream {
   std::condition_variable wakeup_;
   std::deque<item> queue_; // guarded by mutex_
   std::atomic<bool> sleeping_{false};
-  std::atomic<bool> failed_{false};
-  std::optional<failure> error_; // guarded by mutex_
+  first_failure failure_; // items are not numbered: every failure is at position 0
   std::mutex resolve_mutex_; // held by resolve_spans(), across its sinks
   std::mutex spans_mutex_;
   std::deque<pending_span> spans_; // guarded by spans_mutex_

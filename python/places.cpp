@@ -51,7 +51,7 @@ void bind_places(py::module_& m) {
   py::class_<place>(m, "Place", "Where a replica runs: cpu:N or gpu:N.")
       .def(py::init(&parse_place), py::arg("name"))
       .def_property_readonly("kind",
-                             [](const place& p) { return p.type == place::kind::cpu ? "cpu" : "gpu"; })
+                             [](const place& p) { return p.type.name(); })
       .def_readonly("index", &place::index)
       .def("__eq__", [](const place& a, const place& b) { return a == b; }, py::is_operator())
       .def("__hash__", [](const place& p) { return py::hash(py::str(to_string(p))); })

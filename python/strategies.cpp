@@ -1,6 +1,8 @@
 #include "python/strategies.hpp"
 
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "python/bindings.hpp"
@@ -29,8 +31,51 @@ build_strategy to_build_strategy(py::handle strategy) {
   return strategy.is_none() ? build_strategy{} : strategy.cast<const python_build_strategy&>().engine();
 }
 
+namespace {
+
+/// Hands a stall report's text to `sink` (a Python callable; None: sys.stderr's write) from
+/// the thread that runs the step, which released the GIL to run it. The sink is held
+/// through a pointer whose deleter takes the GIL: the engine's copies of the strategy may be
+/// destroyed on any thread.
+std::function<void(const stall_report&)> report_sink(const py::object& sink) {
+  std::shared_ptr<py::object> held(new py::object(sink), [](py::object* o) {
+    py::gil_scoped_acquire gil;
+    delete o;
+  });
+  return [held](const stall_report& report) {
+    py::gil_scoped_acquire gil;
+    try {
+      if (held->is_none()) py::module_::import("sys").attr("stderr").attr("write")(report.text);
+      else (*held)(report.text);
+    } catch (py::error_already_set& e) {
+      // A failing sink must not change the step's outcome: its error is shown, not raised.
+      e.discard_as_unraisable("pe_actor.ExecutionStrategy.on_stall_report");
+    }
+  };
+}
+
+} // namespace
+
+execution_strategy python_execution_strategy::engine() const {
+  if (!(stall_timeout >= 0 && std::isfinite(stall_timeout)))
+    throw py::value_error("ExecutionStrategy.stall_timeout must be 0 (off) or a positive number of "
+                          "seconds, got " + std::to_string(stall_timeout));
+  if (!on_stall_report.is_none() && !PyCallable_Check(on_stall_report.ptr()))
+    throw py::value_error("ExecutionStrategy.on_stall_report must be callable (it is given each "
+                          "report's text) or None");
+  execution_strategy e;
+  e.num_threads = num_threads;
+  e.sync = sync;
+  e.check_nan_inf = check_nan_inf;
+  e.stall_timeout_s = stall_timeout;
+  e.on_stall = on_stall;
+  e.on_report = report_sink(on_stall_report);
+  return e;
+}
+
 execution_strategy to_execution_strategy(py::handle strategy) {
-  return strategy.is_none() ? execution_strategy{} : strategy.cast<execution_strategy>();
+  return strategy.is_none() ? python_execution_strategy{}.engine()
+                            : strategy.cast<const python_execution_strategy&>().engine();
 }
 
 void bind_strategies(py::module_& m) {
@@ -64,22 +109,37 @@ void bind_strategies(py::module_& m) {
                ", fuse_all_reduce_mb=" + std::string(py::str(py::cast(s.fuse_all_reduce_mb))) + ")";
       });
 
-  py::class_<execution_strategy> exec(m, "ExecutionStrategy",
-                                      "How the op actors are scheduled (Paddle's ExecutionStrategy).");
+  py::class_<python_execution_strategy> exec(m, "ExecutionStrategy",
+                                             "How the op actors are scheduled (Paddle's ExecutionStrategy).");
   py::enum_<sync_mode>(exec, "SyncMode")
       .value("Event", sync_mode::event, "a reader on another stream waits with a stream wait")
       .value("Wait", sync_mode::wait, "a reader's op actor blocks on the writer's event");
+  py::enum_<stall_action>(exec, "StallAction")
+      .value("Fail", stall_action::fail, "a stalled step fails with an error naming the root cause")
+      .value("Report", stall_action::report, "a stalled step reports and keeps waiting");
   exec.def(py::init<>())
-      .def_readwrite("num_threads", &execution_strategy::num_threads,
+      .def_readwrite("num_threads", &python_execution_strategy::num_threads,
                      "worker threads running the op actors (default 1)")
-      .def_readwrite("sync", &execution_strategy::sync)
-      .def_readwrite("check_nan_inf", &execution_strategy::check_nan_inf,
+      .def_readwrite("sync", &python_execution_strategy::sync)
+      .def_readwrite("check_nan_inf", &python_execution_strategy::check_nan_inf,
                      "check every op's FP32 outputs after its kernel; a NaN or infinity fails the "
                      "step naming the op, place and variable (Paddle's FLAGS_check_nan_inf)")
-      .def("__repr__", [](const execution_strategy& s) {
+      .def_readwrite("stall_timeout", &python_execution_strategy::stall_timeout,
+                     "seconds a step may make no progress (no op fires, no kernel, transfer or "
+                     "stream item finishes) before it stalls (pe-actor-run's --stall-timeout; "
+                     "default 300, 0 turns the watch off)")
+      .def_readwrite("on_stall", &python_execution_strategy::on_stall,
+                     "what a stalled step does after its report (--on-stall): Fail (default) or "
+                     "Report")
+      .def_readwrite("on_stall_report", &python_execution_strategy::on_stall_report,
+                     "called with each stall report's text (who waits for whom, the root cause); "
+                     "None (default): the report goes to sys.stderr")
+      .def("__repr__", [](const python_execution_strategy& s) {
         return "ExecutionStrategy(num_threads=" + std::to_string(s.num_threads) +
                ", sync=" + std::string(py::str(py::cast(s.sync))) +
-               ", check_nan_inf=" + (s.check_nan_inf ? "True" : "False") + ")";
+               ", check_nan_inf=" + (s.check_nan_inf ? "True" : "False") +
+               ", stall_timeout=" + std::string(py::str(py::cast(s.stall_timeout))) +
+               ", on_stall=" + std::string(py::str(py::cast(s.on_stall))) + ")";
       });
 }
 

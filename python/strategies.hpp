@@ -22,6 +22,24 @@ struct python_build_strategy {
   build_strategy engine() const;
 };
 
+/// pe_actor.ExecutionStrategy: execution_strategy's fields as Paddle and pe-actor-run name
+/// them, and the stall watch's settings (--stall-timeout, --on-stall) with a Python callable
+/// for its reports.
+struct python_execution_strategy {
+  int num_threads = execution_strategy{}.num_threads;
+  sync_mode sync = execution_strategy{}.sync;
+  bool check_nan_inf = false;
+  double stall_timeout = default_stall_timeout_s; ///< seconds; 0: no stall watch
+  stall_action on_stall = stall_action::fail;
+  /// Called with each stall report's text (a str), on the thread running the step; None:
+  /// reports go to sys.stderr.
+  pybind11::object on_stall_report = pybind11::none();
+
+  /// The engine's strategy; throws pybind11::value_error for a negative or non-finite stall
+  /// timeout or a report sink that is not callable.
+  execution_strategy engine() const;
+};
+
 /// build_strategy=None or a pe_actor.BuildStrategy, as the engine's strategy.
 build_strategy to_build_strategy(pybind11::handle strategy);
 

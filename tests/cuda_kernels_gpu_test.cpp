@@ -29,6 +29,13 @@
 #include "tests/support/kernel_cases.hpp"
 
 namespace pe {
+
+/// Test names and failure messages show a kind by its name ("gpu"), not its bytes (found
+/// by argument-dependent lookup, so in pe itself).
+void PrintTo(place::kind kind, std::ostream* os) {
+  *os << kind.name();
+}
+
 namespace {
 
 using attrs = std::vector<std::pair<std::string, attribute>>;

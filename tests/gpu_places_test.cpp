@@ -93,11 +93,11 @@ TEST(GpuPlaces, NamesWhatIsMissing) {
   EXPECT_NE(error_of("gpu:all", gpus(0)).find("no usable CUDA driver"), std::string::npos);
 
   message = error_of("gpu:0,2", gpus(2));
-  EXPECT_NE(message.find("--places gpu:0,2: no CUDA device 2 (this process sees 2 GPUs"),
+  EXPECT_NE(message.find("--places gpu:0,2: no CUDA device 2 (this process sees 2 CUDA devices"),
             std::string::npos)
       << message;
   message = error_of("gpu:1x2", gpus(1));
-  EXPECT_NE(message.find("no CUDA device 1 (this process sees 1 GPU,"), std::string::npos)
+  EXPECT_NE(message.find("no CUDA device 1 (this process sees 1 CUDA device,"), std::string::npos)
       << message;
 
   gpu_inventory none;

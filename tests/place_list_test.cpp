@@ -13,7 +13,8 @@ const std::string no_driver = "no usable CUDA driver (cudaGetDeviceCount: cudaEr
 
 /// The places of `text` with `gpus` visible CUDA devices.
 std::vector<place> places_of(const std::string& text, int gpus = 4) {
-  return list_places(parse_place_list(text), text, gpus, gpus == 0 ? no_driver : "");
+  return list_places(parse_place_list(text), text,
+                     {gpus, gpus == 0 ? no_driver : "", "numbered from 0 after CUDA_VISIBLE_DEVICES"});
 }
 
 /// The message parsing and listing `text` throws; empty when it throws nothing.
@@ -29,7 +30,7 @@ std::string error_of(const std::string& text, int gpus = 4) {
 TEST(PlaceList, CpuCountIsThatManyCpuPlaces) {
   const place_list list = parse_place_list("cpu:3");
   EXPECT_EQ(list.type, place::kind::cpu);
-  EXPECT_EQ(list.cpu_count, 3);
+  EXPECT_EQ(list.replica_count, 3);
   EXPECT_EQ(places_of("cpu:3"), (std::vector<place>{place::cpu(0), place::cpu(1), place::cpu(2)}));
   EXPECT_EQ(places_of("cpu:007").size(), 7u); // leading zeros, as --places always read them
   EXPECT_EQ(places_of("cpu:2", 0).size(), 2u); // CPU places ask nothing of the GPUs
@@ -46,14 +47,14 @@ TEST(PlaceList, GpuFormsInOrder) {
 
   const place_list list = parse_place_list("gpu:3,0x2");
   EXPECT_EQ(list.type, place::kind::gpu);
-  EXPECT_FALSE(list.all_gpus);
-  ASSERT_EQ(list.gpu_items.size(), 2u);
-  EXPECT_EQ(list.gpu_items[0].device, 3);
-  EXPECT_EQ(list.gpu_items[0].count, 1);
-  EXPECT_EQ(list.gpu_items[1].device, 0);
-  EXPECT_EQ(list.gpu_items[1].count, 2);
-  EXPECT_TRUE(parse_place_list("gpu:all").all_gpus);
-  EXPECT_TRUE(parse_gpu_place_list("gpu:all").all_gpus);
+  EXPECT_FALSE(list.all_devices);
+  ASSERT_EQ(list.items.size(), 2u);
+  EXPECT_EQ(list.items[0].device, 3);
+  EXPECT_EQ(list.items[0].count, 1);
+  EXPECT_EQ(list.items[1].device, 0);
+  EXPECT_EQ(list.items[1].count, 2);
+  EXPECT_TRUE(parse_place_list("gpu:all").all_devices);
+  EXPECT_TRUE(parse_gpu_place_list("gpu:all").all_devices);
 }
 
 TEST(PlaceList, RejectsBadCpuSyntax) {
@@ -83,7 +84,7 @@ TEST(PlaceList, RejectsBadGpuSyntax) {
 
 TEST(PlaceList, RejectsADeviceListedTwiceBeforeAskingForGpus) {
   const std::string twice = "--places gpu:0,1,0: CUDA device 0 is listed twice (for several "
-                            "places on one GPU write gpu:0xK)";
+                            "places on one device write gpu:0xK)";
   EXPECT_EQ(error_of("gpu:0,1,0"), twice);
   EXPECT_EQ(error_of("gpu:0,1,0", 0), twice); // syntax first, then the devices
   EXPECT_NE(error_of("gpu:1x2,1").find("CUDA device 1 is listed twice"), std::string::npos);
@@ -92,9 +93,9 @@ TEST(PlaceList, RejectsADeviceListedTwiceBeforeAskingForGpus) {
 TEST(PlaceList, NamesWhatIsMissing) {
   EXPECT_EQ(error_of("gpu:0", 0), "--places gpu:0: " + no_driver);
   EXPECT_EQ(error_of("gpu:all", 0), "--places gpu:all: " + no_driver);
-  EXPECT_EQ(error_of("gpu:0,2", 2), "--places gpu:0,2: no CUDA device 2 (this process sees 2 GPUs, "
+  EXPECT_EQ(error_of("gpu:0,2", 2), "--places gpu:0,2: no CUDA device 2 (this process sees 2 CUDA devices, "
                                     "numbered from 0 after CUDA_VISIBLE_DEVICES)");
-  EXPECT_EQ(error_of("gpu:1x2", 1), "--places gpu:1x2: no CUDA device 1 (this process sees 1 GPU, "
+  EXPECT_EQ(error_of("gpu:1x2", 1), "--places gpu:1x2: no CUDA device 1 (this process sees 1 CUDA device, "
                                     "numbered from 0 after CUDA_VISIBLE_DEVICES)");
 }
 

@@ -17,6 +17,7 @@
 #include "apps/run/job_token.hpp"
 #include "apps/run/launch_options.hpp"
 #include "collectives/process_backend.hpp"
+#include "devices/device.hpp"
 #include "devices/gpu_runtime.hpp"
 #include "core/error.hpp"
 #include "core/place_list.hpp"
@@ -59,11 +60,12 @@ std::vector<int> parse_widths(const std::string& text) {
   }
 }
 
-/// --places: cpu:N or the GPU forms (core/place_list.hpp); only a GPU list asks the CUDA
-/// runtime for its devices.
+/// --places: cpu:N, the GPU forms or a defined kind's (core/place_list.hpp); only a list on
+/// numbered devices asks their runtime how many there are.
 std::vector<place> parse_places(const std::string& text) {
   const place_list list = parse_place_list(text);
-  return list_places(list, text, list.type == place::kind::gpu ? query_gpus() : gpu_inventory{});
+  if (list.type.form() == place_form::replicas) return list_places(list, text, device_inventory{});
+  return list_places(list, text, device_inventory_of(list.type));
 }
 
 /// The actor executor's places when --places is not given: CPU_NUM (as Paddle reads it),

@@ -92,7 +92,7 @@ void save_checkpoint(const engine& executor, const proto::ProgramDesc& main,
   const auto served = batches.served();
   write_checkpoint(dir, values,
                    {served, served / batches.batches_per_epoch(),
-                    served % batches.batches_per_epoch(), identity});
+                    served % batches.batches_per_epoch(), identity, {}});
   out << "saved " << values.size() << " variables to " << dir << " (checkpoint at step "
       << served << ")" << std::endl;
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "collectives/chunk_range.hpp"
+#include "collectives/rank_order_sum.hpp"
 
 namespace pe {
 
@@ -11,16 +12,6 @@ namespace {
 
 constexpr std::size_t line = 64; // elements per chunk-boundary unit
 constexpr std::size_t block = 1024; // elements summed through a stack buffer at a time
-
-/// Sums the places' [begin, end) in place order into `out`.
-void sum_block(const std::vector<float*>& places, std::size_t begin, std::size_t end, float* out) {
-  const std::size_t n = end - begin;
-  std::memcpy(out, places[0] + begin, n * sizeof(float));
-  for (std::size_t p = 1; p < places.size(); ++p) {
-    const float* src = places[p] + begin;
-    for (std::size_t i = 0; i < n; ++i) out[i] += src[i];
-  }
-}
 
 void apply(const cpu_collective& c, const std::vector<float*>& places, std::size_t begin,
            std::size_t end) {
@@ -33,7 +24,7 @@ void apply(const cpu_collective& c, const std::vector<float*>& places, std::size
   float sum[block];
   for (std::size_t b = begin; b < end; b += block) {
     std::size_t e = std::min(end, b + block);
-    sum_block(places, b, e, sum);
+    sum_in_rank_order(places, b, e - b, sum);
     auto write = [&](float* dst) { std::memcpy(dst + b, sum, (e - b) * sizeof(float)); };
     if (c.what == cpu_collective::kind::reduce) write(places[c.root]);
     else for (float* dst : places) write(dst);

@@ -1,9 +1,13 @@
 #include "collectives/net/net_communicator.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "collectives/chunk_range.hpp"
+#include "collectives/rank_order_sum.hpp"
 #include "core/error.hpp"
+#include "core/steady_clock.hpp"
 
 namespace pe {
 
@@ -41,19 +45,23 @@ void unpack(const std::vector<char>& bytes, const std::vector<tensor*>& buffers)
   }
 }
 
-/// contributions[0] + contributions[1] + ... element by element, in that order, over `bytes`
-/// bytes of FP32 values each, into `out` (which may be one of them).
+/// contributions[0] + contributions[1] + ... element by element, in that order
+/// (rank_order_sum.hpp), over `bytes` bytes of FP32 values each, into `out` (which may be one
+/// of them: each block is summed into a buffer first). The payloads are byte vectors cut at
+/// multiples of 4 bytes, so their floats are aligned; checked rather than assumed.
 void sum_in_order(const std::vector<const char*>& contributions, std::size_t bytes, char* out) {
   constexpr std::size_t block = 1024;
+  std::vector<const float*> sources;
+  for (const char* c : contributions) {
+    if (reinterpret_cast<std::uintptr_t>(c) % alignof(float) != 0)
+      throw error("a collective's exchange buffer is not aligned for FP32 values");
+    sources.push_back(reinterpret_cast<const float*>(c));
+  }
   const std::size_t n = bytes / sizeof(float);
-  float sum[block], next[block];
+  float sum[block];
   for (std::size_t b = 0; b < n; b += block) {
     const std::size_t m = std::min(block, n - b);
-    std::memcpy(sum, contributions[0] + b * sizeof(float), m * sizeof(float));
-    for (std::size_t p = 1; p < contributions.size(); ++p) {
-      std::memcpy(next, contributions[p] + b * sizeof(float), m * sizeof(float));
-      for (std::size_t i = 0; i < m; ++i) sum[i] += next[i];
-    }
+    sum_in_rank_order(sources, b, m, sum);
     std::memcpy(out + b * sizeof(float), sum, m * sizeof(float));
   }
 }
@@ -111,6 +119,7 @@ struct net_communicator::exchange {
   std::size_t packet = 0;                      // direct, summing: packets summed so far
   std::vector<std::optional<std::vector<char>>> pieces; // direct, summing: this packet, by rank
   std::vector<char> result;                    // direct, summing: the sum so far
+  std::vector<int> awaiting;                   // the processes the last poll lacked data of
 };
 
 net_communicator::net_communicator(net_transport& transport, std::uint32_t channel, int local_ranks,
@@ -168,8 +177,12 @@ bool net_communicator::poll(exchange& x, bool stream_failed) {
       if (p != me)
         if (auto failed = transport_.inbox().take_notice(channel_, wire(call.sequence, failure_slot), p))
           throw error("process rank " + std::to_string(p) + " failed: " + failed->failure);
-    return x.ring ? ring(x) : direct(x);
+    x.awaiting.clear();
+    const bool finished = x.ring ? ring(x) : direct(x);
+    publish_awaited(x, finished ? std::vector<int>{} : x.awaiting);
+    return finished;
   } catch (const std::exception& e) {
+    publish_awaited(x, {});
     // The peers may be waiting for this process: tell them why it stops.
     if (!x.failure_told) {
       x.failure_told = true;
@@ -229,7 +242,7 @@ bool net_communicator::direct(exchange& x) {
     if (p == me || (call.what == kind::broadcast && p != root_process)) continue;
     auto& slot = x.got[static_cast<std::size_t>(p)];
     if (!slot) slot = inbox.take(channel_, wire(call.sequence, 0), p);
-    if (!slot) complete = false;
+    if (!slot) complete = false, x.awaiting.push_back(p);
   }
   if (!complete) return false;
 
@@ -257,9 +270,13 @@ bool net_communicator::sum_as_packets_arrive(exchange& x, std::size_t expected) 
     for (int p = 0; p < processes; ++p) {
       if (p == me) continue;
       auto header = inbox.header(channel_, sequence, p);
-      if (!header) return false;
+      if (!header) {
+        x.awaiting.push_back(p);
+        continue;
+      }
       check(x, p, *header, expected);
     }
+    if (!x.awaiting.empty()) return false;
     x.headers_checked = true;
     x.result.resize(expected);
   }
@@ -277,12 +294,16 @@ bool net_communicator::sum_as_packets_arrive(exchange& x, std::size_t expected) 
       }
       auto& piece = x.pieces[static_cast<std::size_t>(p)];
       if (!piece) piece = inbox.take_piece(channel_, sequence, p, offset);
-      if (!piece) return false;
+      if (!piece) {
+        x.awaiting.push_back(p);
+        continue;
+      }
       if (piece->size() != bytes)
         throw error("process rank " + std::to_string(p) + " cut its payload at other offsets (" +
                     std::to_string(piece->size()) + " bytes at offset " + std::to_string(offset) + ")");
       in_order.push_back(piece->data());
     }
+    if (!x.awaiting.empty()) return false;
     sum_in_order(in_order, bytes, x.result.data() + offset);
     for (auto& piece : x.pieces) piece.reset();
   }
@@ -311,7 +332,10 @@ bool net_communicator::ring(exchange& x) {
       send_payload(transport_, right, header_of(x, static_cast<std::uint64_t>(s)), piece);
     }
     auto got = inbox.take(channel_, wire(x.call.sequence, static_cast<std::uint64_t>(s)), left);
-    if (!got) return false;
+    if (!got) {
+      x.awaiting.push_back(left);
+      return false;
+    }
     const auto [b, e] = chunk_of(floats, recv_chunk, n);
     check(x, left, *got, (e - b) * sizeof(float));
     char* into = x.mine.data() + b * sizeof(float);
@@ -325,6 +349,24 @@ bool net_communicator::ring(exchange& x) {
   }
   unpack(x.mine, x.buffers);
   return true;
+}
+
+void net_communicator::publish_awaited(const exchange& x, std::vector<int> processes) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (processes.empty()) {
+    awaited_.erase(x.call.sequence);
+    return;
+  }
+  network_wait& w = awaited_[x.call.sequence];
+  if (w.label.empty()) w = {x.call.sequence, x.call.label, {}, steady_ns()};
+  w.processes = std::move(processes);
+}
+
+std::optional<std::vector<staged_communicator::network_wait>> net_communicator::network_waits() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  std::vector<network_wait> out;
+  for (const auto& [sequence, w] : awaited_) out.push_back(w);
+  return out;
 }
 
 void net_communicator::abort() {

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collectives/communicator.hpp"
 #include "collectives/net/staged_communicator.hpp"
@@ -50,6 +51,7 @@ class net_communicator final : public staged_communicator {
 
   void abort() override;
 
+
  private:
   struct exchange;
 
@@ -72,8 +74,15 @@ class net_communicator final : public staged_communicator {
   net_transport& transport_;
   std::uint32_t channel_;
   std::size_t ring_bytes_;
-  std::mutex mutex_;
+  /// The processes whose data each network stage lacked at its last poll (a ring step
+  /// waits for its left neighbour only), for the stall watch's thread.
+  std::optional<std::vector<network_wait>> network_waits() const override;
+  /// What a poll of `x` found missing (none: the stage finished or failed).
+  void publish_awaited(const exchange& x, std::vector<int> processes);
+
+  mutable std::mutex mutex_;
   std::optional<std::string> aborted_;            // guarded by mutex_
+  std::map<std::uint64_t, network_wait> awaited_; // guarded by mutex_: by call sequence
 };
 
 } // namespace pe

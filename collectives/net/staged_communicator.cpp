@@ -42,4 +42,46 @@ void staged_communicator::launch(const collective_call& call, int local_rank,
                 });
 }
 
+std::optional<communicator_status> staged_communicator::status() const {
+  const std::optional<communicator_status> local = local_.status();
+  const auto waits = network_waits();
+  if (!local && !waits) return std::nullopt;
+  std::vector<int> every_rank;
+  for (int r = 0; r < local_ranks_; ++r) every_rank.push_back(r);
+  communicator_status out;
+  std::map<std::uint64_t, collective_status> by_call;
+  if (local) {
+    for (std::uint64_t next : local->next_sequence) out.next_sequence.push_back(next / 2);
+    for (const collective_status& stage : local->pending) { // by sequence: stage 1 first
+      collective_status& c = by_call[stage.sequence / 2];
+      const bool first_stage = stage.sequence % 2 == 0;
+      if (c.label.empty()) {
+        c.sequence = stage.sequence / 2;
+        c.label = stage.label;
+        c.joined = first_stage ? stage.joined : every_rank; // stage 1 over: all joined
+        c.first_join_ns = stage.first_join_ns;
+      }
+      if (!first_stage) c.finished = stage.finished;
+    }
+  }
+  if (waits)
+    for (const network_wait& w : *waits) {
+      collective_status& c = by_call[w.sequence];
+      if (c.label.empty()) { // the lead is in the network stage: every local place joined
+        c.sequence = w.sequence;
+        c.label = w.label;
+        c.joined = every_rank;
+        c.first_join_ns = w.since_ns;
+      }
+      c.awaited_processes = w.processes;
+    }
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    for (auto& [sequence, c] : by_call)
+      if (auto it = started_.find(sequence); it != started_.end()) c.first_join_ns = it->second;
+  }
+  for (auto& [sequence, c] : by_call) out.pending.push_back(std::move(c));
+  return out;
+}
+
 } // namespace pe

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "collectives/communicator.hpp"
@@ -26,12 +28,28 @@ class staged_communicator : public communicator {
   void launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers, stream& on,
               completion done = {}) final;
 
+  /// The collectives under way as a stall report shows them, by the callers' sequence: the
+  /// local places that joined (stage 1), finished (stage 3), and the processes the network
+  /// stage waits for where the backend tells (network_waits).
+  std::optional<communicator_status> status() const final;
+
  protected:
   staged_communicator(int process_rank, int processes, int local_ranks);
 
   /// The network stage of `call`, enqueued on `on`, the lead's stream, over the lead's
   /// `buffers`; the call's root is a global rank.
   virtual void launch_exchange(const collective_call& call, std::vector<tensor*> buffers, stream& on) = 0;
+
+  /// A network stage under way on this process and whose data it lacks.
+  struct network_wait {
+    std::uint64_t sequence = 0; ///< the callers' sequence number
+    std::string label;
+    std::vector<int> processes; ///< process ranks it waits for
+    std::int64_t since_ns = 0;  ///< steady clock, when the stage began
+  };
+  /// The network stages waiting for other processes now; nullopt when the backend cannot
+  /// tell (its transfer is opaque), so the report says only what the local stages show.
+  virtual std::optional<std::vector<network_wait>> network_waits() const { return std::nullopt; }
 
   /// Fails the local stages waiting for ranks and every later one: part of abort().
   void abort_local_stages() { local_.abort(); }
@@ -44,7 +62,7 @@ class staged_communicator : public communicator {
   int processes_;
   int local_ranks_;
   inproc_communicator local_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<std::uint64_t, std::int64_t> started_; // by sequence: when stage 1 began
 };
 

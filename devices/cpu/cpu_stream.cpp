@@ -119,20 +119,15 @@ std::optional<bool> cpu_stream::synchronize_for(std::chrono::milliseconds limit)
 }
 
 std::optional<std::string> cpu_stream::error() const {
-  std::lock_guard<std::mutex> guard(mutex_);
-  if (!error_) return std::nullopt;
-  return error_->message;
+  return failure_.message();
 }
 
 pe::error_kind cpu_stream::error_kind() const {
-  std::lock_guard<std::mutex> guard(mutex_);
-  return error_ ? error_->kind : pe::error_kind::ordinary;
+  return failure_.kind();
 }
 
 void cpu_stream::clear_error() {
-  std::lock_guard<std::mutex> guard(mutex_);
-  error_.reset();
-  failed_at_ = no_failure;
+  failure_.clear();
 }
 
 bool cpu_stream::finished(std::uint64_t ticket) const {
@@ -140,14 +135,11 @@ bool cpu_stream::finished(std::uint64_t ticket) const {
 }
 
 bool cpu_stream::failed_at_or_before(std::uint64_t ticket) const {
-  return failed_at_.load(std::memory_order_acquire) <= ticket || stopping_.load();
+  return failure_.failed_at_or_before(ticket) || stopping_.load();
 }
 
 void cpu_stream::fail(std::uint64_t ticket, failure why) {
-  std::lock_guard<std::mutex> guard(mutex_);
-  if (failed_at_.load() != no_failure) return;
-  error_ = std::move(why);
-  failed_at_.store(ticket, std::memory_order_release);
+  failure_.record(ticket, std::move(why));
 }
 
 bool cpu_stream::wait_for(std::uint64_t ticket) const {
@@ -195,7 +187,7 @@ bool cpu_stream::execute(item& it) {
                        pe::error_kind::consequence});
     return true;
   }
-  const bool failed = failed_at_.load(std::memory_order_acquire) != no_failure;
+  const bool failed = failure_.failed();
   if (failed && !it.polled) return true; // poisoned: skip
   try {
     if (it.polled) return it.polled(failed);

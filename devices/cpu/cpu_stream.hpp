@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 
+#include "devices/first_failure.hpp"
 #include "devices/stream.hpp"
 
 namespace pe {
@@ -72,8 +73,6 @@ class cpu_stream final : public stream {
 
  private:
   friend class cpu_event;
-  static constexpr std::uint64_t no_failure = ~std::uint64_t{0};
-
   struct item {
     std::uint64_t ticket = 0;
     task work;                     // plain work; skipped after a failure
@@ -110,8 +109,7 @@ class cpu_stream final : public stream {
   std::deque<item> queue_;                   // the device thread reads the front unlocked
   std::atomic<std::uint64_t> enqueued_{0};   // written under mutex_
   std::atomic<std::uint64_t> completed_{0};
-  std::atomic<std::uint64_t> failed_at_{no_failure};
-  std::optional<failure> error_; // guarded by mutex_
+  first_failure failure_; // at the ticket of the failed item
   std::atomic<bool> stopping_{false};
   mutable std::atomic<int> waiters_{0};  // host threads blocked in wait_for
   std::atomic<int> watchers_{0};         // waits of other streams stuck on this one

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import pe_actor
-from conftest import EMPTY_STARTUP, assign_program
+from conftest import EMPTY_STARTUP, assign_program, op, tensor_var, text_program
 
 
 def train(exe, model, feed, steps):
@@ -214,3 +214,61 @@ def test_places_and_strategies_print_as_paddle_users_write_them():
     exe = pe_actor.ParallelExecutor(["cpu:0", pe_actor.CPUPlace(1)], EMPTY_STARTUP, assign_program("FP32"))
     assert exe.place_names == ["cpu:0", "cpu:1"]
     assert "AllReduce" in repr(pe_actor.BuildStrategy())
+
+
+def big_matmul_program():
+    """x [-1, 1024] (fed) times w [1024, 2048] (fed, so x has 1024 rows too) -> y: one kernel long enough (tens of
+    milliseconds on one core) that a millisecond's stall timeout expires while it runs."""
+    return pe_actor.Program(text_program(
+        [tensor_var("x", "FP32", (-1, 1024)), tensor_var("w", "FP32", (1024, 2048)),
+         tensor_var("y", "FP32", (-1, 2048))],
+        [op("matmul_v2", {"X": "x", "Y": "w"}, {"Out": "y"})]))
+
+
+def test_stall_settings_reach_the_executor_and_its_reports_reach_python():
+    default = pe_actor.ExecutionStrategy()
+    assert default.stall_timeout == 300
+    assert default.on_stall == pe_actor.ExecutionStrategy.StallAction.Fail
+    assert default.on_stall_report is None
+    assert "stall_timeout=300" in repr(default)
+    rng = np.random.default_rng(1)
+    feed = {"x": rng.standard_normal((1024, 1024), dtype=np.float32),  # rows: as many as w
+            "w": rng.standard_normal((1024, 2048), dtype=np.float32)}
+    places = pe_actor.cpu_places(1)
+
+    # Healthy: the default timeout is far above one kernel.
+    (want,) = pe_actor.ParallelExecutor(places, EMPTY_STARTUP, big_matmul_program()).run(
+        feed=feed, fetch_list=["y"])
+
+    reports = []
+    report = pe_actor.ExecutionStrategy()
+    report.stall_timeout = 0.001
+    report.on_stall = pe_actor.ExecutionStrategy.StallAction.Report
+    report.on_stall_report = reports.append
+    exe = pe_actor.ParallelExecutor(places, EMPTY_STARTUP, big_matmul_program(), exec_strategy=report)
+    (got,) = exe.run(feed=feed, fetch_list=["y"])
+    np.testing.assert_array_equal(got, want)  # reported, kept waiting, finished
+    assert reports and "matmul_v2" in reports[0], reports[:1]
+
+    fail = pe_actor.ExecutionStrategy()
+    fail.stall_timeout = 0.001
+    fail.on_stall_report = reports.append
+    exe = pe_actor.ParallelExecutor(places, EMPTY_STARTUP, big_matmul_program(), exec_strategy=fail)
+    with pytest.raises(pe_actor.Error, match="stall"):
+        exe.run(feed=feed, fetch_list=["y"])
+
+    off = pe_actor.ExecutionStrategy()
+    off.stall_timeout = 0
+    (got,) = pe_actor.ParallelExecutor(places, EMPTY_STARTUP, big_matmul_program(),
+                                       exec_strategy=off).run(feed=feed, fetch_list=["y"])
+    np.testing.assert_array_equal(got, want)
+
+    for bad in (-1.0, float("inf"), float("nan")):
+        wrong = pe_actor.ExecutionStrategy()
+        wrong.stall_timeout = bad
+        with pytest.raises(ValueError, match="stall_timeout must be 0"):
+            pe_actor.ParallelExecutor(places, EMPTY_STARTUP, big_matmul_program(), exec_strategy=wrong)
+    not_callable = pe_actor.ExecutionStrategy()
+    not_callable.on_stall_report = 3
+    with pytest.raises(ValueError, match="on_stall_report must be callable"):
+        pe_actor.ParallelExecutor(places, EMPTY_STARTUP, big_matmul_program(), exec_strategy=not_callable)

@@ -82,7 +82,8 @@ class host_backend final : public stream_backend {
 } // namespace
 
 host_gpu_device::host_gpu_device(place where) : place_(where) {
-  if (where.type != place::kind::gpu) throw error("host_gpu_device: " + to_string(where) + " is not a GPU place");
+  if (where.type.form() != place_form::devices)
+    throw error("host_gpu_device: " + to_string(where) + " is not a place on numbered devices");
   for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy})
     streams_[static_cast<std::size_t>(kind)] = std::make_unique<queued_stream>(
         where, kind,
@@ -192,12 +193,16 @@ class host_gpu_communicator final : public communicator {
 
 } // namespace
 
-void simulate_gpu_places() {
-  register_device(place::kind::gpu, [](place p) { return std::make_unique<host_gpu_device>(p); });
-  register_communicator(place::kind::gpu, [](const std::vector<device*>& devices, process_group* group) {
-    if (group != nullptr) throw error("simulated GPU places train in one process only");
+void simulate_places_of(place::kind kind) {
+  register_device(kind, [](place p) { return std::make_unique<host_gpu_device>(p); });
+  register_communicator(kind, [](const std::vector<device*>& devices, process_group* group) {
+    if (group != nullptr) throw error("simulated places train in one process only");
     return std::make_unique<host_gpu_communicator>(static_cast<int>(devices.size()));
   });
+}
+
+void simulate_gpu_places() {
+  simulate_places_of(place::kind::gpu);
 }
 
 } // namespace pe::testing

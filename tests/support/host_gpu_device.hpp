@@ -64,4 +64,8 @@ bool simulated_devices_idle();
 /// (register_communicator).
 void simulate_gpu_places();
 
+/// The same for the places of `kind` (any kind on numbered devices): how a test adds a device
+/// kind by registration alone (tests/device_kind_test.cpp).
+void simulate_places_of(place::kind kind);
+
 } // namespace pe::testing
