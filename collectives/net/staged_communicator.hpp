@@ -16,7 +16,9 @@ namespace pe {
 /// 2. the lead runs the network stage, which each backend implements (launch_exchange);
 /// 3. the lead's result goes back to the local places (a barrier for a reduce).
 /// The lead is the root's place when the root is in this process (reduce, broadcast), else
-/// place 0. So one transfer per process and collective, whatever the backend.
+/// place 0. So one transfer per process and collective, whatever the backend. An all_gather
+/// (SELECTED_ROWS) gathers the local places' rows on every place in stage 1, the lead gathers
+/// the processes' in stage 2, and stage 3 broadcasts the lead's rows to the local places.
 class staged_communicator : public communicator {
  public:
   int world_size() const final { return processes_ * local_ranks_; }
@@ -32,6 +34,10 @@ class staged_communicator : public communicator {
   /// The network stage of `call`, enqueued on `on`, the lead's stream, over the lead's
   /// `buffers`; the call's root is a global rank.
   virtual void launch_exchange(const collective_call& call, std::vector<tensor*> buffers, stream& on) = 0;
+
+  /// Throws pe::error naming the call when this backend's network stage cannot run it; called
+  /// by launch before any stage is enqueued. Every kind runs by default.
+  virtual void expect_runs(const collective_call& call) const { (void)call; }
 
   /// Fails the local stages waiting for ranks and every later one: part of abort().
   void abort_local_stages() { local_.abort(); }
