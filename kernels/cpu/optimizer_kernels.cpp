@@ -197,7 +197,7 @@ void adam_update(kernel_context& ctx, decoupled_decay decay) {
   const float bias2 = std::sqrt(1.f - b2p);
   const float lr_t = step_lr * bias2 / (1.f - b1p);
   const float eps_t = epsilon * bias2;
-  const bool lazy = ctx.attrs().get<bool>("lazy_mode");
+  const bool lazy = sparse && ctx.attrs().get<bool>("lazy_mode"); // only sparse gradients read it
   // A row the gradient does not hold (without lazy_mode) gets Paddle's zero-gradient step,
   // whose epsilon is not bias-corrected.
   for_each_grad(f.grad, n, lazy ? sparse_update::touched_rows : sparse_update::every_row, [&](std::int64_t i, float g, bool held) {
