@@ -5,6 +5,7 @@
 #include <set>
 
 #include "graph/attributes.hpp"
+#include "graph/validate.hpp"
 
 namespace pe {
 
@@ -76,6 +77,7 @@ collective_call step_node::call() const {
   collective_call c;
   c.what = what == op_handle::kind::all_reduce ? collective_call::kind::all_reduce
            : what == op_handle::kind::reduce   ? collective_call::kind::reduce
+           : what == op_handle::kind::all_gather ? collective_call::kind::all_gather
                                                : collective_call::kind::broadcast;
   c.root = root;
   c.sequence = sequence;
@@ -106,8 +108,10 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
   std::vector<std::string> place_names;
   for (const device* d : devices) place_names.push_back(to_string(d->where()));
   std::set<std::string, std::less<>> persistable;
+  // Kept across steps; the other variables (SELECTED_ROWS ones too) are freed after their
+  // last reader.
   for (const auto& v : block.vars())
-    if (v.persistable() || v.type().type() != proto::VarType::LOD_TENSOR) persistable.insert(v.name());
+    if (v.persistable() || !is_tensor_var(v)) persistable.insert(v.name());
 
   std::map<std::pair<int, std::string>, int> count_index;
   nodes_.resize(graph_.ops.size());

@@ -18,6 +18,10 @@ struct collective_call {
     all_reduce, ///< every rank gets the element-wise sum
     reduce,     ///< `root` gets the sum; the others keep their values
     broadcast,  ///< every rank gets `root`'s values
+    /// SELECTED_ROWS buffers (tensor::sparse_rows): every rank gets every rank's rows and
+    /// values concatenated in rank order; the row counts may differ, the width and height
+    /// may not
+    all_gather,
   };
 
   kind what = kind::all_reduce;
@@ -31,6 +35,11 @@ struct collective_call {
 
 /// "all_reduce", "reduce", "broadcast": what errors call a kind.
 std::string to_string(collective_call::kind kind);
+
+/// Throws pe::error naming the call and `backend` when `call` is an all_gather (sparse
+/// gradients), which only the in-process CPU backend runs so far: what the others' launch
+/// says instead of moving rows they cannot.
+void expect_no_all_gather(const collective_call& call, const std::string& backend);
 
 /// Times of one completed collective, for tracing: when the last rank joined (no rank
 /// wrote before) and when the last rank finished (every rank's result was complete). A

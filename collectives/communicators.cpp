@@ -23,8 +23,15 @@ std::string to_string(collective_call::kind kind) {
     case collective_call::kind::all_reduce: return "all_reduce";
     case collective_call::kind::reduce: return "reduce";
     case collective_call::kind::broadcast: return "broadcast";
+    case collective_call::kind::all_gather: return "all_gather";
   }
   return "?";
+}
+
+void expect_no_all_gather(const collective_call& call, const std::string& backend) {
+  if (call.what == collective_call::kind::all_gather)
+    throw error(call.label + ": SELECTED_ROWS (sparse) gradients are gathered by the in-process CPU "
+                "backend only; the " + backend + " backend does not run all_gather yet");
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include "core/allocator.hpp"
 #include "core/checked_math.hpp"
 #include "core/host_allocator.hpp"
+#include "core/selected_rows.hpp"
 
 namespace pe {
 
@@ -68,6 +69,7 @@ void tensor::resize(dtype type, shape_t shape) {
   type_ = type;
   shape_ = std::move(shape);
   numel_ = numel_of(shape_);
+  sparse_rows_.reset();
   if (!storage_ || needed > capacity_) {
     storage_ = allocate(needed);
     capacity_ = needed;
@@ -79,6 +81,7 @@ void tensor::resize(dtype type, shape_t shape, place where, allocator& memory) {
   type_ = type;
   shape_ = std::move(shape);
   numel_ = numel_of(shape_);
+  sparse_rows_.reset();
   if (!storage_ || needed > capacity_ || !(place_ == where)) {
     storage_ = memory.allocate(needed);
     capacity_ = needed;
@@ -99,6 +102,7 @@ tensor tensor::slice(std::int64_t begin, std::int64_t end) const {
   t.shape_[0] = end - begin;
   t.numel_ = numel_of(t.shape_);
   t.capacity_ = t.bytes();
+  t.sparse_rows_.reset();
   return t;
 }
 
@@ -110,7 +114,10 @@ tensor tensor::clone() const {
 
 void tensor::copy_from(const tensor& other) {
   if (!other.initialized()) throw error("tensor::copy_from: source is uninitialised");
-  if (other.storage_ == storage_ && other.shape_ == shape_ && other.type_ == type_) return;
+  if (other.storage_ == storage_ && other.shape_ == shape_ && other.type_ == type_) {
+    sparse_rows_ = other.sparse_rows_;
+    return;
+  }
   if (other.place_.type != place::kind::cpu || (storage_ && place_.type != place::kind::cpu))
     throw error("tensor::copy_from: a host copy cannot reach the memory of " +
                 pe::to_string(other.place_.type != place::kind::cpu ? other.place_ : place_) +
@@ -118,6 +125,14 @@ void tensor::copy_from(const tensor& other) {
   resize(other.type_, other.shape_);
   place_ = other.place_;
   std::memcpy(raw(), other.raw(), other.bytes());
+  sparse_rows_ = other.sparse_rows_;
+}
+
+void tensor::set_sparse_rows(std::shared_ptr<const selected_rows> rows) {
+  if (rows && (rank() != 2 || static_cast<std::size_t>(shape_[0]) != rows->rows().size()))
+    throw error("tensor::set_sparse_rows: " + std::to_string(rows->rows().size()) +
+                " rows for a value of shape " + to_string(shape_) + " (want [rows, width])");
+  sparse_rows_ = std::move(rows);
 }
 
 void tensor::check_access(dtype requested) const {

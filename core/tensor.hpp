@@ -14,6 +14,7 @@
 namespace pe {
 
 class allocator;
+class selected_rows;
 
 using shape_t = std::vector<std::int64_t>;
 
@@ -57,7 +58,8 @@ class tensor {
   }
 
   /// Gives this tensor `shape` and `type`, keeping its buffer when it is large enough
-  /// (like Paddle's mutable_data). Contents are unspecified afterwards.
+  /// (like Paddle's mutable_data). Contents are unspecified afterwards, and the tensor is
+  /// dense (no sparse_rows): whoever writes a SELECTED_ROWS value sets them after.
   void resize(dtype type, shape_t shape);
 
   /// Like resize, on place `where`: a buffer too small or of another place is replaced by
@@ -105,6 +107,15 @@ class tensor {
     return {data<T>(), static_cast<std::size_t>(numel())};
   }
 
+  /// The row index when this tensor is the value of a SELECTED_ROWS variable (a [rows,
+  /// width] value of a [height, width] table); null for a dense tensor. Copies, clone and
+  /// copy_from keep it; resize and slice make the tensor dense.
+  const std::shared_ptr<const selected_rows>& sparse_rows() const { return sparse_rows_; }
+
+  /// Makes this tensor (a rank-2 value, one row per entry of `rows`) a SELECTED_ROWS value;
+  /// throws pe::error when the row counts disagree. Null makes it dense again.
+  void set_sparse_rows(std::shared_ptr<const selected_rows> rows);
+
   void* raw() { return storage_.get(); }
   const void* raw() const { return storage_.get(); }
 
@@ -117,6 +128,7 @@ class tensor {
   shape_t shape_;
   std::int64_t numel_ = 1; // of shape_, kept with it: kernels ask in their inner loops
   place place_;
+  std::shared_ptr<const selected_rows> sparse_rows_; // SELECTED_ROWS values only
 };
 
 } // namespace pe

@@ -90,13 +90,16 @@ class backward_pass {
     }
   }
 
-  void declare_grad(const std::string& name, const std::string& of) {
+  /// Declares `name`, the gradient of `of`, with of's dtype and dims: a tensor, or
+  /// SELECTED_ROWS (rows of of's table: a sparse lookup's W@GRAD).
+  void declare_grad(const std::string& name, const std::string& of, bool selected_rows = false) {
     for (const auto& v : block_.vars())
       if (v.name() == name) return;
     proto::VarDesc& v = *block_.add_vars();
     v.set_name(name);
-    v.mutable_type()->set_type(proto::VarType::LOD_TENSOR);
-    auto* desc = v.mutable_type()->mutable_lod_tensor()->mutable_tensor();
+    v.mutable_type()->set_type(selected_rows ? proto::VarType::SELECTED_ROWS : proto::VarType::LOD_TENSOR);
+    auto* desc = selected_rows ? v.mutable_type()->mutable_selected_rows()
+                               : v.mutable_type()->mutable_lod_tensor()->mutable_tensor();
     const var_info& info = vars_.at(of);
     desc->set_data_type(static_cast<proto::VarType::Type>(info.type));
     for (auto d : info.dims) desc->add_dims(d);
@@ -150,10 +153,14 @@ class backward_pass {
     int index = block_.ops_size();
     *block_.add_ops() = std::move(grad_op);
     const proto::OpDesc& added = block_.ops(index);
+    // is_sparse (lookup_table_v2) makes the outputs that may be SELECTED_ROWS so.
+    const op_schema* schema = op_registry::global().find(added.type());
+    const auto* sparse = find_attr(added, "is_sparse");
     for (const auto& slot : added.outputs())
       for (int p = 0; p < slot.arguments_size(); ++p) {
         std::string var = forward_name(slot.arguments(p));
-        declare_grad(slot.arguments(p), var);
+        const slot_spec* spec = schema == nullptr ? nullptr : schema->find_output(slot.parameter());
+        declare_grad(slot.arguments(p), var, sparse != nullptr && sparse->b() && spec != nullptr && spec->selected_rows);
         contributions_[var].push_back({index, slot.parameter(), p});
         has_grad_.insert(var);
         producer_[var] = index;

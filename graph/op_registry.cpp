@@ -52,6 +52,13 @@ dtype shape_context::input_dtype(std::string_view slot, std::size_t i) const {
   return input_var(slot, i).type;
 }
 
+bool shape_context::output_selected_rows(std::string_view slot, std::size_t i) const {
+  auto names = output_args(op_, slot);
+  if (i >= names.size()) return false;
+  auto it = vars_.find(names[i]);
+  return it != vars_.end() && it->second.selected_rows;
+}
+
 void shape_context::set_output(std::string_view slot, std::size_t i, shape_t dims, dtype type) {
   auto names = output_args(op_, slot);
   if (i >= names.size()) return;

@@ -18,6 +18,9 @@ struct slot_spec {
   std::string name;
   bool duplicable = false;  ///< may bind several variables (sum's X)
   bool dispensable = false; ///< may be absent or empty
+  /// May bind a SELECTED_ROWS variable (an optimizer's Grad, a sparse lookup's W@GRAD);
+  /// validate_program refuses one bound to any other slot.
+  bool selected_rows = false;
 };
 
 /// One attribute of an op. The default's alternative is the attribute's type; a required
@@ -33,6 +36,9 @@ struct attr_spec {
 struct var_info {
   dtype type = dtype::fp32;
   shape_t dims;
+  /// A SELECTED_ROWS variable: `dims` are those of the [height, width] table it holds rows
+  /// of (Paddle declares them so), its value at run time has a row per entry instead.
+  bool selected_rows = false;
 };
 
 using var_table = std::map<std::string, var_info, std::less<>>;
@@ -56,6 +62,8 @@ class shape_context {
   const std::string& input_name(std::string_view slot, std::size_t i = 0) const;
   const shape_t& input_dims(std::string_view slot, std::size_t i = 0) const;
   dtype input_dtype(std::string_view slot, std::size_t i = 0) const;
+  /// Whether output `slot`[i] is bound and declared SELECTED_ROWS.
+  bool output_selected_rows(std::string_view slot, std::size_t i = 0) const;
 
   /// Records the inferred dims and dtype of output `slot`[i]; ignored when the slot is absent.
   void set_output(std::string_view slot, std::size_t i, shape_t dims, dtype type);
@@ -114,6 +122,8 @@ struct default_grad {
   std::vector<std::string> forward_outputs = {};
   std::vector<std::string> output_grads = {};
   std::vector<std::string> input_grads = {};
+  /// Of input_grads, those whose gradient may be SELECTED_ROWS (a sparse lookup's W).
+  std::vector<std::string> selected_rows_grads = {};
 };
 grad_maker_fn make_default_grad(default_grad spec);
 

@@ -185,7 +185,9 @@ class graph_builder {
 
   void combine_gradient(int index, const std::string& param, const std::string& grad) {
     const var_info& info = info_of(index, grad);
-    if (reduce_mode()) {
+    if (info.selected_rows) {
+      add_all_gather(grad);
+    } else if (reduce_mode()) {
       add_reduce(grad, assign_owner(index, param));
     } else if (strategy_.fuse_all_reduce_bytes == 0) {
       add_all_reduce({grad});
@@ -214,6 +216,13 @@ class graph_builder {
       for (int p = 0; p < num_places(); ++p) read(op, p, grad);
     for (const auto& grad : graph_.ops[op].vars)
       for (int p = 0; p < num_places(); ++p) write(op, p, grad);
+  }
+
+  /// A SELECTED_ROWS gradient: read and written on every place, like an all-reduce.
+  void add_all_gather(const std::string& grad) {
+    int op = add_op(op_handle::kind::all_gather, -1, {grad});
+    for (int p = 0; p < num_places(); ++p) read(op, p, grad);
+    for (int p = 0; p < num_places(); ++p) write(op, p, grad);
   }
 
   void add_reduce(const std::string& grad, int owner) {
@@ -253,8 +262,12 @@ class graph_builder {
   // --- fetch, hazards ----------------------------------------------------------------
 
   void add_fetch(const std::string& name, int k) {
-    if (!vars_.contains(name))
+    auto var = vars_.find(name);
+    if (var == vars_.end())
       throw error("fetch '" + name + "' is not a variable of the program");
+    if (var->second.selected_rows)
+      throw error("fetch '" + name + "' is a SELECTED_ROWS variable (a sparse gradient), which "
+                  "cannot be fetched; fetch the parameter it updates instead");
     for (int p = 0; p < num_places(); ++p) {
       int op = add_op(op_handle::kind::fetch, p, {name});
       graph_.ops[op].fetch_index = k;
@@ -321,6 +334,7 @@ const char* kind_name(op_handle::kind kind) {
     case op_handle::kind::all_reduce: return "all_reduce";
     case op_handle::kind::reduce: return "reduce";
     case op_handle::kind::broadcast: return "broadcast";
+    case op_handle::kind::all_gather: return "all_gather";
     case op_handle::kind::fetch: return "fetch";
   }
   return "?";
@@ -362,6 +376,7 @@ std::string describe(const op_handle& op, const proto::ProgramDesc& main,
       return "reduce(" + vars + ") to" + (op.place >= 0 ? on(op.place).substr(3) : " rank " + std::to_string(op.root));
     case op_handle::kind::broadcast:
       return "broadcast(" + vars + ") from" + (op.place >= 0 ? on(op.place).substr(3) : " rank " + std::to_string(op.root));
+    case op_handle::kind::all_gather: return "all_gather(" + vars + ")";
     case op_handle::kind::fetch: return "fetch '" + vars + "'" + on(op.place);
   }
   return "?";

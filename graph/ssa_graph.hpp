@@ -57,6 +57,9 @@ struct op_handle {
     all_reduce,      ///< sums `vars` across all places, result on every place
     reduce,          ///< sums `vars` into `place` (the owner)
     broadcast,       ///< copies `vars` from `place` (the owner) to every other place
+    /// a SELECTED_ROWS gradient's collective: every place gets every place's rows and values,
+    /// concatenated in rank order (the optimizers sum repeated rows in that order)
+    all_gather,
     fetch,           ///< copies `vars[0]` on `place` out to the caller
   };
 
@@ -74,7 +77,7 @@ struct op_handle {
 /// Whether ops of this kind are collectives across places (all-reduce, reduce, broadcast).
 inline bool is_collective(op_handle::kind k) {
   return k == op_handle::kind::all_reduce || k == op_handle::kind::reduce ||
-         k == op_handle::kind::broadcast;
+         k == op_handle::kind::broadcast || k == op_handle::kind::all_gather;
 }
 
 /// Paddle's SSA graph: the program replicated on every place, each variable version
@@ -96,6 +99,8 @@ struct ssa_graph {
 ///
 /// Op order (topological, and the order every place issues its collectives in): each
 /// program op on every place in place order, a gradient's collective right after the op
+/// (an all_gather for a SELECTED_ROWS gradient, in every mode: never fused, and its
+/// parameter gets no owner, so every place runs its optimizer op)
 /// producing it (fused buckets: when full, or before the first optimizer op), then the
 /// broadcasts (reduce mode, in `owners` order), then the fetch ops. Dummy vars come after
 /// all the others: the WAR/WAW hazard edges, then one output for each op without any.
@@ -113,7 +118,8 @@ ssa_graph build_ssa_graph(const proto::ProgramDesc& main, const var_table& valid
 std::string op_type_name(const op_handle& op, const proto::ProgramDesc& main);
 
 /// What users read in errors and traces: "op #3 (mul) on cpu:1", "all_reduce(w@GRAD)",
-/// "reduce(w@GRAD) to cpu:0", "broadcast(w) from cpu:0", "fetch 'loss' on cpu:1".
+/// "reduce(w@GRAD) to cpu:0", "broadcast(w) from cpu:0", "all_gather(emb@GRAD)",
+/// "fetch 'loss' on cpu:1".
 std::string describe(const op_handle& op, const proto::ProgramDesc& main,
                      const std::vector<std::string>& place_names);
 

@@ -19,7 +19,8 @@ std::int64_t default_max_tensor_bytes() {
 }
 
 bool is_tensor_var(const proto::VarDesc& var) {
-  return var.type().type() == proto::VarType::LOD_TENSOR;
+  return var.type().type() == proto::VarType::LOD_TENSOR ||
+         var.type().type() == proto::VarType::SELECTED_ROWS;
 }
 
 var_info declared_info(const proto::VarDesc& var) {
@@ -27,13 +28,20 @@ var_info declared_info(const proto::VarDesc& var) {
     throw error("variable '" + var.name() + "' has type " +
                 proto::VarType::Type_Name(var.type().type()) +
                 ", which the engine does not support");
-  const auto& desc = var.type().lod_tensor().tensor();
+  const bool sparse = var.type().type() == proto::VarType::SELECTED_ROWS;
+  const auto& desc = sparse ? var.type().selected_rows() : var.type().lod_tensor().tensor();
   auto type = static_cast<dtype>(desc.data_type());
   if (!is_supported(type))
     throw error("variable '" + var.name() + "' has dtype " +
                 proto::VarType::Type_Name(desc.data_type()) +
                 ", which is not supported (FP32, INT64, INT32, UINT8, BOOL)");
-  return {type, shape_t(desc.dims().begin(), desc.dims().end())};
+  shape_t dims(desc.dims().begin(), desc.dims().end());
+  // A SELECTED_ROWS variable holds rows of an FP32 [height, width] table (an embedding's
+  // gradient): its declaration is the table's.
+  if (sparse && (type != dtype::fp32 || dims.size() != 2))
+    throw error("variable '" + var.name() + "' is SELECTED_ROWS of " + to_string(type) + " " +
+                to_string(dims) + "; only FP32 rows of a [height, width] table are supported");
+  return {type, std::move(dims), sparse};
 }
 
 var_table tensor_vars(const proto::BlockDesc& block) {
@@ -51,8 +59,8 @@ std::string op_prefix(int index, const proto::OpDesc& op) {
 
 void check_slots(const google::protobuf::RepeatedPtrField<proto::OpDesc::Var>& bound,
                  const std::vector<slot_spec>& specs, const char* direction,
-                 const std::set<std::string, std::less<>>& declared, int index,
-                 const proto::OpDesc& op) {
+                 const std::set<std::string, std::less<>>& declared, const var_table& vars,
+                 int index, const proto::OpDesc& op) {
   for (const auto& slot : bound) {
     const slot_spec* spec = nullptr;
     for (const auto& s : specs)
@@ -66,10 +74,16 @@ void check_slots(const google::protobuf::RepeatedPtrField<proto::OpDesc::Var>& b
     if (!spec->duplicable && slot.arguments_size() > 1)
       throw error(op_prefix(index, op) + direction + " slot '" + slot.parameter() + "' takes one " +
                   "variable but has " + std::to_string(slot.arguments_size()));
-    for (const auto& name : slot.arguments())
+    for (const auto& name : slot.arguments()) {
       if (!declared.contains(name))
         throw error(op_prefix(index, op) + direction + " " + slot.parameter() +
                     " uses variable '" + name + "', which is not declared");
+      auto var = vars.find(name);
+      if (var != vars.end() && var->second.selected_rows && !spec->selected_rows)
+        throw error(op_prefix(index, op) + direction + " " + slot.parameter() + " uses variable '" +
+                    name + "', which is SELECTED_ROWS: only an optimizer's Grad (sgd, momentum, adam, "
+                    "adamw) and a sparse lookup's W@GRAD take one");
+    }
   }
   for (const auto& spec : specs) {
     if (spec.dispensable) continue;
@@ -144,8 +158,8 @@ var_table validate_program(const proto::ProgramDesc& program, std::int64_t max_t
     const op_schema* schema = registry.find(op.type());
     if (schema == nullptr)
       throw error("op #" + std::to_string(i) + ": unknown op type '" + op.type() + "'");
-    check_slots(op.inputs(), schema->inputs, "input", declared, i, op);
-    check_slots(op.outputs(), schema->outputs, "output", declared, i, op);
+    check_slots(op.inputs(), schema->inputs, "input", declared, vars, i, op);
+    check_slots(op.outputs(), schema->outputs, "output", declared, vars, i, op);
     attribute_map attrs;
     try {
       attrs = resolve_attributes(op, *schema);

@@ -6,10 +6,9 @@ namespace pe {
 
 namespace {
 
-/// W (read with `fp32_input`) and Ids (with `input`) checked, is_sparse refused, padding_idx
-/// resolved against W's rows.
+/// W (read with `fp32_input`) and Ids (with `input`) checked, padding_idx resolved against W's
+/// rows.
 lookup_front read_lookup_inputs(const kernel_context& ctx, input_fn fp32_input, input_fn input) {
-  expect_dense_lookup(ctx, ctx.attrs().get<bool>("is_sparse"));
   const tensor& w = fp32_input(ctx, "W", 0);
   expect_lookup_table(ctx, w.shape());
   const tensor& ids = input(ctx, "Ids", 0);

@@ -6,7 +6,8 @@
 //   (the rows of a repeated id add up), none for padding_idx. Ids gets no gradient.
 // padding_idx (Paddle writes it as LONG, -1 for none): p >= 0 is that row, p in [-V, -1) is
 // row V + p. An id outside [0, V) that is not padding_idx fails the CPU kernels, naming the id
-// and V. is_sparse (a SELECTED_ROWS gradient) is refused.
+// and V. With is_sparse the gradient is SELECTED_ROWS (kernels/cpu/lookup_table_kernels.cpp:
+// a row per id, padding_idx's left out); GPU places refuse it.
 // Shared here: those rules, applied by shape inference (graph/ops/embedding_ops.cpp, where dims
 // may be -1 = unknown) and by the kernels, and each op's front, the inputs read and checked and
 // the attributes read, with the failure messages. A place's kernels bring the gather and the
@@ -26,12 +27,13 @@ namespace pe {
 /// padding_idx's "none", and what lookup_padding_row returns for it.
 constexpr std::int64_t no_padding = -1;
 
-/// Fails when is_sparse asks for a SELECTED_ROWS gradient, which the engine does not have.
+/// Fails when is_sparse asks for a SELECTED_ROWS gradient where a place's kernels have none
+/// (GPU places: only CPU places run sparse gradients so far).
 template <failure_sink C>
 void expect_dense_lookup(const C& ctx, bool is_sparse) {
   if (is_sparse)
-    ctx.fail("is_sparse (SELECTED_ROWS gradients) is not supported yet; save the program with "
-             "sparse=False");
+    ctx.fail("is_sparse (a SELECTED_ROWS W@GRAD) runs on CPU places only; use CPU places or save "
+             "the program with sparse=False");
 }
 
 /// Fails unless W's dims are [V, D].
@@ -75,7 +77,7 @@ struct lookup_geometry {
 };
 
 /// lookup_table_v2's inputs: W read with `fp32_input` (checked [V, D]), Ids with `input`
-/// (checked initialised, INT64 or INT32); is_sparse refused and padding_idx resolved.
+/// (checked initialised, INT64 or INT32); padding_idx resolved.
 struct lookup_front {
   const tensor& w;
   lookup_geometry g;

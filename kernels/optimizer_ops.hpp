@@ -23,6 +23,11 @@ const tensor& param_input(const kernel_context& ctx, input_fn input);
 /// `param`'s dims.
 const tensor& like_param(const kernel_context& ctx, input_fn input, std::string_view slot, const tensor& param);
 
+/// Grad, read with `input`: like Param (like_param), or a SELECTED_ROWS value (a sparse
+/// embedding's gradient) of FP32 rows as wide as Param's rows ([height, width] Param: [rows,
+/// width]) of a table of Param's height. Fails naming what disagrees.
+const tensor& grad_input(const kernel_context& ctx, input_fn input, const tensor& param);
+
 /// The one-element FP32 input `slot` (LearningRate, Beta1Pow, ...), read with `input`, checked.
 const tensor& scalar_input(const kernel_context& ctx, input_fn input, std::string_view slot);
 
@@ -70,7 +75,8 @@ struct optimizer_kernels {
 };
 
 /// Registers `k` under sgd, momentum, adam and adamw (whose coeff applies only with_decay:
-/// Paddle's apply_decay_param_fun clears it) for places of kind `kind`.
+/// Paddle's apply_decay_param_fun clears it) for places of kind `kind`. Other places than CPU
+/// ones refuse a SELECTED_ROWS Grad, naming it: only the CPU kernels update sparse rows.
 void register_optimizer_ops(kernel_registry& r, place::kind kind, const optimizer_kernels& k);
 
 } // namespace pe

@@ -17,22 +17,24 @@ from paddle.base import core
 paddle.enable_static()
 out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "data")
 
-main, startup = paddle.static.Program(), paddle.static.Program()
-main.random_seed = startup.random_seed = 7
-with paddle.static.program_guard(main, startup):
-    image = paddle.static.data("image", [-1, 784], "float32")
-    label = paddle.static.data("label", [-1, 1], "int64")
-    hidden = paddle.static.nn.fc(image, 64, activation="relu")
-    logits = paddle.static.nn.fc(hidden, 10)
-    loss = paddle.mean(paddle.nn.functional.softmax_with_cross_entropy(logits, label))
-    paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+def write_mlp_fixture(out_dir):
+    """tests/data/paddle_mlp_{startup,main}.pb: an MLP training program."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = 7
+    with paddle.static.program_guard(main, startup):
+        image = paddle.static.data("image", [-1, 784], "float32")
+        label = paddle.static.data("label", [-1, 1], "int64")
+        hidden = paddle.static.nn.fc(image, 64, activation="relu")
+        logits = paddle.static.nn.fc(hidden, 10)
+        loss = paddle.mean(paddle.nn.functional.softmax_with_cross_entropy(logits, label))
+        paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
 
-for name, program in (("startup", startup), ("main", main)):
-    with open(os.path.join(out_dir, f"paddle_mlp_{name}.pb"), "wb") as f:
-        f.write(program.desc.serialize_to_string())
-print("loss:", loss.name)
-for op in main.global_block().ops:
-    print(op.type, {k: op.input(k) for k in op.input_names}, {k: op.output(k) for k in op.output_names})
+    for name, program in (("startup", startup), ("main", main)):
+        with open(os.path.join(out_dir, f"paddle_mlp_{name}.pb"), "wb") as f:
+            f.write(program.desc.serialize_to_string())
+    print("loss:", loss.name)
+    for op in main.global_block().ops:
+        print(op.type, {k: op.input(k) for k in op.input_names}, {k: op.output(k) for k in op.output_names})
 
 
 def write_program(path, program):
@@ -100,8 +102,6 @@ def write_params_fixture(data_dir):
             print("fetch", k, target.name, value.shape)
     print("first loss:", float(first))
 
-
-write_params_fixture(out_dir)
 
 
 # Training fixtures (tests/data/paddle_<name>/, tests/paddle_training_test.cpp): the startup
@@ -245,7 +245,15 @@ def _training_fixture(out_dir, name, build, image_shape, seed):
         per_sample, optimizer = build(image, label)
         loss = paddle.mean(per_sample)
         optimizer.minimize(loss)
-    d = os.path.join(out_dir, "paddle_" + name)
+    x, y = training_batch(image_shape, seed)
+    save_training_fixture(os.path.join(out_dir, "paddle_" + name), main, startup, loss, per_sample,
+                          {"image": x, "label": y})
+
+
+def save_training_fixture(d, main, startup, loss, per_sample, feed):
+    """Writes directory `d` of a training fixture: startup.pb, main.pb, Paddle's initial
+    persistables (params/), each feed as <name>.npy, Paddle's losses on 1 and 2 places and the
+    loss's name."""
     os.makedirs(os.path.join(d, "params"), exist_ok=True)
     for part, program in (("startup", startup), ("main", main)):
         write_program(os.path.join(d, part + ".pb"), program)
@@ -254,20 +262,21 @@ def _training_fixture(out_dir, name, build, image_shape, seed):
     with paddle.static.scope_guard(scope):
         exe.run(startup)
         paddle.distributed.io.save_persistables(exe, os.path.join(d, "params"), main)
-    x, y = training_batch(image_shape, seed)
-    np.save(os.path.join(d, "image.npy"), x)
-    np.save(os.path.join(d, "label.npy"), y)
-    feed = {"image": x, "label": y}
+    for name, value in feed.items():
+        np.save(os.path.join(d, name + ".npy"), value)
     for places in (1, 2):
         np.save(os.path.join(d, f"losses_{places}p.npy"),
                 losses(main, startup, loss, per_sample, feed, places))
     with open(os.path.join(d, "loss_name.txt"), "w") as f:
         f.write(loss.name + "\n")
-    print(name, loss.name, np.load(os.path.join(d, "losses_1p.npy"))[[0, -1]],
+    print(os.path.basename(d), loss.name, np.load(os.path.join(d, "losses_1p.npy"))[[0, -1]],
           np.load(os.path.join(d, "losses_2p.npy"))[[0, -1]])
 
 
-training_fixture(out_dir, "mlp_cross_entropy2", mlp_cross_entropy2, (784,), 11)
-training_fixture(out_dir, "mlp_dropout_l2decay", mlp_dropout_l2decay, (784,), 12)
-training_fixture(out_dir, "lenet_batch_norm", lenet_batch_norm, (1, 28, 28), 13)
-training_fixture(out_dir, "resnet_small", resnet_small, (3, 16, 16), 21)
+if __name__ == "__main__":
+    write_mlp_fixture(out_dir)
+    write_params_fixture(out_dir)
+    training_fixture(out_dir, "mlp_cross_entropy2", mlp_cross_entropy2, (784,), 11)
+    training_fixture(out_dir, "mlp_dropout_l2decay", mlp_dropout_l2decay, (784,), 12)
+    training_fixture(out_dir, "lenet_batch_norm", lenet_batch_norm, (1, 28, 28), 13)
+    training_fixture(out_dir, "resnet_small", resnet_small, (3, 16, 16), 21)

@@ -16,6 +16,7 @@
 #include "core/tensor.hpp"
 #include "devices/device.hpp"
 #include "tests/support/collective_calls.hpp"
+#include "tests/support/inproc_world.hpp"
 
 namespace {
 
@@ -24,26 +25,9 @@ using namespace std::chrono_literals;
 using pe::testing::test_call;
 
 /// How long anything that should finish gets before the test calls it a hang.
-constexpr auto limit = 10000ms;
+constexpr auto limit = pe::testing::inproc_world::limit;
 
-/// N CPU places and the in-process communicator between them.
-struct world {
-  explicit world(int n) : comm(n) {
-    for (int r = 0; r < n; ++r) devices.push_back(open_device(place::cpu(r)));
-  }
-  ~world() { comm.abort(); } // releases a rank still waiting when a test failed
-
-  stream& on(int rank) { return devices[static_cast<std::size_t>(rank)]->get_stream(stream_kind::communication); }
-
-  /// Rank r's stream: false when its work failed, nullopt when it is still running after `within`.
-  std::optional<bool> finished(int rank, std::chrono::milliseconds within = limit) {
-    return on(rank).synchronize_for(within);
-  }
-  std::string error(int rank) { return on(rank).error().value_or("<no error>"); }
-
-  inproc_communicator comm;
-  std::vector<std::unique_ptr<device>> devices; // after comm: destroyed first
-};
+using world = pe::testing::inproc_world;
 
 collective_call named(collective_call::kind what, std::uint64_t sequence, const std::string& var) {
   collective_call c = test_call(what, sequence);

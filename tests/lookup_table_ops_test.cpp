@@ -2,7 +2,8 @@
 // padding_idx positive, negative and none (and as Paddle 1.x's INT), the grad accumulating
 // repeated ids in index order and skipping padding_idx, the gradient of W against central
 // differences, the attributes Paddle writes that the engine ignores, shape inference, the
-// refusals (an id outside [0, V), is_sparse, bad dtypes and dims, padding_idx out of range),
+// refusals (an id outside [0, V), is_sparse against W@GRAD's declaration, bad dtypes and dims,
+// padding_idx out of range),
 // the grad maker as Paddle's and append_backward emitting the grad op.
 #include <algorithm>
 #include <cstdint>
@@ -28,9 +29,6 @@ namespace {
 using namespace pe::testing;
 using pe::shape_t;
 using pe::tensor;
-
-constexpr const char* sparse_refusal =
-    "is_sparse (SELECTED_ROWS gradients) is not supported yet; save the program with sparse=False";
 
 /// lookup_table_v2 over W = w, Ids = ids, writing out.
 pe::proto::OpDesc lookup_op(const attr_list& attrs = {}) {
@@ -211,32 +209,35 @@ TEST(LookupTableV2, RefusesIdsOutsideTheTable) {
       << message;
 }
 
-TEST(LookupTableV2, RefusesIsSparse) {
+TEST(LookupTableV2, IsSparseWantsASelectedRowsGradientAndAppendBackwardDeclaresOne) {
   const attr_list sparse = {{"is_sparse", true}};
   const pe::var_table declared = {{"w", {pe::dtype::fp32, {5, 3}}},
                                   {"ids", {pe::dtype::int64, {-1, 2}}},
-                                  {"dout", {pe::dtype::fp32, {-1, 2, 3}}}};
-  std::string message = infer_error(lookup_op(sparse), declared);
-  EXPECT_TRUE(contains(message, std::string("op #0 (lookup_table_v2): ") + sparse_refusal)) << message;
-  message = infer_error(lookup_grad_op(sparse), declared);
-  EXPECT_TRUE(contains(message, std::string("op #0 (lookup_table_v2_grad): ") + sparse_refusal))
+                                  {"dout", {pe::dtype::fp32, {-1, 2, 3}}},
+                                  {"dw", {pe::dtype::fp32, {5, 3}}}};
+  EXPECT_EQ(infer_error(lookup_op(sparse), declared), "");
+  // W@GRAD declared a tensor: is_sparse disagrees with it.
+  std::string message = infer_error(lookup_grad_op(sparse), declared);
+  EXPECT_TRUE(contains(message, "op #0 (lookup_table_v2_grad): is_sparse is true but W@GRAD is "
+                                "declared a dense tensor"))
       << message;
+  pe::var_table sparse_declared = declared;
+  sparse_declared["dw"].selected_rows = true;
+  EXPECT_EQ(infer_error(lookup_grad_op(sparse), sparse_declared), "");
+  EXPECT_TRUE(contains(infer_error(lookup_grad_op({{"is_sparse", false}}), sparse_declared),
+                       "is_sparse is false but W@GRAD is declared SELECTED_ROWS"));
 
-  // A program's validation refuses it, as does the kernel.
+  // The builder's append_backward declares the gradient of a sparse lookup SELECTED_ROWS,
+  // and the program validates.
   pe::proto::ProgramDesc main, startup;
   pe::program_builder b(main, startup, 1);
   const std::string ids = b.data("ids", {-1, 2}, pe::dtype::int64);
   const std::string w = b.parameter("emb.w", {5, 3}, pe::program_builder::init::xavier_uniform);
-  message = error_of([&] {
-    b.append_op("lookup_table_v2", {{"W", {w}}, {"Ids", {ids}}}, {{"Out", {"emb.out"}}}, sparse);
-    pe::validate_program(main);
-  });
-  EXPECT_TRUE(contains(message, sparse_refusal)) << message;
-  pe::scope vars;
-  vars.var("w") = iota({5, 3});
-  vars.var("ids") = ids64({1}, {1});
-  message = error_of(lookup_op(sparse), vars);
-  EXPECT_TRUE(contains(message, std::string("lookup_table_v2: ") + sparse_refusal)) << message;
+  b.append_op("lookup_table_v2", {{"W", {w}}, {"Ids", {ids}}}, {{"Out", {"emb.out"}}}, sparse);
+  ASSERT_EQ(pe::append_backward(main, b.mean("emb.out")).size(), 1u);
+  const pe::var_table vars = pe::validate_program(main);
+  EXPECT_TRUE(vars.at(pe::grad_name(w)).selected_rows);
+  EXPECT_EQ(vars.at(pe::grad_name(w)).dims, (shape_t{5, 3}));
 }
 
 TEST(LookupTableV2, InfersShapes) {

@@ -15,6 +15,9 @@
 
 #include "collectives/cpu/inproc_communicator.hpp"
 #include "collectives/net/net_communicator.hpp"
+#include "collectives/net/net_packet.hpp"
+#include "collectives/net/tensor_bytes.hpp"
+#include "core/selected_rows.hpp"
 #include "devices/device.hpp"
 #include "support/collective_calls.hpp"
 #include "support/collective_job.hpp"
@@ -193,6 +196,85 @@ TEST(NetCollectiveFaults, AbortReleasesAWaitingRank) {
   j.comms[0]->abort();
   EXPECT_EQ(j.sync_all()[0], false);
   EXPECT_NE(j.error(0).find("aborted"), std::string::npos) << j.error(0);
+}
+
+// --- all_gather of SELECTED_ROWS (sparse gradients) ------------------------------------
+
+/// Global rank r's sparse gradient: 1 + r % 3 rows of width 2 in a table of 10 rows, values
+/// 10 r + k + j / 10.
+tensor rank_rows(int r) {
+  const std::int64_t n = 1 + r % 3;
+  std::vector<std::int64_t> rows;
+  std::vector<float> values;
+  for (std::int64_t k = 0; k < n; ++k) {
+    rows.push_back((3 * r + 7 * k) % 10);
+    for (int j = 0; j < 2; ++j) values.push_back(static_cast<float>(10 * r + k) + static_cast<float>(j) / 10.f);
+  }
+  tensor t = tensor::from_vector(values, {n, 2});
+  t.set_sparse_rows(std::make_shared<const selected_rows>(std::move(rows), 10));
+  return t;
+}
+
+class NetAllGather : public ::testing::TestWithParam<shape_case> {};
+
+TEST_P(NetAllGather, EveryRankGetsEveryRanksRowsInGlobalRankOrder) {
+  const auto [processes, local, ring_bytes] = GetParam();
+  job j(processes, local, ring_bytes);
+  std::vector<tensor> grads;
+  for (int r = 0; r < j.world(); ++r) grads.push_back(rank_rows(r));
+  std::vector<const tensor*> all;
+  for (const tensor& g : grads) all.push_back(&g);
+  const tensor expected = concat_selected_rows(all, place::cpu(0)).clone();
+  for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_gather, 0), r, {&grads[static_cast<std::size_t>(r)]});
+  for (auto ok : j.sync_all()) ASSERT_EQ(ok, true);
+  for (int r = 0; r < j.world(); ++r) {
+    const tensor& g = grads[static_cast<std::size_t>(r)];
+    ASSERT_NE(g.sparse_rows(), nullptr) << "rank " << r;
+    EXPECT_EQ(g.sparse_rows()->rows(), expected.sparse_rows()->rows()) << "rank " << r;
+    EXPECT_EQ(g.shape(), expected.shape());
+    EXPECT_TRUE(bit_identical(g, expected)) << "rank " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, NetAllGather,
+                         ::testing::Values(shape_case{2, 1}, shape_case{2, 2}, shape_case{3, 2}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.processes) + "x" + std::to_string(info.param.local);
+                         });
+
+/// Process 0's error when process 1 (not a communicator here) sends `rows`, `values` and
+/// `height` as its part of all_gather #0.
+std::string error_when_peer_sends(const tensor& rows, const tensor& values, const tensor& height) {
+  job j(2, 1);
+  tensor mine = rank_rows(0);
+  j.launch(test_call(kind::all_gather, 0), 0, {&mine});
+  net_packet header;
+  header.channel = 1;
+  header.sequence = 0; // wire(0, step 0)
+  header.from = 1;
+  header.kind = static_cast<std::int32_t>(kind::all_gather);
+  header.root = 0;
+  header.label = test_call(kind::all_gather, 0).label;
+  for (auto& packet : split_payload(header, encode_tensors({&rows, &values, &height})))
+    j.network.inbox(0).deliver(std::move(packet));
+  const auto done = j.on(0).synchronize_for(std::chrono::milliseconds(5000));
+  EXPECT_TRUE(done.has_value()) << "process 0 hangs";
+  EXPECT_FALSE(done.value_or(true));
+  return j.error(0);
+}
+
+TEST(NetAllGatherFaults, APeerThatLiesAboutItsRowsIsRefusedNamingIt) {
+  const tensor height = tensor::from_vector<std::int64_t>({10}, {1});
+  const tensor two_rows = tensor::from_vector<std::int64_t>({1, 4}, {2});
+  std::string e = error_when_peer_sends(two_rows, tensor::zeros(dtype::fp32, {3, 2}), height);
+  EXPECT_NE(e.find("process rank 1's buffer 0 claims 2 rows but sent values for 3"), std::string::npos) << e;
+  e = error_when_peer_sends(tensor::from_vector<std::int64_t>({1, 12}, {2}), tensor::zeros(dtype::fp32, {2, 2}), height);
+  EXPECT_NE(e.find("process rank 1's buffer 0: row 12 (entry 1) is outside the table's rows [0, 10)"), std::string::npos) << e;
+  e = error_when_peer_sends(two_rows, tensor::zeros(dtype::fp32, {2, 3}), height);
+  EXPECT_NE(e.find("process rank 1's buffer 0 has rows of width 3 in a table of 10 rows, this process width 2"),
+            std::string::npos) << e;
+  e = error_when_peer_sends(two_rows, tensor::zeros(dtype::fp32, {2, 2}), tensor::from_vector<std::int64_t>({11}, {1}));
+  EXPECT_NE(e.find("in a table of 11 rows, this process width 2 and 10 rows"), std::string::npos) << e;
 }
 
 } // namespace

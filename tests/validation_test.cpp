@@ -122,8 +122,13 @@ TEST(validation, unsupported_dtype) {
 
 TEST(validation, unsupported_variable_kind) {
   expect_invalid_after(
+      [](auto& p) { var_of(p, "image").mutable_type()->set_type(proto::VarType::LOD_TENSOR_ARRAY); },
+      {"variable 'image'", "LOD_TENSOR_ARRAY", "does not support"});
+  // SELECTED_ROWS is supported as FP32 rows of a [height, width] table only (a sparse
+  // gradient; tests/paddle_sparse_training_test.cpp has the rest).
+  expect_invalid_after(
       [](auto& p) { var_of(p, "image").mutable_type()->set_type(proto::VarType::SELECTED_ROWS); },
-      {"variable 'image'", "SELECTED_ROWS"});
+      {"variable 'image' is SELECTED_ROWS of BOOL []", "only FP32 rows of a [height, width] table"});
 }
 
 TEST(validation, duplicate_declaration_and_sub_blocks) {

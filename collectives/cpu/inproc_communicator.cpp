@@ -4,6 +4,7 @@
 
 #include "collectives/cpu/cpu_collective.hpp"
 #include "core/error.hpp"
+#include "core/selected_rows.hpp"
 #include "core/steady_clock.hpp"
 #include "devices/progress.hpp"
 
@@ -16,6 +17,7 @@ cpu_collective::kind kind_of(collective_call::kind k) {
     case collective_call::kind::all_reduce: return cpu_collective::kind::all_reduce;
     case collective_call::kind::reduce: return cpu_collective::kind::reduce;
     case collective_call::kind::broadcast: return cpu_collective::kind::broadcast;
+    case collective_call::kind::all_gather: break; // not a cpu_collective: compute() gathers
   }
   return cpu_collective::kind::all_reduce;
 }
@@ -101,7 +103,8 @@ std::optional<std::string> inproc_communicator::mismatch(const meeting& m, const
   // A broadcast's receivers may hold anything before it: their buffers take the root's. A
   // buffer without a value is a failed writer's (the collective fails for that, not as a
   // desync), so only two values are compared.
-  const bool sized = a.what != collective_call::kind::broadcast;
+  // An all-gather's row counts differ by rank (check() compares widths and heights).
+  const bool sized = a.what != collective_call::kind::broadcast && a.what != collective_call::kind::all_gather;
   for (std::size_t v = 0; !differ && sized && v < theirs.size(); ++v) {
     const tensor* x = theirs[v];
     const tensor* y = p.buffers[v];
@@ -113,8 +116,45 @@ std::optional<std::string> inproc_communicator::mismatch(const meeting& m, const
          std::to_string(p.rank) + " calls " + describe_call(b, p.buffers);
 }
 
+namespace {
+
+/// An all-gather's inputs: every rank's buffer v a SELECTED_ROWS value, FP32, of rank 0's
+/// width and height. The first problem, naming rank and variable; none when they agree.
+std::optional<std::string> check_gather(const collective_call& c, const std::vector<std::vector<tensor*>>& buffers) {
+  const auto& first = buffers[0];
+  for (std::size_t r = 0; r < buffers.size(); ++r)
+    for (std::size_t v = 0; v < buffers[r].size(); ++v) {
+      const tensor* t = buffers[r][v];
+      const std::string which = c.label + ": rank " + std::to_string(r) + "'s variable " + std::to_string(v);
+      if (!t->initialized() || t->type() != dtype::fp32 || !t->sparse_rows())
+        return which + " is missing, not FP32 or not SELECTED_ROWS (all_gather moves sparse gradients only)";
+      if (t->dim(1) != first[v]->dim(1) || t->sparse_rows()->height() != first[v]->sparse_rows()->height())
+        return which + " has rows of width " + std::to_string(t->dim(1)) + " in a table of " +
+               std::to_string(t->sparse_rows()->height()) + " rows, rank 0's width " +
+               std::to_string(first[v]->dim(1)) + " and " + std::to_string(first[v]->sparse_rows()->height()) +
+               " rows";
+    }
+  return std::nullopt;
+}
+
+/// Every rank's rows and values of variable v, concatenated in rank order, on `where`.
+tensor gather_rows(const std::vector<std::vector<tensor*>>& buffers, std::size_t v, place where) {
+  std::vector<const tensor*> parts;
+  for (const auto& rank : buffers) parts.push_back(rank[v]);
+  return concat_selected_rows(parts, where);
+}
+
+} // namespace
+
 std::optional<std::string> inproc_communicator::check(meeting& m) {
   const collective_call& c = m.call;
+  if (c.what == collective_call::kind::all_gather) {
+    for (std::size_t r = 0; r < m.buffers.size(); ++r)
+      if (m.buffers[r].size() != m.buffers[0].size())
+        return c.label + ": rank " + std::to_string(r) + " brought " + std::to_string(m.buffers[r].size()) +
+               " buffers, rank 0 " + std::to_string(m.buffers[0].size());
+    return check_gather(c, m.buffers);
+  }
   const bool broadcast = c.what == collective_call::kind::broadcast;
   const auto& first = m.buffers[static_cast<std::size_t>(broadcast ? c.root : 0)];
   for (std::size_t r = 0; r < m.buffers.size(); ++r) {
@@ -136,6 +176,13 @@ std::optional<std::string> inproc_communicator::check(meeting& m) {
 
 void inproc_communicator::compute(meeting& m, int rank, int ranks) {
   const collective_call& c = m.call;
+  if (c.what == collective_call::kind::all_gather) {
+    // Only read here: the others may still be gathering from this rank's buffers.
+    auto& mine = m.gathered[static_cast<std::size_t>(rank)];
+    const auto& own = m.buffers[static_cast<std::size_t>(rank)];
+    for (std::size_t v = 0; v < own.size(); ++v) mine.push_back(gather_rows(m.buffers, v, own[v]->where()));
+    return;
+  }
   if (c.what == collective_call::kind::broadcast) {
     // Each rank copies the root's values into its own buffers: only its own are written.
     if (rank == c.root) return;
@@ -144,6 +191,7 @@ void inproc_communicator::compute(meeting& m, int rank, int ranks) {
     for (std::size_t v = 0; v < to.size(); ++v) {
       to[v]->resize(dtype::fp32, from[v]->shape());
       std::memcpy(to[v]->raw(), from[v]->raw(), from[v]->bytes());
+      to[v]->set_sparse_rows(from[v]->sparse_rows()); // a SELECTED_ROWS value stays one
     }
     return;
   }
@@ -178,6 +226,7 @@ void inproc_communicator::join(part& p, bool stream_failed, std::unique_lock<std
     m.buffers.resize(static_cast<std::size_t>(ranks_));
     m.joined_by.assign(static_cast<std::size_t>(ranks_), 0);
     m.finished_by.assign(static_cast<std::size_t>(ranks_), 0);
+    m.gathered.resize(static_cast<std::size_t>(ranks_));
     m.first_join_ns = steady_ns();
   } else if (auto why = mismatch(m, p)) {
     // Checked as each rank joins: the ranks fail at once, before any bytes are combined.
@@ -245,6 +294,11 @@ bool inproc_communicator::poll(part& p, bool stream_failed) {
   }
   if (m.finished < ranks_) return false;
   const std::optional<std::string> failure = m.failure;
+  if (!failure && call.what == collective_call::kind::all_gather) {
+    // Every rank has read every input: each takes its gathered rows now.
+    auto& mine = m.gathered[static_cast<std::size_t>(p.rank)];
+    for (std::size_t v = 0; v < mine.size(); ++v) *p.buffers[v] = std::move(mine[v]);
+  }
   if (++m.left == ranks_) meetings_.erase(call.sequence);
   if (failure) throw error(*failure);
   return true;

@@ -46,6 +46,9 @@ class inproc_communicator final : public communicator {
     std::optional<std::string> failure;
     collective_span span;
     completion done;
+    /// all_gather: [rank][variable], what rank's buffers become. Each rank builds its own
+    /// while the others may still read its inputs, and takes it once every rank finished.
+    std::vector<std::vector<tensor>> gathered;
   };
 
   /// How far one rank's part of one collective has come.

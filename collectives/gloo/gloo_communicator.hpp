@@ -49,6 +49,8 @@ class gloo_communicator final : public staged_communicator {
   struct exchange;
 
   void launch_exchange(const collective_call& call, std::vector<tensor*> buffers, stream& on) override;
+  /// Refuses an all_gather (SELECTED_ROWS gradients): Gloo's exchange moves equal sizes.
+  void expect_runs(const collective_call& call) const override { expect_no_all_gather(call, "gloo"); }
   /// The data part on the lead's stream: hands `x` to the worker, then waits for it.
   bool poll(const std::shared_ptr<exchange>& x, bool stream_failed);
   /// The worker thread: runs the queued exchanges through Gloo, in order.

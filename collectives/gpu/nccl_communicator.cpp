@@ -130,6 +130,7 @@ bool nccl_communicator::finalize_or_abort() {
 
 void nccl_communicator::launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers,
                                stream& on, completion done) {
+  expect_no_all_gather(call, "NCCL");
   meeting_.enqueue_part(local_rank, call, std::move(buffers), on, cuda_stream_of(on, call.label).handle(),
                         std::move(done), [this](auto& by_rank) { issue(by_rank); });
 }
@@ -169,6 +170,7 @@ void nccl_communicator::issue(std::vector<collective_rendezvous::arrival>& by_ra
       case collective_call::kind::broadcast:
         status = ncclBroadcast(data, data, count, ncclFloat32, call.root, comm, stream);
         break;
+      case collective_call::kind::all_gather: break; // refused by launch
       }
       if (status != ncclSuccess && status != ncclInProgress) {
         failed = "the NCCL call on " + to_string(devices_[r]->where()) + " failed: " + ncclGetErrorString(status);

@@ -38,6 +38,7 @@ shared_gpu_communicator::shared_gpu_communicator(const std::vector<device*>& dev
 
 void shared_gpu_communicator::launch(const collective_call& call, int local_rank, std::vector<tensor*> buffers,
                                      stream& on, completion done) {
+  expect_no_all_gather(call, "shared-GPU");
   meeting_.enqueue_part(local_rank, call, std::move(buffers), on, cuda_stream_of(on, call.label).handle(),
                         std::move(done), [this](auto& by_rank) { issue(by_rank); });
 }
@@ -79,6 +80,7 @@ void shared_gpu_communicator::issue(std::vector<collective_rendezvous::arrival>&
         if (is_root) sources.push_back(data);
         else destinations.push_back(data);
         break;
+      case collective_call::kind::all_gather: break; // refused by launch
       }
     }
     launch_rank_sum(sources.data(), static_cast<int>(sources.size()), destinations.data(),

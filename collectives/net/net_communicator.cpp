@@ -5,8 +5,10 @@
 #include <cstring>
 
 #include "collectives/chunk_range.hpp"
+#include "collectives/net/row_payload.hpp"
 #include "collectives/rank_order_sum.hpp"
 #include "core/error.hpp"
+#include "core/selected_rows.hpp"
 #include "core/steady_clock.hpp"
 
 namespace pe {
@@ -169,7 +171,8 @@ bool net_communicator::poll(exchange& x, bool stream_failed) {
       x.started = true;
       if (stream_failed) throw error("skipped after an earlier failure on process rank " + std::to_string(me));
       const bool contributes = call.what != kind::broadcast || me == call.root / local_ranks();
-      if (contributes) x.mine = pack(x.buffers, call.label);
+      if (call.what == kind::all_gather) x.mine = encode_rows(x.buffers, call.label);
+      else if (contributes) x.mine = pack(x.buffers, call.label);
       else check_buffers(x.buffers, call.label);
       x.ring = call.what == kind::all_reduce && processes >= 3 && x.mine.size() >= ring_bytes_;
     }
@@ -178,7 +181,7 @@ bool net_communicator::poll(exchange& x, bool stream_failed) {
         if (auto failed = transport_.inbox().take_notice(channel_, wire(call.sequence, failure_slot), p))
           throw error("process rank " + std::to_string(p) + " failed: " + failed->failure);
     x.awaiting.clear();
-    const bool finished = x.ring ? ring(x) : direct(x);
+    const bool finished = call.what == kind::all_gather ? gather(x) : x.ring ? ring(x) : direct(x);
     publish_awaited(x, finished ? std::vector<int>{} : x.awaiting);
     return finished;
   } catch (const std::exception& e) {
@@ -196,23 +199,23 @@ bool net_communicator::poll(exchange& x, bool stream_failed) {
 }
 
 void net_communicator::check(const exchange& x, int from, const net_payload& got,
-                             std::size_t expected) const {
+                             std::optional<std::size_t> expected) const {
   using kind = collective_call::kind;
   const collective_call& call = x.call;
   const std::string peer = "process rank " + std::to_string(from);
   if (!got.failure.empty()) throw error(peer + " failed: " + got.failure);
   // Kind, root and label (the variable) first: a desync names both calls, whatever the sizes.
-  const bool known = got.kind >= 0 && got.kind <= static_cast<std::int32_t>(kind::broadcast);
+  const bool known = got.kind >= 0 && got.kind <= static_cast<std::int32_t>(kind::all_gather);
   const std::string mine = process_free_label(call.label);
   if (got.kind != static_cast<std::int32_t>(call.what) || got.root != call.root || got.label != mine)
     throw error(peer + " ran collective #" + std::to_string(call.sequence) + " as " +
                 (known ? to_string(static_cast<kind>(got.kind)) : "kind " + std::to_string(got.kind)) + " " +
                 got.label + " with root " + std::to_string(got.root) + ", this process as " +
                 to_string(call.what) + " " + mine + " with root " + std::to_string(call.root));
-  if (got.total != expected)
+  if (expected && got.total != *expected)
     throw error(peer + " sent " + std::to_string(got.total) + " bytes for collective #" +
                 std::to_string(call.sequence) + " " + call.label + " where this process has " +
-                std::to_string(expected));
+                std::to_string(*expected));
 }
 
 bool net_communicator::direct(exchange& x) {
@@ -367,6 +370,40 @@ std::optional<std::vector<staged_communicator::network_wait>> net_communicator::
   std::vector<network_wait> out;
   for (const auto& [sequence, w] : awaited_) out.push_back(w);
   return out;
+}
+
+bool net_communicator::gather(exchange& x) {
+  const collective_call& call = x.call;
+  net_inbox& inbox = transport_.inbox();
+  const int me = inbox.rank(), processes = inbox.size();
+  if (!x.step_sent) {
+    x.step_sent = true;
+    for (int p = 0; p < processes; ++p)
+      if (p != me) send_payload(transport_, p, header_of(x, 0), x.mine);
+  }
+  bool complete = true;
+  for (int p = 0; p < processes; ++p) {
+    if (p == me) continue;
+    auto& slot = x.got[static_cast<std::size_t>(p)];
+    if (!slot) slot = inbox.take(channel_, wire(call.sequence, 0), p);
+    if (!slot) complete = false, x.awaiting.push_back(p);
+  }
+  if (!complete) return false;
+  std::vector<std::vector<tensor>> theirs(static_cast<std::size_t>(processes));
+  for (int p = 0; p < processes; ++p) {
+    if (p == me) continue;
+    const net_payload& got = *x.got[static_cast<std::size_t>(p)];
+    check(x, p, got, std::nullopt);
+    theirs[static_cast<std::size_t>(p)] = decode_rows(got.bytes, x.buffers, "process rank " + std::to_string(p));
+  }
+  for (std::size_t v = 0; v < x.buffers.size(); ++v) {
+    std::vector<const tensor*> in_order;
+    for (int p = 0; p < processes; ++p)
+      in_order.push_back(p == me ? x.buffers[v] : &theirs[static_cast<std::size_t>(p)][v]);
+    tensor all = concat_selected_rows(in_order, x.buffers[v]->where());
+    *x.buffers[v] = std::move(all);
+  }
+  return true;
 }
 
 void net_communicator::abort() {

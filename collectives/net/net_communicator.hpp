@@ -35,6 +35,13 @@ namespace pe {
 /// lead's buffers hold the local partial sum afterwards. broadcast: the root's process
 /// sends the root's values; the others receive them on their lead and spread them.
 ///
+/// all_gather (SELECTED_ROWS gradients): every process sends its lead's rows and values
+/// (row_payload.hpp; a size of its own) to every other and concatenates everyone's in process
+/// order, which is global rank order: every process holds the same rows, those of one
+/// process over all the places. A peer's rows are checked: a row count that disagrees with
+/// its values, a row outside the table, or another width or height fails the collective
+/// naming that process.
+///
 /// A payload carries the collective's kind, root and size; a process whose stream failed,
 /// or that finds a peer disagreeing, sends its failure to every peer: the collective fails
 /// on every rank with an error naming that process, and nobody waits forever. A lost peer
@@ -67,8 +74,11 @@ class net_communicator final : public staged_communicator {
   bool sum_as_packets_arrive(exchange& x, std::size_t expected);
   /// The ring all-reduce: reduce-scatter then all-gather, one chunk per step to the right.
   bool ring(exchange& x);
-  /// Throws unless what `from` sent is the same collective with `expected` bytes.
-  void check(const exchange& x, int from, const net_payload& got, std::size_t expected) const;
+  /// The all_gather of SELECTED_ROWS buffers: whole payloads to and from every process.
+  bool gather(exchange& x);
+  /// Throws unless what `from` sent is the same collective with `expected` bytes (any
+  /// number when nullopt: an all_gather's payloads differ by process).
+  void check(const exchange& x, int from, const net_payload& got, std::optional<std::size_t> expected) const;
   net_packet header_of(const exchange& x, std::uint64_t step) const;
 
   net_transport& transport_;

@@ -10,17 +10,19 @@ staged_communicator::staged_communicator(int process_rank, int processes, int lo
 void staged_communicator::launch(const collective_call& call, int local_rank,
                                  std::vector<tensor*> buffers, stream& on, completion done) {
   using kind = collective_call::kind;
+  expect_runs(call);
   if (call.root < 0 || call.root >= world_size())
     throw error(call.label + ": root rank " + std::to_string(call.root) + " outside a world of " +
                 std::to_string(world_size()));
-  const int lead = call.what != kind::all_reduce && call.root / local_ranks_ == process_rank_
+  const bool rooted = call.what == kind::reduce || call.what == kind::broadcast;
+  const int lead = rooted && call.root / local_ranks_ == process_rank_
                        ? call.root % local_ranks_
                        : 0;
   collective_call first = call, last = call;
   first.sequence = 2 * call.sequence;
   last.sequence = 2 * call.sequence + 1;
   first.root = last.root = lead;
-  first.what = call.what == kind::broadcast ? kind::broadcast : kind::reduce;
+  first.what = call.what == kind::broadcast || call.what == kind::all_gather ? call.what : kind::reduce;
   last.what = call.what == kind::reduce ? kind::reduce : kind::broadcast;
   const std::vector<tensor*> none;
   const std::uint64_t sequence = call.sequence;

@@ -18,7 +18,9 @@ namespace pe {
 /// 2. the lead runs the network stage, which each backend implements (launch_exchange);
 /// 3. the lead's result goes back to the local places (a barrier for a reduce).
 /// The lead is the root's place when the root is in this process (reduce, broadcast), else
-/// place 0. So one transfer per process and collective, whatever the backend.
+/// place 0. So one transfer per process and collective, whatever the backend. An all_gather
+/// (SELECTED_ROWS) gathers the local places' rows on every place in stage 1, the lead gathers
+/// the processes' in stage 2, and stage 3 broadcasts the lead's rows to the local places.
 class staged_communicator : public communicator {
  public:
   int world_size() const final { return processes_ * local_ranks_; }
@@ -50,6 +52,10 @@ class staged_communicator : public communicator {
   /// The network stages waiting for other processes now; nullopt when the backend cannot
   /// tell (its transfer is opaque), so the report says only what the local stages show.
   virtual std::optional<std::vector<network_wait>> network_waits() const { return std::nullopt; }
+
+  /// Throws pe::error naming the call when this backend's network stage cannot run it; called
+  /// by launch before any stage is enqueued. Every kind runs by default.
+  virtual void expect_runs(const collective_call& call) const { (void)call; }
 
   /// Fails the local stages waiting for ranks and every later one: part of abort().
   void abort_local_stages() { local_.abort(); }

@@ -19,8 +19,10 @@ namespace pe {
 /// of a program's own feed ops) must be fed on every run; feeds are checked against their
 /// declared dtype and dims and placed in the scope under their names, sharing storage
 /// unless an op writes them (then copied: the caller's tensors are never modified).
-/// Fetches are deep copies taken after the last op. The program's feed and fetch ops do
-/// nothing themselves: feeds and fetch targets are given by name.
+/// Fetches are deep copies taken after the last op; a SELECTED_ROWS variable (a sparse
+/// gradient) comes back as its value with its row index (tensor::sparse_rows), which the
+/// parallel executor refuses to fetch. The program's feed and fetch ops do nothing
+/// themselves: feeds and fetch targets are given by name.
 class reference_executor {
  public:
   /// Validates (with the tensor size limit `max_tensor_bytes`) and binds every op of

@@ -1,5 +1,7 @@
 #include "graph/ops/op_helpers.hpp"
 
+#include <algorithm>
+
 namespace pe {
 
 const shape_t& fp32_dims(const shape_context& ctx, const std::string& slot, std::size_t i) {
@@ -26,7 +28,11 @@ void add_with_grad(op_registry& r, op_schema forward, const default_grad& grad,
   for (const auto& slot : grad.forward_outputs) backward.inputs.push_back({slot});
   for (const auto& slot : grad.output_grads) backward.inputs.push_back({grad_name(slot)});
   for (const auto& slot : grad.input_grads)
-    backward.outputs.push_back({.name = grad_name(slot), .dispensable = true});
+    backward.outputs.push_back(
+        {.name = grad_name(slot),
+         .dispensable = true,
+         .selected_rows = std::find(grad.selected_rows_grads.begin(), grad.selected_rows_grads.end(), slot) !=
+                          grad.selected_rows_grads.end()});
   forward.make_grad = make_default_grad(grad);
   r.add(std::move(forward));
   r.add(std::move(backward));

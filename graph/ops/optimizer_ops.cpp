@@ -87,9 +87,12 @@ void infer_adam(shape_context& ctx) {
 void register_optimizer_ops(op_registry& r) {
   const slot_spec master_param{.name = "MasterParam", .dispensable = true};
   const slot_spec master_param_out{.name = "MasterParamOut", .dispensable = true};
+  // A sparse embedding's gradient (SELECTED_ROWS) is read here directly: the kernels update
+  // the rows it holds (kernels/optimizer_ops.hpp).
+  const slot_spec grad{.name = "Grad", .selected_rows = true};
 
   r.add({.type = "sgd",
-         .inputs = {{"Param"}, {"Grad"}, {"LearningRate"}, master_param},
+         .inputs = {{"Param"}, grad, {"LearningRate"}, master_param},
          .outputs = {{"ParamOut"}, master_param_out},
          .attrs = {{"multi_precision", false}},
          .infer_shape = infer_param_update,
@@ -98,7 +101,7 @@ void register_optimizer_ops(op_registry& r) {
   // Velocity = mu * Velocity + g and Param -= lr * (g + mu * Velocity) (Nesterov) or
   // lr * Velocity, with g = rescale_grad * Grad + regularization_coeff * Param under l2_decay.
   r.add({.type = "momentum",
-         .inputs = {{"Param"}, {"Grad"}, {"Velocity"}, {"LearningRate"}, master_param},
+         .inputs = {{"Param"}, grad, {"Velocity"}, {"LearningRate"}, master_param},
          .outputs = {{"ParamOut"}, {"VelocityOut"}, master_param_out},
          .attrs = {{"mu", 0.f, true},
                    {"use_nesterov", false},
@@ -109,9 +112,9 @@ void register_optimizer_ops(op_registry& r) {
          .infer_shape = infer_momentum,
          .make_grad = {}});
 
-  // lazy_mode only matters for sparse gradients; min_row_size_to_use_multithread is a tuning
-  // knob of Paddle's kernel. use_global_beta_pow leaves Beta1PowOut and Beta2PowOut alone
-  // (another op advances them).
+  // lazy_mode only matters for sparse gradients (only the rows they hold are updated);
+  // min_row_size_to_use_multithread is a tuning knob of Paddle's kernel. use_global_beta_pow
+  // leaves Beta1PowOut and Beta2PowOut alone (another op advances them).
   std::vector<attr_spec> adam_attrs = {{"beta1", 0.9f},
                                        {"beta2", 0.999f},
                                        {"epsilon", 1e-8f},
@@ -120,7 +123,7 @@ void register_optimizer_ops(op_registry& r) {
                                        {"multi_precision", false},
                                        {"use_global_beta_pow", false}};
   const std::vector<slot_spec> adam_inputs = {{"Param"},
-                                              {"Grad"},
+                                              grad,
                                               {"LearningRate"},
                                               {"Moment1"},
                                               {"Moment2"},

@@ -5,9 +5,17 @@
 // Out@GRAD to row Ids[i], in FP32 and in index order as Paddle's CPU kernel does, so a repeated
 // id sums its rows in one fixed order (the CUDA kernel adds in the same order: bit-identical).
 // An id outside [0, V) that is not padding_idx fails either kernel, naming the id and V.
+// With is_sparse the grad writes a SELECTED_ROWS W@GRAD instead: row k of its value is row i
+// of Out@GRAD for the k-th id that is not padding_idx, and its rows are those ids (repeats
+// kept; the optimizers sum them). Paddle 2.6's CPU kernel keeps padding_idx's ids too, so its
+// padding row is updated by a sparse lookup; here it never is, as for a dense lookup.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "core/selected_rows.hpp"
 
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/math_kernels.hpp"
@@ -64,8 +72,29 @@ void lookup_forward(kernel_context& ctx) {
   });
 }
 
+/// W@GRAD as SELECTED_ROWS: the ids but padding_idx's, and their rows of Out@GRAD.
+void sparse_lookup_backward(kernel_context& ctx, const lookup_grad_front& f) {
+  const lookup_geometry& g = f.g;
+  std::vector<std::int64_t> rows, from;
+  rows.reserve(static_cast<std::size_t>(g.ids.numel()));
+  from.reserve(rows.capacity());
+  for_each_id(ctx, g, [&](std::int64_t i, std::int64_t id) {
+    if (is_padding(id, g)) return;
+    rows.push_back(id);
+    from.push_back(i);
+  });
+  tensor value(dtype::fp32, {static_cast<std::int64_t>(rows.size()), g.width}, ctx.where());
+  const float* dout = f.out_grad.data<float>();
+  float* to = value.data<float>();
+  for (std::size_t k = 0; k < from.size(); ++k)
+    std::copy(dout + from[k] * g.width, dout + (from[k] + 1) * g.width, to + static_cast<std::int64_t>(k) * g.width);
+  value.set_sparse_rows(std::make_shared<const selected_rows>(std::move(rows), g.rows, "W@GRAD"));
+  ctx.output("W@GRAD") = std::move(value);
+}
+
 void lookup_backward(kernel_context& ctx) {
   const lookup_grad_front f = lookup_grad_front_of(ctx, fp32_input, bound_input);
+  if (ctx.attrs().get<bool>("is_sparse")) return sparse_lookup_backward(ctx, f);
   const lookup_geometry& g = f.g;
   write_unaliased(ctx.output("W@GRAD"), {&f.out_grad, &g.ids}, [&](tensor& dw_out) {
     dw_out.resize(dtype::fp32, f.w_dims);

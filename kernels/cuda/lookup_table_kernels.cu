@@ -116,6 +116,7 @@ void lookup_forward(kernel_context& ctx) {
 }
 
 void lookup_backward(kernel_context& ctx) {
+  expect_dense_lookup(ctx, ctx.attrs().get<bool>("is_sparse"));
   const lookup_grad_front f = lookup_grad_front_of(ctx, gpu_fp32_input, gpu_input);
   write_unaliased(ctx.output("W@GRAD"), {&f.out_grad, &f.g.ids}, [&](tensor& dw) {
     resize_output(ctx, dw, dtype::fp32, f.w_dims);

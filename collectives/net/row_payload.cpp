@@ -1,0 +1,56 @@
+#include "collectives/net/row_payload.hpp"
+
+#include <memory>
+
+#include "collectives/net/tensor_bytes.hpp"
+#include "core/error.hpp"
+#include "core/selected_rows.hpp"
+
+namespace pe {
+
+std::vector<char> encode_rows(const std::vector<tensor*>& buffers, const std::string& label) {
+  std::vector<tensor> parts;
+  for (const tensor* t : buffers) {
+    if (!t->initialized() || t->type() != dtype::fp32 || !t->sparse_rows())
+      throw error(label + ": a buffer is missing, not FP32 or not SELECTED_ROWS");
+    parts.push_back(tensor::from_vector(t->sparse_rows()->rows(), {static_cast<std::int64_t>(t->sparse_rows()->rows().size())}));
+    parts.push_back(*t);
+    parts.push_back(tensor::from_vector<std::int64_t>({t->sparse_rows()->height()}, {1}));
+  }
+  std::vector<const tensor*> views;
+  for (const tensor& t : parts) views.push_back(&t);
+  return encode_tensors(views);
+}
+
+std::vector<tensor> decode_rows(const std::vector<char>& bytes, const std::vector<tensor*>& mine,
+                                const std::string& source) {
+  std::vector<tensor> parts = decode_tensors(bytes, source);
+  if (parts.size() != 3 * mine.size())
+    throw error(source + " sent " + std::to_string(parts.size()) + " tensors for " + std::to_string(mine.size()) +
+                " SELECTED_ROWS buffers (3 each: rows, values, height)");
+  std::vector<tensor> out;
+  for (std::size_t v = 0; v < mine.size(); ++v) {
+    const tensor& rows = parts[3 * v];
+    tensor& value = parts[3 * v + 1];
+    const tensor& height = parts[3 * v + 2];
+    const std::string which = source + "'s buffer " + std::to_string(v);
+    if (rows.type() != dtype::int64 || rows.rank() != 1 || height.type() != dtype::int64 || height.numel() != 1 ||
+        value.type() != dtype::fp32 || value.rank() != 2)
+      throw error(which + " is not rows (INT64 [n]), values (FP32 [n, width]) and a height (INT64 [1])");
+    if (value.dim(0) != rows.numel())
+      throw error(which + " claims " + std::to_string(rows.numel()) + " rows but sent values for " +
+                  std::to_string(value.dim(0)));
+    const std::int64_t my_height = mine[v]->sparse_rows()->height();
+    if (value.dim(1) != mine[v]->dim(1) || height.data<std::int64_t>()[0] != my_height)
+      throw error(which + " has rows of width " + std::to_string(value.dim(1)) + " in a table of " +
+                  std::to_string(height.data<std::int64_t>()[0]) + " rows, this process width " +
+                  std::to_string(mine[v]->dim(1)) + " and " + std::to_string(my_height) + " rows");
+    const auto r = rows.values<std::int64_t>();
+    value.set_sparse_rows(std::make_shared<const selected_rows>(std::vector<std::int64_t>(r.begin(), r.end()),
+                                                                my_height, which));
+    out.push_back(std::move(value));
+  }
+  return out;
+}
+
+} // namespace pe

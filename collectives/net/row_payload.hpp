@@ -1,0 +1,24 @@
+#pragma once
+// What an all_gather of SELECTED_ROWS values (sparse gradients) sends between processes, and
+// the checks of what a peer sent: its payload sizes differ by process, so they are checked
+// against what this process holds instead of a size both know.
+#include <string>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace pe {
+
+/// The lead's SELECTED_ROWS buffers as bytes (encode_tensors): per buffer its rows (INT64
+/// [n]), its value (FP32 [n, width]) and its table's height (INT64 [1]). Throws pe::error
+/// naming `label` when a buffer is not a SELECTED_ROWS value.
+std::vector<char> encode_rows(const std::vector<tensor*>& buffers, const std::string& label);
+
+/// The SELECTED_ROWS values `bytes` holds, one per buffer of `mine` (this process's own),
+/// checked: a payload that does not decode or holds another number of buffers, a row count
+/// that disagrees with the values' rows, a row outside the table, or a width or height other
+/// than mine is a pe::error naming `source` (the peer) and what it sent.
+std::vector<tensor> decode_rows(const std::vector<char>& bytes, const std::vector<tensor*>& mine,
+                                const std::string& source);
+
+} // namespace pe
