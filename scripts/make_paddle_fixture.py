@@ -245,6 +245,13 @@ def _training_fixture(out_dir, name, build, image_shape, seed):
         per_sample, optimizer = build(image, label)
         loss = paddle.mean(per_sample)
         optimizer.minimize(loss)
+    x, y = training_batch(image_shape, seed)
+    save_training_fixture(out_dir, name, main, startup, loss, per_sample, {"image": x, "label": y})
+
+
+def save_training_fixture(out_dir, name, main, startup, loss, per_sample, feed):
+    """Writes tests/data/paddle_<name>/: the programs, Paddle's initial parameters, the batch
+    `feed` ({feed name: array}, one <name>.npy each) and Paddle's losses on 1 and 2 places."""
     d = os.path.join(out_dir, "paddle_" + name)
     os.makedirs(os.path.join(d, "params"), exist_ok=True)
     for part, program in (("startup", startup), ("main", main)):
@@ -254,10 +261,8 @@ def _training_fixture(out_dir, name, build, image_shape, seed):
     with paddle.static.scope_guard(scope):
         exe.run(startup)
         paddle.distributed.io.save_persistables(exe, os.path.join(d, "params"), main)
-    x, y = training_batch(image_shape, seed)
-    np.save(os.path.join(d, "image.npy"), x)
-    np.save(os.path.join(d, "label.npy"), y)
-    feed = {"image": x, "label": y}
+    for feed_name, value in feed.items():
+        np.save(os.path.join(d, feed_name + ".npy"), value)
     for places in (1, 2):
         np.save(os.path.join(d, f"losses_{places}p.npy"),
                 losses(main, startup, loss, per_sample, feed, places))
@@ -300,26 +305,10 @@ def bow_classifier_fixture(out_dir, seed):
             per_sample = F.cross_entropy(logits, label, reduction="none")
             loss = paddle.mean(per_sample)
             paddle.optimizer.SGD(learning_rate=0.5).minimize(loss)
-        d = os.path.join(out_dir, "paddle_bow_classifier")
-        os.makedirs(os.path.join(d, "params"), exist_ok=True)
-        for part, program in (("startup", startup), ("main", main)):
-            write_program(os.path.join(d, part + ".pb"), program)
-        with paddle.static.scope_guard(paddle.static.Scope()):
-            exe = paddle.static.Executor(paddle.CPUPlace())
-            exe.run(startup)
-            paddle.distributed.io.save_persistables(exe, os.path.join(d, "params"), main)
+        print("bow_classifier ops:", [op.type for op in main.global_block().ops])
         x, y = bow_batch(seed)
-        np.save(os.path.join(d, "input_ids.npy"), x)
-        np.save(os.path.join(d, "label.npy"), y)
-        feed = {"input_ids": x, "label": y}
-        for places in (1, 2):
-            np.save(os.path.join(d, f"losses_{places}p.npy"),
-                    losses(main, startup, loss, per_sample, feed, places))
-        with open(os.path.join(d, "loss_name.txt"), "w") as f:
-            f.write(loss.name + "\n")
-        print("bow_classifier", loss.name, [op.type for op in main.global_block().ops],
-              np.load(os.path.join(d, "losses_1p.npy"))[[0, -1]],
-              np.load(os.path.join(d, "losses_2p.npy"))[[0, -1]])
+        save_training_fixture(out_dir, "bow_classifier", main, startup, loss, per_sample,
+                              {"input_ids": x, "label": y})
 
 
 bow_classifier_fixture(out_dir, 31)
