@@ -52,14 +52,14 @@ dataset batcher::next(std::int64_t first, std::int64_t count) {
     throw error("batcher: rows [" + std::to_string(first) + ", " + std::to_string(first + count) +
                 ") of a batch of " + std::to_string(batch));
   auto begin = take() + first;
-  dataset out{tensor(data_.images.type(), with_rows(data_.images.shape(), count)),
-              tensor(data_.labels.type(), with_rows(data_.labels.shape(), count))};
-  for (std::int64_t i = 0; i < count; ++i) {
-    auto sample = order_[static_cast<std::size_t>(begin + i)];
-    copy_row(data_.images, sample, out.images, i);
-    copy_row(data_.labels, sample, out.labels, i);
+  std::vector<data_feed> feeds;
+  for (const auto& f : data_.feeds()) {
+    tensor rows(f.rows.type(), with_rows(f.rows.shape(), count));
+    for (std::int64_t i = 0; i < count; ++i)
+      copy_row(f.rows, order_[static_cast<std::size_t>(begin + i)], rows, i);
+    feeds.push_back({f.name, std::move(rows)});
   }
-  return out;
+  return dataset(std::move(feeds));
 }
 
 void batcher::advance(std::int64_t batches) {

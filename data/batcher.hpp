@@ -19,8 +19,8 @@ class batcher {
   /// sees: place p gets the p-th contiguous rows of each batch).
   batcher(const dataset& data, std::int64_t batch_size, std::uint64_t seed, bool shuffled = true);
 
-  /// The next batch: copies of its samples, images and labels with b rows of the data set's
-  /// row shapes.
+  /// The next batch: copies of its samples, every feed with b rows of its row shape in the
+  /// data set (the same samples in the same order in every feed).
   dataset next();
 
   /// The rows the next batch has: the batch size, or the rest of the epoch.

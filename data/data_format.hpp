@@ -12,22 +12,26 @@ namespace pe {
 /// What every data format's loader is given besides its directory.
 struct data_load_options {
   std::uint64_t seed = 1;  ///< what generated data is drawn from
-  bool normalize = false;  ///< scale pixels to [0, 1] (formats with pixels() only)
-  feed_names feeds = builtin_feeds;
+  bool normalize = false;  ///< scale pixels to [0, 1] (formats with `pixels` only)
+  /// The program's feeds, which a format with `feeds_by_name` reads one by one.
+  std::vector<std::string> feeds = builtin_feeds;
 };
 
 /// A source of training data that `--data` names: "synthetic", or "NAME:DIR" for a format
-/// read from a directory. A new format is a reader in data/ plus one line in
-/// data_formats.cpp that registers it here; `--data`, its check, its --help and the
-/// loader all read this registry.
+/// read from a directory. A new format is a reader in data/ that returns a data_splits (a
+/// dataset of named feeds, data/dataset.hpp) plus one line in data_formats.cpp that
+/// registers it here; `--data`, its check, its --help and the loader all read this
+/// registry.
 struct data_format {
   std::string name;      ///< "synthetic", "idx", "npy"
   bool takes_dir = true; ///< written NAME:DIR; else NAME alone
   /// Whether --normalize applies (pixel data).
   bool pixels = false;
-  /// Whether its files are named by the program's feeds (npy: DIR/<feed>.npy), so their
-  /// shapes must match the program as they are; else the loader's images are reshaped to
-  /// the program's image feed when the widths agree (idx [n, 784] to [n, 1, 28, 28]).
+  /// Whether it reads every feed the program has by its name (npy: DIR/<feed>.npy), so each
+  /// file's dtype and row shape must match its feed as they are. Else its loader makes feeds
+  /// of its own (synthetic and idx: image FP32 and label INT64), each fed to the program's
+  /// one feed of its dtype, and an image whose width agrees is reshaped to the program's
+  /// rows (idx [n, 784] to [n, 1, 28, 28]).
   bool feeds_by_name = false;
   std::string about; ///< for --help: what it reads
   std::function<data_splits(const std::string& dir, const data_load_options& options)> load;

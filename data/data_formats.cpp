@@ -26,7 +26,7 @@ std::vector<data_format> builtin_formats() {
       {"idx", true, true, false, "MNIST-format files",
        [](const std::string& dir, const data_load_options& o) { return load_idx_dir(dir, o.normalize); },
        [](const std::string& dir, const std::string&, bool test) { return spec_origin("idx", dir, test); }},
-      {"npy", true, false, true, "one numpy file per feed, DIR/<feed name>.npy",
+      {"npy", true, false, true, "one numpy file per feed of the program, DIR/<feed name>.npy",
        [](const std::string& dir, const data_load_options& o) { return load_npy_dir(dir, o.feeds); },
        [](const std::string& dir, const std::string& feed, bool test) { return npy_feed_file(dir, feed, test); }},
   };
@@ -71,7 +71,7 @@ data_spec parse_data_spec(const std::string& text) {
 }
 
 data_splits load_data(const std::string& spec, std::uint64_t seed, bool normalize,
-                      const feed_names& feeds) {
+                      const std::vector<std::string>& feeds) {
   const data_spec d = parse_data_spec(spec);
   return d.format.load(d.dir, {seed, normalize, feeds});
 }

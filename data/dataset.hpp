@@ -1,28 +1,58 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/tensor.hpp"
 
 namespace pe {
 
-/// A labelled data set in memory: `images` and `labels` with one row per sample along dim 0.
-/// Generated and idx data are `images` FP32 [n, width] and `labels` INT64 [n, 1], the shapes
-/// the built-in MLP feeds take; npy data has whatever dtype and row shape its files hold.
-struct dataset {
-  tensor images;
-  tensor labels;
+/// One feed of a data set: the program variable it feeds and its rows, one per sample along
+/// dim 0, of any dtype and row shape.
+struct data_feed {
+  std::string name;
+  tensor rows;
+};
 
-  std::int64_t size() const { return images.dim(0); }
-  /// Elements per image (the product of the non-batch dims).
-  std::int64_t width() const { return size() == 0 ? 0 : images.numel() / size(); }
+/// A data set in memory: named feeds that all have one row per sample along dim 0, so that
+/// slicing and batching take the same rows of every feed. Generated and idx data are two
+/// feeds, `image` FP32 [n, width] and `label` INT64 [n, 1] (the built-in models' feeds);
+/// npy:DIR data has one feed per feed of the program, of whatever dtype and row shape its
+/// file holds.
+class dataset {
+ public:
+  /// How errors name the feed `name`: by default "feed 'NAME'"; a reader names its file.
+  using describer = std::function<std::string(const std::string& name)>;
 
-  /// Samples [begin, end), sharing this data set's storage.
-  dataset slice(std::int64_t begin, std::int64_t end) const {
-    return {images.slice(begin, end), labels.slice(begin, end)};
-  }
+  dataset() = default;
+
+  /// Takes `feeds` in their order. Throws pe::error naming the feed (as `describe` does)
+  /// when one is uninitialised or a scalar, when two share a name, and naming both when two
+  /// disagree on their number of rows.
+  explicit dataset(std::vector<data_feed> feeds, const describer& describe = {});
+
+  /// The number of samples: every feed's rows (0 without feeds).
+  std::int64_t size() const { return feeds_.empty() ? 0 : feeds_.front().rows.dim(0); }
+
+  const std::vector<data_feed>& feeds() const { return feeds_; }
+
+  /// The rows of feed `name`, or nullptr when the data set has no such feed.
+  const tensor* find(const std::string& name) const;
+
+  /// The rows of feed `name`. Throws pe::error naming it and the feeds there are when absent.
+  const tensor& at(const std::string& name) const;
+
+  /// Elements per row of feed `name` (the product of its non-batch dims).
+  std::int64_t width(const std::string& name) const;
+
+  /// Samples [begin, end) of every feed, sharing this data set's storage.
+  dataset slice(std::int64_t begin, std::int64_t end) const;
+
+ private:
+  std::vector<data_feed> feeds_;
 };
 
 /// A training set and, where the source has one, a test set.
@@ -31,20 +61,15 @@ struct data_splits {
   std::optional<dataset> test;
 };
 
-/// The names of the program variables a data set feeds.
-struct feed_names {
-  std::string image;
-  std::string label;
-};
-
-/// The feed names of the built-in models (graph/models/).
-inline const feed_names builtin_feeds{"image", "label"};
+/// The feeds of generated and idx data, which the built-in models (graph/models/) read.
+inline const std::string image_feed = "image", label_feed = "label";
+inline const std::vector<std::string> builtin_feeds{image_feed, label_feed};
 
 /// Loads `spec` with the data format it names (data/data_format.hpp): "synthetic" (generated
 /// from `seed`), "idx:DIR" (MNIST-format files, pixels divided by 255 when `normalize`) or
-/// "npy:DIR" (DIR/<feed>.npy for the `feeds`, see load_npy_dir), or a registered one.
+/// "npy:DIR" (one file per name in `feeds`, see load_npy_dir), or a registered one.
 /// Throws pe::error naming the file or the spec.
 data_splits load_data(const std::string& spec, std::uint64_t seed, bool normalize,
-                      const feed_names& feeds = builtin_feeds);
+                      const std::vector<std::string>& feeds = builtin_feeds);
 
 } // namespace pe

@@ -113,12 +113,13 @@ std::optional<std::string> find_file(const std::filesystem::path& dir, const std
   return std::nullopt;
 }
 
+/// The image and label feeds of an idx image file and its label file.
 dataset load_pair(const std::string& images_path, const std::string& labels_path, bool normalize) {
-  dataset d{read_idx_images(images_path, normalize), read_idx_labels(labels_path)};
-  if (d.images.dim(0) != d.labels.dim(0))
-    throw error(images_path + " has " + std::to_string(d.images.dim(0)) + " images but " +
-                labels_path + " has " + std::to_string(d.labels.dim(0)) + " labels");
-  return d;
+  tensor images = read_idx_images(images_path, normalize), labels = read_idx_labels(labels_path);
+  if (images.dim(0) != labels.dim(0))
+    throw error(images_path + " has " + std::to_string(images.dim(0)) + " images but " +
+                labels_path + " has " + std::to_string(labels.dim(0)) + " labels");
+  return dataset({{image_feed, std::move(images)}, {label_feed, std::move(labels)}});
 }
 
 } // namespace

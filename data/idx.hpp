@@ -18,7 +18,8 @@ tensor read_idx_images(const std::string& path, bool normalize);
 tensor read_idx_labels(const std::string& path);
 
 /// Loads DIR/train-images-idx3-ubyte and DIR/train-labels-idx1-ubyte as the training set
-/// and, when both exist, the t10k-* pair as the test set; each name may carry ".gz".
+/// (the feeds image_feed and label_feed) and, when both exist, the t10k-* pair as the test
+/// set; each name may carry ".gz".
 /// Throws pe::error when a training file is missing, only one t10k file exists, or image
 /// and label counts differ.
 data_splits load_idx_dir(const std::string& dir, bool normalize);

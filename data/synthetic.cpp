@@ -21,7 +21,8 @@ dataset draw_samples(const std::vector<float>& prototypes, const synthetic_confi
     for (std::int64_t j = 0; j < c.width; ++j)
       image[j] = prototype[j] + noise(rng);
   }
-  return {tensor::from_vector(images, {count, c.width}), tensor::from_vector(labels, {count, 1})};
+  return dataset({{image_feed, tensor::from_vector(images, {count, c.width})},
+                  {label_feed, tensor::from_vector(labels, {count, 1})}});
 }
 
 } // namespace

@@ -19,7 +19,8 @@ struct synthetic_config {
   float noise = 1.0f;           ///< standard deviation of the per-sample noise
 };
 
-/// Training and test sets drawn around the same prototypes.
+/// Training and test sets drawn around the same prototypes, each the feeds image_feed (FP32
+/// [n, width]) and label_feed (INT64 [n, 1]).
 data_splits make_synthetic(const synthetic_config& config);
 
 } // namespace pe

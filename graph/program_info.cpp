@@ -42,12 +42,13 @@ std::vector<data_input> data_inputs(const proto::ProgramDesc& program) {
 
 namespace {
 
-/// The first output of the first op of `type` bound to `slot`, or "".
-std::string first_output(const proto::BlockDesc& block, const std::string& type,
-                         const std::string& slot) {
+/// The first argument bound to `slot` by `args` (input_args or output_args) of the first op
+/// of `type` that binds one, or "".
+std::string first_arg(const proto::BlockDesc& block, const std::string& type, const std::string& slot,
+                      std::vector<std::string> (*args)(const proto::OpDesc&, std::string_view)) {
   for (const auto& op : block.ops())
     if (op.type() == type)
-      if (auto args = output_args(op, slot); !args.empty()) return args.front();
+      if (auto bound = args(op, slot); !bound.empty()) return bound.front();
   return "";
 }
 
@@ -62,8 +63,9 @@ program_roles analyze_program(const proto::ProgramDesc& main) {
     if (role_of(op) == (op_role::backward | op_role::loss))
       if (auto out = output_args(op, "Out"); !out.empty() && out.front().ends_with("@GRAD"))
         roles.loss = out.front().substr(0, out.front().size() - 5);
-  roles.softmax = first_output(block, "softmax_with_cross_entropy", "Softmax");
-  roles.accuracy = first_output(block, "accuracy", "Accuracy");
+  roles.softmax = first_arg(block, "softmax_with_cross_entropy", "Softmax", output_args);
+  roles.label = first_arg(block, "softmax_with_cross_entropy", "Label", input_args);
+  roles.accuracy = first_arg(block, "accuracy", "Accuracy", output_args);
   return roles;
 }
 

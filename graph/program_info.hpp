@@ -24,6 +24,7 @@ struct program_roles {
   std::vector<std::string> feeds; ///< the data inputs' names
   std::string loss;               ///< the var whose @GRAD is seeded (op_role Backward|Loss); "" if none
   std::string softmax;            ///< Softmax output of softmax_with_cross_entropy; "" if none
+  std::string label;              ///< Label input of that softmax_with_cross_entropy; "" if none
   std::string accuracy;           ///< Accuracy output of an accuracy op; "" if none
 };
 

@@ -91,11 +91,51 @@ python_executor::python_executor(py::handle places, py::handle startup_program,
   const program_ptr main = to_program(main_program, "main_program");
   loss_name_ = checked_loss_name(loss_name, *main);
   exe_ = make_executor(places, startup_program, *main, build_strategy, exec_strategy, share_vars_from);
+  // A Paddle Program carries the LRScheduler its optimizer was given (and its clones do);
+  // a program without the scheduler's variable (a test program) has no rate to write.
+  if (py::hasattr(main_program, "lr_scheduler")) {
+    const py::object scheduler = main_program.attr("lr_scheduler");
+    const bool named = py::hasattr(scheduler, "_var_name");
+    if (!named || is_rate_variable(var_name(scheduler.attr("_var_name"), "lr_scheduler._var_name")))
+      set_lr_scheduler(scheduler);
+  }
+}
+
+bool python_executor::is_rate_variable(const std::string& name) const {
+  for (const param_spec& p : persistable_specs(exe_->program()))
+    if (p.name == name) return p.type == dtype::fp32 && numel_of(p.dims) == 1;
+  return false;
+}
+
+void python_executor::set_lr_scheduler(py::handle scheduler) {
+  if (scheduler.is_none()) {
+    lr_scheduler_ = py::none();
+    lr_var_.clear();
+    return;
+  }
+  if (!PyCallable_Check(scheduler.ptr()) || !py::hasattr(scheduler, "_var_name"))
+    throw py::type_error("lr_scheduler: expected Paddle's LRScheduler protocol (a callable that "
+                         "returns the learning rate, with _var_name naming its variable), got " +
+                         std::string(py::repr(scheduler)));
+  const std::string var = var_name(scheduler.attr("_var_name"), "lr_scheduler._var_name");
+  if (!is_rate_variable(var))
+    throw py::value_error("lr_scheduler: its _var_name '" + var + "' is not a one-element FP32 "
+                          "persistable variable of the program");
+  lr_scheduler_ = py::reinterpret_borrow<py::object>(scheduler);
+  lr_var_ = var;
+}
+
+void python_executor::apply_lr_scheduler() {
+  if (lr_scheduler_.is_none()) return;
+  const double rate = lr_scheduler_().cast<double>();
+  const tensor value = tensor::from_vector(std::vector<float>{static_cast<float>(rate)}, {1});
+  locked([&] { exe_->set_persistable(lr_var_, value); });
 }
 
 py::list python_executor::run(py::handle feed, py::handle fetch_list, bool return_merged) {
   const feed_map feeds = to_feeds(feed);
   const std::vector<std::string> fetches = to_fetch_list(fetch_list);
+  apply_lr_scheduler(); // as Paddle's Executor.run, before the step
   if (return_merged) return to_arrays(locked([&] { return exe_->run(feeds, fetches); }));
   py::list out;
   for (auto& per_place : locked([&] { return exe_->run_per_place(feeds, fetches); }))
@@ -201,6 +241,11 @@ void bind_executor(py::module_& m) {
            "Writes the recorded steps to the start_trace path as a Chrome trace (Perfetto,\n"
            "pe-actor-trace read it); returns the number of firings. The steps should share\n"
            "one fetch list: ops are named from the last step's graph.")
+      .def_property("lr_scheduler", &python_executor::lr_scheduler, &python_executor::set_lr_scheduler,
+                    "Paddle's LRScheduler (or any callable returning the learning rate, with\n"
+                    "_var_name naming its FP32 [1] persistable): run() writes its value to that\n"
+                    "variable on every place before each step, as Paddle's Executor.run does;\n"
+                    "step it yourself. Taken from a Paddle Program's lr_scheduler; None: none.")
       .def_property_readonly("loss_name", [](const python_executor& e) {
         return e.loss_name().empty() ? py::none() : py::object(py::str(e.loss_name()));
       })

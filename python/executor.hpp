@@ -42,6 +42,17 @@ class python_executor {
   /// Replaces persistable `name` on every place.
   void set_var(const std::string& name, pybind11::handle value);
 
+  /// Paddle's static-graph learning-rate schedule, as Paddle's Executor.run applies it: before
+  /// every run(), `scheduler()` (the rate now) is written to the FP32 persistable that
+  /// `scheduler._var_name` names, on every place; the caller steps the scheduler, as in
+  /// Paddle. A Paddle Program's `lr_scheduler` (optimizer.minimize with an LRScheduler sets
+  /// it) is taken by the constructor when the program declares its variable. None removes it
+  /// (the variable keeps its last value).
+  /// Throws a TypeError for an object without that protocol and a ValueError when the
+  /// variable is not a one-element FP32 persistable of the program.
+  void set_lr_scheduler(pybind11::handle scheduler);
+  pybind11::object lr_scheduler() const { return lr_scheduler_; }
+
   /// Records every later step until stop_trace, which writes `path` (Chrome trace JSON).
   void start_trace(const std::string& path);
   /// Writes the trace file; returns the number of firings recorded.
@@ -59,7 +70,14 @@ class python_executor {
     return f();
   }
 
+  /// Writes the learning-rate scheduler's rate to its variable (before a step).
+  void apply_lr_scheduler();
+  /// Whether `name` is a one-element FP32 persistable of the program: a learning rate.
+  bool is_rate_variable(const std::string& name) const;
+
   std::shared_ptr<std::mutex> run_lock_;
+  pybind11::object lr_scheduler_ = pybind11::none();
+  std::string lr_var_; ///< the scheduler's variable
   std::string loss_name_;
   std::unique_ptr<trace_recorder> recorder_; // outlives every step it records: exe_ goes first
   std::string trace_path_;

@@ -273,6 +273,39 @@ def save_training_fixture(d, main, startup, loss, per_sample, feed):
           np.load(os.path.join(d, "losses_2p.npy"))[[0, -1]])
 
 
+# A fixture whose feeds are not an image and a label (tests/data/paddle_bow_classifier/,
+# tests/cli_feeds_test.cpp): a bag-of-words classifier fed input_ids (INT64 [-1, 8]) and label
+# (INT64 [-1, 1]), saved and measured as the training fixtures above are, its batch as
+# input_ids.npy and label.npy.
+VOCAB, WORDS, CLASSES = 40, 8, 4
+
+
+def bow_batch(seed):
+    """BATCH sentences of WORDS ids; the class is the sentence's id sum mod CLASSES."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, VOCAB, size=(BATCH, WORDS)).astype("int64")
+    label = (ids.sum(axis=1, keepdims=True) % CLASSES).astype("int64")
+    return ids, label
+
+
+def bow_classifier_fixture(out_dir, seed):
+    with paddle.utils.unique_name.guard():
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        main.random_seed = startup.random_seed = seed
+        with paddle.static.program_guard(main, startup):
+            ids = paddle.static.data("input_ids", [-1, WORDS], "int64")
+            label = paddle.static.data("label", [-1, 1], "int64")
+            embedded = paddle.nn.Embedding(VOCAB, 16, sparse=False)(ids)  # lookup_table_v2
+            logits = paddle.nn.Linear(16, CLASSES)(paddle.mean(embedded, axis=1))
+            per_sample = F.cross_entropy(logits, label, reduction="none")
+            loss = paddle.mean(per_sample)
+            paddle.optimizer.SGD(learning_rate=0.5).minimize(loss)
+        print("bow_classifier ops:", [op.type for op in main.global_block().ops])
+        x, y = bow_batch(seed)
+        save_training_fixture(os.path.join(out_dir, "paddle_bow_classifier"), main, startup, loss,
+                              per_sample, {"input_ids": x, "label": y})
+
+
 if __name__ == "__main__":
     write_mlp_fixture(out_dir)
     write_params_fixture(out_dir)
@@ -280,3 +313,4 @@ if __name__ == "__main__":
     training_fixture(out_dir, "mlp_dropout_l2decay", mlp_dropout_l2decay, (784,), 12)
     training_fixture(out_dir, "lenet_batch_norm", lenet_batch_norm, (1, 28, 28), 13)
     training_fixture(out_dir, "resnet_small", resnet_small, (3, 16, 16), 21)
+    bow_classifier_fixture(out_dir, 31)

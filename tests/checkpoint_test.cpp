@@ -31,11 +31,12 @@ dataset numbered(std::int64_t samples) {
     images.push_back(static_cast<float>(i));
     labels.push_back(i);
   }
-  return {tensor::from_vector(images, {samples, 1}), tensor::from_vector(labels, {samples, 1})};
+  return dataset({{"image", tensor::from_vector(images, {samples, 1})},
+                  {"label", tensor::from_vector(labels, {samples, 1})}});
 }
 
 std::vector<std::int64_t> labels_of(const dataset& batch) {
-  auto v = batch.labels.values<std::int64_t>();
+  auto v = batch.at("label").values<std::int64_t>();
   return {v.begin(), v.end()};
 }
 

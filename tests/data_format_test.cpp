@@ -44,16 +44,16 @@ TEST(DataFormats, ARegisteredFormatLoadsByItsName) {
   register_data_format({"ones", true, false, false, "rows of ones",
                         [](const std::string& dir, const data_load_options& o) {
                           const auto n = static_cast<std::int64_t>(dir.size());
-                          dataset d{tensor::from_vector(std::vector<float>(static_cast<std::size_t>(n * 2), 1.f), {n, 2}),
-                                    tensor::from_vector(std::vector<std::int64_t>(static_cast<std::size_t>(n), o.seed), {n, 1})};
+                          dataset d({{"x", tensor::from_vector(std::vector<float>(static_cast<std::size_t>(n * 2), 1.f), {n, 2})},
+                                     {"y", tensor::from_vector(std::vector<std::int64_t>(static_cast<std::size_t>(n), o.seed), {n, 1})}});
                           return data_splits{d, std::nullopt};
                         },
                         [](const std::string& dir, const std::string&, bool) { return "ones:" + dir; }});
   EXPECT_NE(data_spec_forms().find("ones:DIR"), std::string::npos) << data_spec_forms();
   const auto data = load_data("ones:abc", 7, false);
   EXPECT_EQ(data.train.size(), 3);
-  EXPECT_EQ(data.train.width(), 2);
-  EXPECT_EQ(data.train.labels.values<std::int64_t>()[2], 7);
+  EXPECT_EQ(data.train.width("x"), 2);
+  EXPECT_EQ(data.train.at("y").values<std::int64_t>()[2], 7);
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 // Several pe-actor-run processes training as one job on 127.0.0.1: losses equal to one process
-// over the same number of places, bit-identical from run to run; a killed, frozen or
+// over the same number of places, bit-identical from run to run; a Paddle program's named
+// feeds shared across processes as Paddle's places share them; a killed, frozen or
 // mismatched process ends the job with errors naming it, and nothing is left running.
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collectives/process_backend.hpp"
+#include "data/npy.hpp"
 #include "idx_files.hpp"
 #include "support/job.hpp"
 #include "support/process.hpp"
@@ -200,6 +202,24 @@ TEST(JobSignals, ASignalToOneRankStopsEveryRankAtTheSameStep) {
   std::ifstream metrics(dir.file("m.json"));
   ASSERT_TRUE(metrics.good());
   EXPECT_EQ(std::to_string(nlohmann::json::parse(metrics).at("steps").size()), stopped_at[0]);
+}
+
+TEST_P(JobWithBackend, EveryFeedOfAPaddleProgramIsSharedAsPaddlesPlacesShareIt) {
+  // The bag-of-words fixture (input_ids INT64 [-1, 8] and label, fed by name from npy:DIR):
+  // two processes of one place each get rows 0-3 and 4-7 of every feed, as Paddle's two
+  // places did, and give its 2-place losses.
+  const std::string fixture = std::string(PE_TEST_DATA_DIR) + "/paddle_bow_classifier";
+  temp_dir dir("mp_feeds_" + GetParam());
+  job j(dir, 2, words("--model " + fixture + "/main.pb --startup " + fixture + "/startup.pb --load-params " +
+                      fixture + "/params --data npy:" + fixture + " --no-shuffle --batch-size 8 --steps 20 "
+                      "--places cpu:1 --metrics " + dir.file("m.json") + backend_flag()));
+  for (auto status : j.wait()) ASSERT_EQ(status, 0) << j.errors();
+  const pe::tensor expected = pe::read_npy(fixture + "/losses_2p.npy");
+  const auto paddle = expected.values<float>();
+  const auto ours = losses(dir.file("m.json"));
+  ASSERT_EQ(ours.size(), 20u);
+  for (std::size_t s = 0; s < ours.size(); ++s)
+    EXPECT_NEAR(ours[s], paddle[s], 1e-4 * std::abs(paddle[s])) << "step " << s + 1;
 }
 
 TEST_P(JobWithBackend, AKilledProcessEndsTheOthersNamingIt) {

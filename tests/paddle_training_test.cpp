@@ -12,6 +12,9 @@
 //   resnet_small:        paddle.nn layers: conv3x3 stem, 3 BasicBlocks (the last two with
 //                        stride-2 1x1 shortcut convs), batch_norm, AdaptiveAvgPool2D(1),
 //                        Linear, momentum with L2Decay
+//   bow_classifier:      fed input_ids INT64 [-1, 8] and label, not an image: nn.Embedding
+//                        (lookup_table_v2, dense), mean over the words, Linear, cross
+//                        entropy, sgd (tests/cli_feeds_test.cpp runs it through the CLI)
 // and pe-actor-run on the ResNet's files (--data npy:DIR --load-params): with --no-shuffle
 // its 2-place losses are Paddle's 2-place ones (shuffled, the places' rows differ, and so do
 // their batch_norm statistics).
@@ -25,6 +28,7 @@
 #include "support/job.hpp"
 #include "support/process.hpp"
 #include "data/npy.hpp"
+#include "data/npy_dir.hpp"
 #include "graph/exec/param_files.hpp"
 #include "graph/program_info.hpp"
 #include "graph/program_io.hpp"
@@ -48,7 +52,9 @@ std::vector<float> our_losses(const std::string& name, int places, std::int64_t 
   for (int p = 0; p < places; ++p) where.push_back(place::cpu(p));
   parallel_executor exe(where, startup, main);
   for (const auto& [var, value] : load_params(dir + "/params", main)) exe.set_persistable(var, value);
-  const feed_map feeds{{"image", read_npy(dir + "/image.npy")}, {"label", read_npy(dir + "/label.npy")}};
+  const dataset batch = read_npy_split(dir, analyze_program(main).feeds, false);
+  feed_map feeds; // every feed of the program, from DIR/<feed>.npy
+  for (const auto& f : batch.feeds()) feeds.emplace(f.name, f.rows);
   std::vector<float> out;
   for (std::int64_t s = 0; s < steps; ++s) {
     const tensor fetched = exe.run(feeds, {loss}).at(0);
@@ -75,7 +81,7 @@ TEST_P(paddle_training, twenty_steps_equal_paddles_losses) {
 INSTANTIATE_TEST_SUITE_P(
     fixtures, paddle_training,
     ::testing::Combine(::testing::Values("mlp_cross_entropy2", "mlp_dropout_l2decay",
-                                         "lenet_batch_norm", "resnet_small"),
+                                         "lenet_batch_norm", "resnet_small", "bow_classifier"),
                        ::testing::Values(1, 2)),
     [](const auto& info) {
       return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "p";

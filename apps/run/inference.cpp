@@ -42,14 +42,13 @@ std::vector<std::string> by_column(const proto::BlockDesc& block, const std::str
   return names;
 }
 
-/// DIR/<feed>.npy for every feed, checked against the model's declaration; all with the
-/// same number of rows.
+/// DIR/<feed>.npy for every feed (npy_feed_file), all with the same number of rows, checked
+/// against the model's declaration.
 feed_map read_feeds(const inference_model& m, const var_table& declared, const std::string& dir) {
   feed_map feeds;
-  std::string first;
-  for (const auto& name : m.feeds) {
+  const dataset read = read_npy_split(dir, m.feeds, false);
+  for (const auto& [name, value] : read.feeds()) {
     const std::string path = npy_feed_file(dir, name, false);
-    tensor value = read_npy_feed(dir, name, false);
     const var_info& want = declared.at(name);
     if (value.type() != want.type)
       throw error(path + ": feed '" + name + "' is " + to_string(value.type()) +
@@ -57,11 +56,7 @@ feed_map read_feeds(const inference_model& m, const var_table& declared, const s
     if (!dims_compatible(value.shape(), want.dims))
       throw error(path + ": feed '" + name + "' has shape " + to_string(value.shape()) +
                   ", the model declares " + to_string(want.dims));
-    if (!first.empty() && value.dim(0) != feeds.at(first).dim(0))
-      throw error(path + " has " + std::to_string(value.dim(0)) + " rows but the feed '" + first +
-                  "' has " + std::to_string(feeds.at(first).dim(0)));
-    if (first.empty()) first = name;
-    feeds.emplace(name, std::move(value));
+    feeds.emplace(name, value);
   }
   return feeds;
 }

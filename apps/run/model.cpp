@@ -1,6 +1,5 @@
 #include "apps/run/model.hpp"
 
-#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "graph/program_info.hpp"
 #include "graph/program_io.hpp"
@@ -8,37 +7,6 @@
 namespace pe {
 
 namespace {
-
-const proto::VarDesc* find_var(const proto::ProgramDesc& program, const std::string& name) {
-  for (const auto& var : program.blocks(0).vars())
-    if (var.name() == name)
-      return &var;
-  return nullptr;
-}
-
-/// Sets `m.image` and `m.label` from the program's feeds: one FP32 and one INT64 tensor.
-void assign_feeds(model_programs& m, const std::vector<std::string>& feeds,
-                  const std::string& path) {
-  std::vector<std::string> images, labels;
-  std::string found;
-  for (const auto& name : feeds) {
-    const auto* var = find_var(m.main, name);
-    bool is_tensor = var && var->type().has_lod_tensor();
-    auto type = is_tensor ? static_cast<dtype>(var->type().lod_tensor().tensor().data_type())
-                          : dtype::boolean;
-    found += (found.empty() ? "" : ", ") + name + " (" +
-             (is_tensor ? to_string(type) : std::string("not a declared tensor")) + ")";
-    if (is_tensor && type == dtype::fp32)
-      images.push_back(name);
-    else if (is_tensor && type == dtype::int64)
-      labels.push_back(name);
-  }
-  if (feeds.size() != 2 || images.size() != 1 || labels.size() != 1)
-    throw error(path + ": expected one FP32 image feed and one INT64 label feed, found " +
-                (found.empty() ? "none" : found));
-  m.image = images[0];
-  m.label = labels[0];
-}
 
 model_programs load_model(const run_options& o) {
   model_programs m;
@@ -51,7 +19,12 @@ model_programs load_model(const run_options& o) {
     throw error(o.model +
                 ": no loss found (no op has op_role Backward|Loss); is it a training program?");
   m.loss = roles.loss;
-  assign_feeds(m, roles.feeds, o.model);
+  if (roles.feeds.empty())
+    throw error(o.model + ": the program has no feeds (no variable is read before an op "
+                "writes it, nor fed by a feed op); training needs data to feed");
+  // Its feeds are its data inputs, whatever their names and dtypes (fit_to_program checks
+  // them against the data); the label is what an accuracy added for --eval compares with.
+  m.label = roles.label;
   if (o.eval) {
     m.test = clone_for_test(m.main, m.label);
     m.accuracy = analyze_program(m.test).accuracy;

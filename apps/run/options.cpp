@@ -138,12 +138,17 @@ std::string data_help() {
   for (const auto& f : data_formats()) help += " " + f.name + (f.takes_dir ? ":DIR" : "") + ", " + f.about + ";";
   help.back() = '.';
   return help +
-         " idx:DIR reads train-images-idx3-ubyte, train-labels-idx1-ubyte and, for --eval, "
+         " synthetic and idx:DIR feed an FP32 image and an INT64 label, each to the program's "
+         "one feed of that dtype (a program with other feeds needs npy:DIR); idx:DIR reads "
+         "train-images-idx3-ubyte, train-labels-idx1-ubyte and, for --eval, "
          "t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each plain or .gz (images feed any "
          "[-1, ...] image variable whose dims multiply to rows x cols, e.g. [-1, 1, 28, 28]); "
-         "npy:DIR (the mlp's: image.npy, label.npy) holds each feed in the dtype and non-batch "
-         "dims the program declares, all with the same rows along dim 0, and for --eval the "
-         "same files in DIR/test/; samples are shuffled every epoch (see --no-shuffle)";
+         "npy:DIR holds DIR/<name>.npy for every feed of the program, whatever its name and "
+         "dtype (the mlp's: image.npy, label.npy), in the dtype and non-batch dims the program "
+         "declares, all with the same rows along dim 0, and for --eval the same files in "
+         "DIR/test/; in a file name, a feed name's bytes other than letters, digits, _ - . @ "
+         "are written %XX (a/b -> a%2Fb.npy); samples are shuffled every epoch, the same "
+         "rows of every feed (see --no-shuffle)";
 }
 
 /// --collective-backend's help: the backends this build has, from their registry.
@@ -320,7 +325,8 @@ po::options_description describe() {
     ("infer", po::bool_switch(),
      "run an inference model instead of training: --model PATH is its program (a .pdmodel; "
      "its feed and fetch ops name the inputs and the outputs), --params its parameters, "
-     "--data npy:DIR holds DIR/<feed name>.npy for every feed (rows along dim 0); runs "
+     "--data npy:DIR holds DIR/<feed name>.npy for every feed (rows along dim 0, names "
+     "mapped as for training); runs "
      "--batch-size rows at a time (the last batch may be partial) split across --places and "
      "writes every fetch target, all rows in order, to --output DIR/<fetch name>.npy")
     ("params", po::value<std::string>()->value_name("PATH"),

@@ -1,5 +1,6 @@
 #include "apps/run/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
@@ -22,6 +23,7 @@
 #include "data/batcher.hpp"
 #include "data/dataset.hpp"
 #include "graph/exec/param_files.hpp"
+#include "graph/program_info.hpp"
 #include "graph/program_io.hpp"
 
 namespace pe {
@@ -105,18 +107,24 @@ double scalar(const tensor& t, const std::string& name) {
   return t.values<float>()[0];
 }
 
-/// The image and label feeds of one batch.
-feed_map feeds_of(const model_programs& m, const dataset& batch) {
-  return {{m.image, batch.images}, {m.label, batch.labels}};
+/// Every feed of one batch, by its name; with `only`, just the feeds it names.
+feed_map feeds_of(const dataset& batch, const std::vector<std::string>* only = nullptr) {
+  feed_map feeds;
+  for (const auto& f : batch.feeds())
+    if (!only || std::find(only->begin(), only->end(), f.name) != only->end())
+      feeds.emplace(f.name, f.rows);
+  return feeds;
 }
 
 /// Mean loss and accuracy over `test`, in batches of `batch_size`, weighted by batch rows.
+/// The test program gets the feeds it reads (the forward part may not need them all).
 eval_result evaluate(engine& executor, const model_programs& m, const dataset& test,
                      std::int64_t batch_size) {
+  const std::vector<std::string> inputs = analyze_program(m.test).feeds;
   eval_result r;
   for (std::int64_t begin = 0; begin < test.size(); begin += batch_size) {
     auto batch = test.slice(begin, std::min(begin + batch_size, test.size()));
-    auto fetched = executor.test(feeds_of(m, batch), {m.loss, m.accuracy});
+    auto fetched = executor.test(feeds_of(batch, &inputs), {m.loss, m.accuracy});
     auto rows = batch.size();
     r.loss += scalar(fetched[0], m.loss) * static_cast<double>(rows);
     r.accuracy += scalar(fetched[1], m.accuracy) * static_cast<double>(rows);
@@ -220,7 +228,7 @@ int run_training(const run_options& o, std::ostream& out, const progress_display
   auto [model, data] = load_model_and_data(o);
   if (o.eval && !data.test)
     throw error("--eval: " + o.data + " has no test set (idx: t10k-images-idx3-ubyte and "
-                "t10k-labels-idx1-ubyte; npy: a test/ directory)");
+                "t10k-labels-idx1-ubyte; npy: a test/ directory with a file per feed)");
   // In a job of several processes, rank 0 writes the job's files; every process prints its
   // header and summary, rank 0 the steps.
   const bool lead = o.node_rank == 0;
@@ -283,7 +291,7 @@ int run_training(const run_options& o, std::ostream& out, const progress_display
     double loss = 0;
     int vote = interrupts.signal();
     try {
-      loss = scalar(executor->train_share(feeds_of(model, share), rows, {model.loss}, vote)[0], model.loss);
+      loss = scalar(executor->train_share(feeds_of(share), rows, {model.loss}, vote)[0], model.loss);
     } catch (const error& e) {
       // A failed step (--check-nan-inf, a kernel's refusal, a lost peer) still leaves the
       // metrics of the steps before it.

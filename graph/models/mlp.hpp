@@ -15,8 +15,10 @@ struct model_programs {
   proto::ProgramDesc startup;
   proto::ProgramDesc main;
   proto::ProgramDesc test;
-  std::string image;    ///< FP32 input [-1, width]
-  std::string label;    ///< INT64 class ids [-1, 1]
+  /// FP32 input [-1, width] of the built-in models; empty for a loaded program, whose
+  /// feeds are its data inputs (analyze_program), any names and dtypes.
+  std::string image;
+  std::string label;    ///< INT64 class ids [-1, 1]: what --eval's accuracy compares with
   std::string loss;     ///< FP32 scalar: mean cross-entropy
   std::string accuracy; ///< FP32 scalar in the test program (and the main program)
 };
