@@ -366,6 +366,21 @@ parallel_executor::~parallel_executor() {
     if (state_->comm) state_->comm->abort();
     state_->changed.wait(lock, [this] { return state_->active_runs == 0; });
   }
+  // A step that stalled and failed returned with its work still running: kernels on the
+  // streams whose completions read this executor's graph, and actors still firing toward
+  // them. They must end before the graph goes. The actors get a bounded wait (the aborted
+  // communicator and the failed step make them fire at once); the streams are waited for
+  // until their work ends, since freeing what a running kernel uses is the alternative.
+  if (state_->stalled) {
+    {
+      std::unique_lock<std::mutex> lock(state_->mutex);
+      state_->changed.wait_for(lock, stall_timeout_ms(std::max(1.0, state_->stall.timeout_s)),
+                               [this] { return state_->all_fired; });
+    }
+    for (device* d : runtime_->device_list())
+      for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy})
+        d->get_stream(kind).synchronize();
+  }
   state_->stop_actors();
 }
 
