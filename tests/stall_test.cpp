@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <future>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -242,6 +243,33 @@ TEST(stall, a_blocked_kernel_fails_the_step_naming_it_and_the_collective_that_wa
   EXPECT_NO_THROW(exe.run(feed, {m.loss}));
   EXPECT_FALSE(exe.stalled());
   EXPECT_EQ(log.all().size(), 1u);
+}
+
+TEST(stall, an_executor_destroyed_after_a_stall_waits_for_the_stalled_work) {
+  // The stalled step failed while its gate's kernel still ran; destroying the executor then
+  // must wait for that kernel (its completion reads the executor's graph), not free the
+  // graph under it.
+  auto m = gated_mlp(1);
+  report_log log;
+  auto exe = std::make_unique<parallel_executor>(cpu_places(2), m.startup, m.main, build_strategy{},
+                                                 watched(0.3, stall_action::fail, log));
+  const auto feed = argmax_feed(m, 8, 1);
+  gate().arm(0);
+  std::thread runner;
+  const auto outcome = step_within(*exe, feed, m.loss, limit, runner);
+  runner.join();
+  ASSERT_TRUE(outcome.has_value() && has(*outcome, "stalled")) << outcome.value_or("(no outcome)");
+  ASSERT_TRUE(gate().wait_until_blocked()); // still running
+  constexpr auto hold = std::chrono::milliseconds(400);
+  std::thread releaser([hold] {
+    std::this_thread::sleep_for(hold);
+    gate().release();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  exe.reset();
+  const auto took = std::chrono::steady_clock::now() - start;
+  releaser.join();
+  EXPECT_GE(took, hold - std::chrono::milliseconds(50)) << "destroyed while the stalled kernel ran";
 }
 
 TEST(stall, report_mode_reports_and_keeps_waiting) {
