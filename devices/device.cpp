@@ -20,19 +20,14 @@ struct device_registry {
   std::map<place::kind, device_inventory_fn> inventories;
 };
 
-/// What --places gpu:... is checked against: the CUDA runtime's count (none, with the
-/// reason, in a build without CUDA).
-device_inventory cuda_devices() {
-  const gpu_inventory gpus = query_gpus();
-  return {gpus.built ? gpus.count : 0, gpus.problem, "numbered from 0 after CUDA_VISIBLE_DEVICES"};
-}
-
 device_registry& registry() {
   static device_registry* r = [] {
     auto* made = new device_registry; // never destroyed: devices may close during exit
     // The built-in device kinds, one line each (a new kind: its folder, then one line here).
     made->factories[place::kind::cpu] = [](place p) { return std::make_unique<cpu_device>(p); };
-    made->inventories[place::kind::gpu] = cuda_devices;
+    // gpu:... lists are checked against the CUDA runtime's count (none, with the reason, in
+    // a build without CUDA).
+    made->inventories[place::kind::gpu] = [] { return as_device_inventory(query_gpus()); };
 #if PE_WITH_CUDA
     made->factories[place::kind::gpu] = open_cuda_device;
 #endif

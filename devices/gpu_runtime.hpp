@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "core/place_list.hpp"
+
 namespace pe {
 
 /// What this process can use of GPUs: whether the build has the CUDA places, and how many
@@ -18,5 +20,11 @@ bool gpu_build();
 
 /// Asks the CUDA runtime (once per call; cheap after the first).
 gpu_inventory query_gpus();
+
+/// `gpus` as the place-list parser checks a gpu:... list against it (none when this build
+/// has no CUDA places, with the reason).
+inline device_inventory as_device_inventory(const gpu_inventory& gpus) {
+  return {gpus.built ? gpus.count : 0, gpus.problem, "numbered from 0 after CUDA_VISIBLE_DEVICES"};
+}
 
 } // namespace pe

@@ -4,9 +4,7 @@ namespace pe {
 
 std::vector<place> list_places(const place_list& list, const std::string& text,
                                const gpu_inventory& gpus) {
-  return list_places(list, text,
-                     device_inventory{gpus.built ? gpus.count : 0, gpus.problem,
-                                      "numbered from 0 after CUDA_VISIBLE_DEVICES"});
+  return list_places(list, text, as_device_inventory(gpus));
 }
 
 std::vector<place> parse_gpu_places(const std::string& text, const gpu_inventory& gpus) {
