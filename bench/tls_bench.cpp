@@ -10,22 +10,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include "bench/joined_processes.hpp"
 #include "bench/report.hpp"
-#include "collectives/net/process_group.hpp"
 #include "core/error.hpp"
-#include "devices/device.hpp"
 
 namespace {
 
@@ -55,68 +50,11 @@ tls_files certificates() {
   return files;
 }
 
-/// A port of 127.0.0.1 that was free a moment ago (bound to port 0, read, closed).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof address;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0)
-    throw error("tls_bench: cannot find a free port");
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
-/// Two joined "processes" with one CPU place each and their caf communicators.
-struct two_processes {
-  explicit two_processes(bool tls) {
-    const int port = free_port();
-    std::vector<std::future<std::unique_ptr<process_group>>> joining;
-    for (int r = 0; r < 2; ++r)
-      joining.push_back(std::async(std::launch::async, [=] {
-        process_group_options o;
-        o.rank = r;
-        o.size = 2;
-        o.master_port = port;
-        o.fingerprint = {{"bench", "tls"}};
-        o.job_token = "bench-token-0123456789abcdef";
-        if (tls) o.tls = certificates();
-        return join_processes(o);
-      }));
-    for (auto& j : joining) groups.push_back(j.get());
-    std::vector<std::future<std::unique_ptr<communicator>>> made;
-    for (auto& g : groups) made.push_back(std::async(std::launch::async, [&g] { return g->make_communicator(1); }));
-    for (auto& m : made) comms.push_back(m.get());
-    for (int r = 0; r < 2; ++r) devices.push_back(open_device(place::cpu(r)));
-  }
-  ~two_processes() {
-    for (auto& c : comms) c->abort();
-    for (auto& d : devices) d->stop();
-    comms.clear();
-  }
-
-  void all_reduce(std::vector<tensor>& buffers) {
-    const collective_call call{collective_call::kind::all_reduce, 0, sequence++, "all_reduce(bench)"};
-    for (std::size_t r = 0; r < 2; ++r)
-      comms[r]->launch(call, 0, {&buffers[r]}, devices[r]->get_stream(stream_kind::communication));
-    for (auto& d : devices)
-      if (!d->get_stream(stream_kind::communication).synchronize())
-        throw error("all-reduce failed: " + d->get_stream(stream_kind::communication).error().value_or("?"));
-  }
-
-  std::vector<std::unique_ptr<process_group>> groups;
-  std::vector<std::unique_ptr<communicator>> comms;
-  std::vector<std::unique_ptr<device>> devices;
-  std::uint64_t sequence = 0;
-};
-
 /// The jobs are formed once per configuration (joining costs a second, not the point).
-two_processes& job(bool tls) {
-  static std::map<bool, std::unique_ptr<two_processes>> jobs;
+bench::joined_processes& job(bool tls) {
+  static std::map<bool, std::unique_ptr<bench::joined_processes>> jobs;
   auto& j = jobs[tls];
-  if (!j) j = std::make_unique<two_processes>(tls);
+  if (!j) j = std::make_unique<bench::joined_processes>(bench::job_options{2, "caf", tls ? certificates() : tls_files{}});
   return *j;
 }
 

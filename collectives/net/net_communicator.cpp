@@ -26,16 +26,41 @@ std::size_t check_buffers(const std::vector<tensor*>& buffers, const std::string
   return total;
 }
 
+/// Calls fn(t, begin, n, at) for every part of the bytes [offset, offset + size) of the
+/// buffers' concatenation, in order: bytes [begin, begin + n) of buffer t, which are bytes
+/// [at, at + n) of the concatenation. A range of a fused bucket may span several buffers.
+template <class Fn>
+void for_each_part(const std::vector<tensor*>& buffers, std::size_t offset, std::size_t size, Fn&& fn) {
+  std::size_t start = 0; // where the current buffer starts in the concatenation
+  for (tensor* t : buffers) {
+    if (start >= offset + size) break;
+    const std::size_t lo = std::max(offset, start), hi = std::min(offset + size, start + t->bytes());
+    if (lo < hi) fn(*t, lo - start, hi - lo, lo);
+    start += t->bytes();
+  }
+}
+
 /// The buffers' FP32 values, concatenated, as bytes.
 std::vector<char> pack(const std::vector<tensor*>& buffers, const std::string& label) {
   const std::size_t total = check_buffers(buffers, label);
-  std::vector<char> bytes(total);
-  std::size_t at = 0;
+  std::vector<char> bytes;
+  bytes.reserve(total); // appended to: no zeroing of bytes about to be overwritten
   for (const tensor* t : buffers) {
-    std::memcpy(bytes.data() + at, t->raw(), t->bytes());
-    at += t->bytes();
+    const char* values = static_cast<const char*>(t->raw());
+    bytes.insert(bytes.end(), values, values + t->bytes());
   }
   return bytes;
+}
+
+/// The buffers' values ([0, total) of their concatenation) as packets with `header`'s
+/// fields, cut straight from the tensors.
+std::vector<net_packet> packets_of(const net_packet& header, const std::vector<tensor*>& buffers, std::size_t total) {
+  return split_payload(header, total, [&](std::size_t offset, std::size_t n, std::vector<char>& out) {
+    for_each_part(buffers, offset, n, [&](const tensor& t, std::size_t begin, std::size_t bytes, std::size_t) {
+      const char* values = static_cast<const char*>(t.raw()) + begin;
+      out.insert(out.end(), values, values + bytes);
+    });
+  });
 }
 
 /// Writes `bytes` back over the buffers, in order; the sizes were checked.
@@ -72,7 +97,11 @@ void sum_in_order(const std::vector<const char*>& contributions, std::size_t byt
 
 void send_payload(net_transport& t, int to, const net_packet& header,
                   const std::vector<char>& payload) {
-  for (auto& packet : split_payload(header, payload)) t.send(to, std::move(packet));
+  send_packets(t, to, split_payload(header, payload));
+}
+
+void send_packets(net_transport& t, int to, std::vector<net_packet> packets) {
+  for (auto& packet : packets) t.send(to, std::move(packet));
 }
 
 namespace {
@@ -112,7 +141,7 @@ struct net_communicator::exchange {
   std::vector<tensor*> buffers; // the lead's
   bool started = false;
   bool ring = false;
-  std::vector<char> mine;                      // this process's contribution, then the result
+  std::vector<char> mine;                      // ring, all_gather: this process's contribution, then the result
   int step = 0;                                // ring: steps done
   bool step_sent = false;                      // what this step sends is sent
   bool failure_told = false;
@@ -120,7 +149,6 @@ struct net_communicator::exchange {
   bool headers_checked = false;                // direct, summing: every peer's header
   std::size_t packet = 0;                      // direct, summing: packets summed so far
   std::vector<std::optional<std::vector<char>>> pieces; // direct, summing: this packet, by rank
-  std::vector<char> result;                    // direct, summing: the sum so far
   std::vector<int> awaiting;                   // the processes the last poll lacked data of
 };
 
@@ -170,11 +198,15 @@ bool net_communicator::poll(exchange& x, bool stream_failed) {
     if (!x.started) {
       x.started = true;
       if (stream_failed) throw error("skipped after an earlier failure on process rank " + std::to_string(me));
-      const bool contributes = call.what != kind::broadcast || me == call.root / local_ranks();
-      if (call.what == kind::all_gather) x.mine = encode_rows(x.buffers, call.label);
-      else if (contributes) x.mine = pack(x.buffers, call.label);
-      else check_buffers(x.buffers, call.label);
-      x.ring = call.what == kind::all_reduce && processes >= 3 && x.mine.size() >= ring_bytes_;
+      // The direct exchange sends packets cut from the buffers and sums into them; only the
+      // ring (its working copy) and all_gather (encoded rows) need the payload in one piece.
+      if (call.what == kind::all_gather) {
+        x.mine = encode_rows(x.buffers, call.label);
+      } else {
+        const std::size_t total = check_buffers(x.buffers, call.label);
+        x.ring = call.what == kind::all_reduce && processes >= 3 && total >= ring_bytes_;
+        if (x.ring) x.mine = pack(x.buffers, call.label);
+      }
     }
     for (int p = 0; p < processes; ++p)
       if (p != me)
@@ -229,14 +261,15 @@ bool net_communicator::direct(exchange& x) {
   const bool receives = call.what == kind::all_reduce ||
                         (call.what == kind::reduce && me == root_process) ||
                         (call.what == kind::broadcast && me != root_process);
+  const std::size_t expected = check_buffers(x.buffers, call.label);
   if (!x.step_sent) {
     x.step_sent = true;
+    // Sent before anything is summed into the buffers.
     for (int p = 0; p < processes; ++p)
       if (p != me && (sends_all || (!receives && p == root_process)))
-        send_payload(transport_, p, header_of(x, 0), x.mine);
+        send_packets(transport_, p, packets_of(header_of(x, 0), x.buffers, expected));
   }
   if (!receives) return true;
-  const std::size_t expected = check_buffers(x.buffers, call.label);
   if (call.what != kind::broadcast && expected > 0) return sum_as_packets_arrive(x, expected);
 
   // A broadcast (the root's process's payload), or payloads of no bytes: whole payloads.
@@ -249,20 +282,13 @@ bool net_communicator::direct(exchange& x) {
   }
   if (!complete) return false;
 
-  std::vector<const std::vector<char>*> in_order;
   for (int p = 0; p < processes; ++p) {
-    if (p == me) {
-      if (call.what != kind::broadcast) in_order.push_back(&x.mine);
-      continue;
-    }
     const auto& got = x.got[static_cast<std::size_t>(p)];
-    if (!got) continue;
+    if (p == me || !got) continue;
     check(x, p, *got, expected);
-    in_order.push_back(&got->bytes);
+    if (call.what == kind::broadcast) unpack(got->bytes, x.buffers);
   }
-  if (call.what == kind::broadcast) unpack(*in_order[0], x.buffers);
-  else unpack(x.mine, x.buffers); // nothing to sum: every payload is empty
-  return true;
+  return true; // a sum of empty payloads leaves the (empty) buffers as they are
 }
 
 bool net_communicator::sum_as_packets_arrive(exchange& x, std::size_t expected) {
@@ -281,7 +307,6 @@ bool net_communicator::sum_as_packets_arrive(exchange& x, std::size_t expected) 
     }
     if (!x.awaiting.empty()) return false;
     x.headers_checked = true;
-    x.result.resize(expected);
   }
   // The senders cut their payloads at the same offsets: packet k of every process is summed
   // (in process order) as soon as it is here, while the later packets still travel.
@@ -289,12 +314,8 @@ bool net_communicator::sum_as_packets_arrive(exchange& x, std::size_t expected) 
   for (; x.packet < packets; ++x.packet) {
     const std::size_t offset = x.packet * net_packet_bytes;
     const std::size_t bytes = std::min(net_packet_bytes, expected - offset);
-    std::vector<const char*> in_order;
     for (int p = 0; p < processes; ++p) {
-      if (p == me) {
-        in_order.push_back(x.mine.data() + offset);
-        continue;
-      }
+      if (p == me) continue;
       auto& piece = x.pieces[static_cast<std::size_t>(p)];
       if (!piece) piece = inbox.take_piece(channel_, sequence, p, offset);
       if (!piece) {
@@ -304,13 +325,20 @@ bool net_communicator::sum_as_packets_arrive(exchange& x, std::size_t expected) 
       if (piece->size() != bytes)
         throw error("process rank " + std::to_string(p) + " cut its payload at other offsets (" +
                     std::to_string(piece->size()) + " bytes at offset " + std::to_string(offset) + ")");
-      in_order.push_back(piece->data());
     }
     if (!x.awaiting.empty()) return false;
-    sum_in_order(in_order, bytes, x.result.data() + offset);
+    // Summed straight into this process's buffers, part by part: its own values are read
+    // where they are (its packets were copied out before), and sum_in_order sums each block
+    // into a scratch block before writing it, so reading and writing one buffer is safe.
+    for_each_part(x.buffers, offset, bytes, [&](tensor& t, std::size_t begin, std::size_t n, std::size_t at) {
+      char* own = static_cast<char*>(t.raw()) + begin;
+      std::vector<const char*> in_order;
+      for (int p = 0; p < processes; ++p)
+        in_order.push_back(p == me ? own : x.pieces[static_cast<std::size_t>(p)]->data() + (at - offset));
+      sum_in_order(in_order, n, own);
+    });
     for (auto& piece : x.pieces) piece.reset();
   }
-  unpack(x.result, x.buffers);
   return true;
 }
 
@@ -330,9 +358,11 @@ bool net_communicator::ring(exchange& x) {
     if (!x.step_sent) {
       x.step_sent = true;
       const auto [b, e] = chunk_of(floats, send_chunk, n);
-      std::vector<char> piece(x.mine.begin() + static_cast<std::ptrdiff_t>(b * sizeof(float)),
-                              x.mine.begin() + static_cast<std::ptrdiff_t>(e * sizeof(float)));
-      send_payload(transport_, right, header_of(x, static_cast<std::uint64_t>(s)), piece);
+      const char* chunk = x.mine.data() + b * sizeof(float);
+      send_packets(transport_, right, split_payload(header_of(x, static_cast<std::uint64_t>(s)), (e - b) * sizeof(float),
+                                                    [chunk](std::size_t offset, std::size_t bytes, std::vector<char>& out) {
+                                                      out.insert(out.end(), chunk + offset, chunk + offset + bytes);
+                                                    }));
     }
     auto got = inbox.take(channel_, wire(x.call.sequence, static_cast<std::uint64_t>(s)), left);
     if (!got) {

@@ -4,20 +4,27 @@
 
 namespace pe {
 
-std::vector<net_packet> split_payload(const net_packet& header, const std::vector<char>& payload) {
+std::vector<net_packet> split_payload(const net_packet& header, std::size_t size,
+                                      const std::function<void(std::size_t, std::size_t, std::vector<char>&)>& fill) {
   std::vector<net_packet> packets;
   std::size_t offset = 0;
   do {
-    const std::size_t n = std::min(net_packet_bytes, payload.size() - offset);
+    const std::size_t n = std::min(net_packet_bytes, size - offset);
     net_packet p = header;
     p.offset = offset;
-    p.total = payload.size();
-    p.bytes.assign(payload.begin() + static_cast<std::ptrdiff_t>(offset),
-                   payload.begin() + static_cast<std::ptrdiff_t>(offset + n));
+    p.total = size;
+    p.bytes.reserve(n); // filled by appending: no zeroing of bytes about to be overwritten
+    if (n > 0) fill(offset, n, p.bytes);
     packets.push_back(std::move(p));
     offset += n;
-  } while (offset < payload.size());
+  } while (offset < size);
   return packets;
+}
+
+std::vector<net_packet> split_payload(const net_packet& header, const std::vector<char>& payload) {
+  return split_payload(header, payload.size(), [&](std::size_t offset, std::size_t n, std::vector<char>& out) {
+    out.insert(out.end(), payload.data() + offset, payload.data() + offset + n);
+  });
 }
 
 } // namespace pe

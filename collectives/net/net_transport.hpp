@@ -24,4 +24,7 @@ class net_transport {
 void send_payload(net_transport& t, int to, const net_packet& header,
                   const std::vector<char>& payload);
 
+/// Sends `packets` (split_payload's) to process `to`.
+void send_packets(net_transport& t, int to, std::vector<net_packet> packets);
+
 } // namespace pe
