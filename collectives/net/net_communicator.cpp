@@ -143,11 +143,11 @@ struct net_communicator::exchange {
   bool ring = false;
   std::vector<char> mine;                      // ring, all_gather: this process's contribution, then the result
   int step = 0;                                // ring: steps done
-  bool step_sent = false;                      // what this step sends is sent
+  bool step_sent = false;                      // direct: the payload is sent; ring: step 0's chunk is
   bool failure_told = false;
   std::vector<std::optional<net_payload>> got; // direct: by process rank
-  bool headers_checked = false;                // direct, summing: every peer's header
-  std::size_t packet = 0;                      // direct, summing: packets summed so far
+  bool headers_checked = false;                // summing: every peer's header (ring: this step's)
+  std::size_t packet = 0;                      // summing: packets summed so far (ring: in this step)
   std::vector<std::optional<std::vector<char>>> pieces; // direct, summing: this packet, by rank
   std::vector<int> awaiting;                   // the processes the last poll lacked data of
 };
@@ -346,39 +346,80 @@ bool net_communicator::ring(exchange& x) {
   net_inbox& inbox = transport_.inbox();
   const int me = inbox.rank(), n = inbox.size();
   const int left = mod(me - 1, n), right = mod(me + 1, n);
+  const int steps = 2 * (n - 1);
   const std::size_t floats = x.mine.size() / sizeof(float);
   // Steps 0 .. n-2 reduce-scatter: chunk c accumulates around the ring from process c, so
   // process c-1 ends with its sum in the order c, c+1, ...; steps n-1 .. 2n-3 all-gather
-  // the finished chunks, so every process ends with the same bytes.
-  while (x.step < 2 * (n - 1)) {
+  // the finished chunks, so every process ends with the same bytes. What a process receives
+  // at step s is what it sends at step s + 1, so each packet goes on to the right as soon as
+  // it is summed (or copied): the steps overlap packet by packet instead of waiting for
+  // whole chunks.
+  auto received_chunk = [&](int s) { return s < n - 1 ? mod(me - s - 1, n) : mod(me - (s - (n - 1)), n); };
+  auto chunk_bytes = [&](int c) {
+    const auto [b, e] = chunk_of(floats, c, n);
+    return std::pair<std::size_t, std::size_t>{b * sizeof(float), (e - b) * sizeof(float)};
+  };
+  auto send_range = [&](int s, std::size_t begin, std::size_t size) {
+    const char* chunk = x.mine.data() + begin;
+    send_packets(transport_, right, split_payload(header_of(x, static_cast<std::uint64_t>(s)), size,
+                                                  [chunk](std::size_t offset, std::size_t bytes, std::vector<char>& out) {
+                                                    out.insert(out.end(), chunk + offset, chunk + offset + bytes);
+                                                  }));
+  };
+  if (!x.step_sent) { // step 0: this process's own chunk
+    x.step_sent = true;
+    const auto [begin, size] = chunk_bytes(mod(me, n));
+    send_range(0, begin, size);
+  }
+  while (x.step < steps) {
     const int s = x.step;
-    const bool scatter = s < n - 1;
-    const int send_chunk = scatter ? mod(me - s, n) : mod(me + 1 - (s - (n - 1)), n);
-    const int recv_chunk = scatter ? mod(me - s - 1, n) : mod(me - (s - (n - 1)), n);
-    if (!x.step_sent) {
-      x.step_sent = true;
-      const auto [b, e] = chunk_of(floats, send_chunk, n);
-      const char* chunk = x.mine.data() + b * sizeof(float);
-      send_packets(transport_, right, split_payload(header_of(x, static_cast<std::uint64_t>(s)), (e - b) * sizeof(float),
-                                                    [chunk](std::size_t offset, std::size_t bytes, std::vector<char>& out) {
-                                                      out.insert(out.end(), chunk + offset, chunk + offset + bytes);
-                                                    }));
-    }
-    auto got = inbox.take(channel_, wire(x.call.sequence, static_cast<std::uint64_t>(s)), left);
-    if (!got) {
-      x.awaiting.push_back(left);
-      return false;
-    }
-    const auto [b, e] = chunk_of(floats, recv_chunk, n);
-    check(x, left, *got, (e - b) * sizeof(float));
-    char* into = x.mine.data() + b * sizeof(float);
-    if (scatter) {
-      sum_in_order({got->bytes.data(), into}, got->bytes.size(), into);
-    } else if (!got->bytes.empty()) {
-      std::memcpy(into, got->bytes.data(), got->bytes.size());
+    const bool scatter = s < n - 1, forwards = s + 1 < steps;
+    const auto [begin, size] = chunk_bytes(received_chunk(s));
+    const std::uint64_t sequence = wire(x.call.sequence, static_cast<std::uint64_t>(s));
+    if (size == 0) { // an empty chunk travels as one empty payload
+      auto got = inbox.take(channel_, sequence, left);
+      if (!got) {
+        x.awaiting.push_back(left);
+        return false;
+      }
+      check(x, left, *got, 0);
+      if (forwards) send_range(s + 1, begin, 0);
+    } else {
+      if (!x.headers_checked) {
+        auto header = inbox.header(channel_, sequence, left);
+        if (!header) {
+          x.awaiting.push_back(left);
+          return false;
+        }
+        check(x, left, *header, size);
+        x.headers_checked = true;
+      }
+      for (; x.packet * net_packet_bytes < size; ++x.packet) {
+        const std::size_t offset = x.packet * net_packet_bytes;
+        const std::size_t bytes = std::min(net_packet_bytes, size - offset);
+        auto piece = inbox.take_piece(channel_, sequence, left, offset);
+        if (!piece) {
+          x.awaiting.push_back(left);
+          return false;
+        }
+        if (piece->size() != bytes)
+          throw error("process rank " + std::to_string(left) + " cut its payload at other offsets (" +
+                      std::to_string(piece->size()) + " bytes at offset " + std::to_string(offset) + ")");
+        char* into = x.mine.data() + begin + offset;
+        if (scatter) sum_in_order({piece->data(), into}, bytes, into);
+        else std::memcpy(into, piece->data(), bytes);
+        if (forwards) {
+          net_packet next = header_of(x, static_cast<std::uint64_t>(s + 1));
+          next.offset = offset;
+          next.total = size;
+          next.bytes.assign(into, into + bytes);
+          transport_.send(right, std::move(next));
+        }
+      }
     }
     ++x.step;
-    x.step_sent = false;
+    x.packet = 0;
+    x.headers_checked = false;
   }
   unpack(x.mine, x.buffers);
   return true;
