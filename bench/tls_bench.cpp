@@ -9,15 +9,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "bench/job_metrics.hpp"
 #include "bench/joined_processes.hpp"
 #include "bench/report.hpp"
 #include "core/error.hpp"
@@ -76,15 +75,12 @@ void mlp_job(benchmark::State& state, bool tls) {
     const auto f = certificates();
     command += " --tls-cert " + f.certificate + " --tls-key " + f.key + " --tls-ca " + f.ca;
   }
-  command = "PE_ACTOR_RUN=" + std::string(PE_RUN_BINARY) + " " + command + " > /dev/null 2>&1";
+  command = "PE_ACTOR_RUN=" + std::string(PE_RUN_BINARY) + " " + command;
   double samples = 0;
   for (auto _ : state) {
-    if (std::system(command.c_str()) != 0) {
-      state.SkipWithError("the job failed");
-      return;
-    }
-    std::ifstream in(metrics);
-    samples = nlohmann::json::parse(in).at("samples_per_sec").get<double>();
+    const auto measured = bench::job_samples_per_sec(state, command, metrics.string());
+    if (!measured) return;
+    samples = *measured;
   }
   state.counters["samples_per_sec"] = samples;
 }

@@ -181,7 +181,8 @@ po::options_description describe() {
      "and 64 channels, fc "
      "120-84-10), or the PATH "
      "of a binary or text ProgramDesc training program (needs --startup); a loaded program "
-     "must feed one FP32 image and one INT64 label and keeps its own optimizer. With --infer: "
+     "keeps its own optimizer and is fed by --data (synthetic and idx:DIR feed a program "
+     "with one FP32 image and one INT64 label feed; npy:DIR feeds any feeds). With --infer: "
      "the inference program (.pdmodel)")
     ("startup", po::value<std::string>()->value_name("PATH"),
      "PATH of the startup program (parameter initialisation) of a --model PATH; required "
