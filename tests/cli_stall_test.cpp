@@ -138,5 +138,44 @@ TEST(CliStall, AStalledCollectiveAcrossProcessesNamesTheProcessItWaitsFor) {
   EXPECT_EQ(status, (std::vector<std::optional<int>>{0, 0})) << j.errors();
 }
 
+TEST(CliStall, RankZeroGathersTheJobsStallReports) {
+  // Of 3 processes, rank 2 is stopped: ranks 0 and 1 both stall in a collective that lacks
+  // its data. Rank 1 sends its report to rank 0, which prints the job's reports under one
+  // heading: its own root cause, rank 1's (with its whole report), and rank 2 named as
+  // sending none.
+  temp_dir dir("cli_stall_gather");
+  testing::job j(dir, 3, {"--model", "mlp", "--hidden", "16", "--places", "cpu:1", "--steps", "400",
+                          "--log-every", "25", "--stall-timeout", "0.5", "--on-stall", "report",
+                          "--peer-timeout", "30"});
+  ASSERT_TRUE(j.ranks[0]->printed("step 50/", patience)) << j.errors();
+  // As above, a stop that lands in the after-step gather of fetched rows stalls no step:
+  // let it go and try again.
+  const auto gathered = [&] {
+    const std::string err = j.ranks[0]->err();
+    return has(err, "the job's stall reports, gathered by rank 0:") && has(err, "  rank 1 (step ");
+  };
+  for (int attempt = 0; attempt < 8 && !gathered(); ++attempt) {
+    ::kill(j.ranks[2]->pid(), SIGSTOP);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(6);
+    while (!gathered() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ::kill(j.ranks[2]->pid(), SIGCONT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const std::string report = j.ranks[0]->err();
+  EXPECT_TRUE(has(report, "the job's stall reports, gathered by rank 0:\n  rank 0 (step ")) << report;
+  EXPECT_TRUE(has(report, "  rank 2: no report within 1.0 s")) << report;
+  EXPECT_TRUE(has(report, "pe-actor-run: rank 1's report: ")) << report;
+  // Rank 1's root cause, as rank 0 prints it, is rank 1's own: it waited for rank 2 too.
+  const auto line = report.find("  rank 1 (step ");
+  ASSERT_NE(line, std::string::npos) << report;
+  EXPECT_TRUE(has(report.substr(line, report.find('\n', line) - line), "process rank 2")) << report;
+  // Rank 1 printed its own report as well, and was not gathering (only rank 0 does).
+  EXPECT_TRUE(has(j.ranks[1]->err(), "waits for the data of process rank 2")) << j.ranks[1]->err();
+  EXPECT_FALSE(has(j.ranks[1]->err(), "gathered by rank 0")) << j.ranks[1]->err();
+  const auto status = j.wait();
+  EXPECT_EQ(status, (std::vector<std::optional<int>>{0, 0, 0})) << j.errors();
+}
+
 } // namespace
 } // namespace pe

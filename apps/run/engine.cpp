@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <iostream>
 #include <optional>
 
 #include "actors/parallel_executor.hpp"
+#include "apps/run/job_stall_reports.hpp"
 #include "collectives/net/process_group.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/program_io.hpp"
@@ -116,6 +118,13 @@ std::unique_ptr<process_group> join_job(const run_options& o, const model_progra
   return join_processes(g);
 }
 
+/// How long rank 0 waits for the other ranks' stall reports after its own: twice the stall
+/// timeout (the others stall about when it does), from 1 to 10 seconds.
+std::chrono::milliseconds gather_wait(double stall_timeout_s) {
+  const double ms = std::clamp(2000 * stall_timeout_s, 1000.0, 10000.0);
+  return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
+}
+
 /// Data parallelism over CPU places, every op an actor; with --nnodes, over the places of
 /// every process.
 class actor_engine final : public engine {
@@ -124,7 +133,8 @@ class actor_engine final : public engine {
     : main_(m.main), group_(join_job(o, m)),
       train_(o.places, m.startup, m.main, strategy_of(o),
              {o.threads, o.sync, group_.get(),
-              o.check_nan_inf, o.stall_timeout, o.on_stall, std::move(stalls.on_report),
+              o.check_nan_inf, o.stall_timeout, o.on_stall,
+              gather_stall_reports(std::move(stalls.on_report), group_.get(), gather_wait(o.stall_timeout), std::cerr),
               stalls.report_request}) {
     if (o.eval)
       test_.emplace(m.test, train_, strategy_of(o));

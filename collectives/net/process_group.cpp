@@ -1,5 +1,7 @@
 #include "collectives/net/process_group.hpp"
 
+#include <thread>
+
 #include "collectives/process_backend.hpp"
 #include "collectives/net/tensor_bytes.hpp"
 
@@ -44,6 +46,45 @@ std::vector<std::vector<char>> process_group::all_gather(const std::vector<char>
         p == rank() ? mine
                     : transport_->inbox().wait_take(0, sequence, p, exchange_timeout_).bytes;
   return all;
+}
+
+namespace {
+
+/// The channel of notes to rank 0: apart from the host exchanges (0) and the communicators
+/// (1, 2, ... in creation order), numbered by each sender's own count.
+constexpr std::uint32_t notes_channel = 0xffffffffu;
+constexpr std::size_t note_bytes = std::size_t{64} << 10;
+
+} // namespace
+
+void process_group::send_note_to_rank0(const std::string& text) {
+  if (rank() == 0) return;
+  net_packet header;
+  header.channel = notes_channel;
+  header.sequence = notes_sent_++;
+  header.from = rank();
+  const std::string cut = text.substr(0, note_bytes);
+  send_payload(*transport_, 0, header, std::vector<char>(cut.begin(), cut.end()));
+}
+
+std::vector<std::vector<std::string>> process_group::take_notes(std::chrono::milliseconds wait) {
+  std::vector<std::vector<std::string>> notes(static_cast<std::size_t>(size()));
+  if (rank() != 0) return notes;
+  notes_taken_.resize(static_cast<std::size_t>(size()), 0);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    bool all = true;
+    for (int p = 1; p < size(); ++p) {
+      auto& taken = notes_taken_[static_cast<std::size_t>(p)];
+      while (auto note = transport_->inbox().take_notice(notes_channel, taken, p)) {
+        notes[static_cast<std::size_t>(p)].emplace_back(note->bytes.begin(), note->bytes.end());
+        ++taken;
+      }
+      all = all && !notes[static_cast<std::size_t>(p)].empty();
+    }
+    if (all || std::chrono::steady_clock::now() >= deadline) return notes;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10)); // a rare path: polling will do
+  }
 }
 
 std::vector<char> process_group::broadcast(const std::vector<char>& bytes, int root) {

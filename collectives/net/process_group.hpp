@@ -84,6 +84,17 @@ class process_group {
 
   /// Returns once every process called it.
   void barrier() { all_gather({}); }
+
+  /// A note from this process to rank 0 outside the ordered exchanges (a stall report,
+  /// made whenever a step of this process stalls): sent at once, never waited for; cut to
+  /// 64 KiB. Rank 0 reads them with take_notes.
+  void send_note_to_rank0(const std::string& text);
+
+  /// Rank 0: every note each other process sent since the last call, waiting up to `wait`
+  /// for a note from every process that has sent none yet this time. By rank (rank 0's own
+  /// entry empty): the notes that arrived, oldest first; none from a process that sent
+  /// nothing in time. Throws pe::error when the job broke (a process was lost or lied).
+  std::vector<std::vector<std::string>> take_notes(std::chrono::milliseconds wait);
   /// Why the job broke (a process was lost, failed or lied), or nullopt while it is whole:
   /// what GPU collectives poll to abort NCCL instead of waiting for a lost peer forever.
   std::optional<std::string> broken() const;
@@ -95,6 +106,8 @@ class process_group {
   process_group_options options_;
   std::uint32_t channels_ = 0;        // communicators made so far
   std::uint64_t exchanges_ = 0;       // host exchanges so far
+  std::uint64_t notes_sent_ = 0;      // notes this process sent to rank 0
+  std::vector<std::uint64_t> notes_taken_; // rank 0: notes taken so far, by rank
 };
 
 /// Connects this process to the job's others through CAF networking: rank 0 listens on
