@@ -1,6 +1,7 @@
 #include "collectives/net/net_communicator.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -71,8 +72,19 @@ void sum_in_order(const std::vector<const char*>& contributions, std::size_t byt
 
 } // namespace
 
+namespace {
+
+std::atomic<std::uint64_t> sent_payload_bytes{0};
+
+} // namespace
+
+std::uint64_t payload_bytes_sent() {
+  return sent_payload_bytes.load(std::memory_order_relaxed);
+}
+
 void send_payload(net_transport& t, int to, const net_packet& header,
                   const std::vector<char>& payload) {
+  sent_payload_bytes.fetch_add(payload.size(), std::memory_order_relaxed);
   for (auto& packet : split_payload(header, payload)) t.send(to, std::move(packet));
 }
 

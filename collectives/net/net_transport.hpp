@@ -1,5 +1,8 @@
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "collectives/net/net_inbox.hpp"
 #include "collectives/net/net_packet.hpp"
 
@@ -23,5 +26,10 @@ class net_transport {
 /// Sends `payload` to process `to` as packets with `header`'s fields.
 void send_payload(net_transport& t, int to, const net_packet& header,
                   const std::vector<char>& payload);
+
+/// The payload bytes this process has sent through send_payload so far, to every peer
+/// together (collectives and host exchanges; packet headers and CAF's framing not counted):
+/// what bench/sparse_bench reports as the bytes a process exchanges per step.
+std::uint64_t payload_bytes_sent();
 
 } // namespace pe
