@@ -14,8 +14,12 @@
 // reads from the other place per step (computed: the gathered rows and their indices, or the
 // dense table).
 //
+// Against PyTorch: bench/sparse_torch.py (the same model, nn.Embedding(sparse=True), DDP over
+// gloo on 2 processes of one thread) under /usr/bin/python3 in the same run, compared with
+// the 2-process configuration; its rows are left out, with a line on stderr, when it fails.
+//
 // Usage: sparse_bench [--steps=N] [--dense-steps=N] [--benchmark_* flags, ignored]
-// Prints the machine's load and one markdown table (bench.sh's format) on stdout.
+// Prints one markdown table (bench.sh's format) on stdout.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +28,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <utility>
 #include <random>
 #include <sstream>
 #include <string>
@@ -178,6 +184,30 @@ std::optional<result> run_config(const config& c) {
   return first;
 }
 
+/// bench/sparse_torch.py's samples/s and peak RSS (MB) over `steps` steps, or nullopt (said
+/// on stderr) when it cannot run.
+std::optional<std::pair<double, double>> torch_baseline(int steps) {
+  const std::string command = "/usr/bin/python3 " + std::string(PE_SOURCE_DIR) + "/bench/sparse_torch.py --steps " +
+                              std::to_string(steps) + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return std::nullopt;
+  std::string text;
+  char buf[512];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) text.append(buf, n);
+  const int status = pclose(pipe);
+  const auto value = [&](const std::string& key) -> std::optional<double> {
+    const auto at = text.find(key);
+    if (at == std::string::npos) return std::nullopt;
+    return std::stod(text.substr(at + key.size()));
+  };
+  const auto samples = value("samples_per_s="), rss = value("peak_rss_mb=");
+  if (status != 0 || !samples || !rss) {
+    std::cerr << "sparse_bench: the PyTorch baseline failed (" << command << "): " << text << "\n";
+    return std::nullopt;
+  }
+  return std::make_pair(*samples, *rss);
+}
+
 int flag(int argc, char** argv, const std::string& name, int fallback) {
   const std::string prefix = "--" + name + "=";
   for (int i = 1; i < argc; ++i)
@@ -219,6 +249,16 @@ int main(int argc, char** argv) {
     std::cout << "| " << bench << " | " << where << ": peak RSS (largest process) | "
               << fixed(sparse->peak_rss_mb, 0) << " MB | " << fixed(dense->peak_rss_mb, 0) << " MB (dense) | "
               << fixed(sparse->peak_rss_mb / dense->peak_rss_mb, 2) << " |\n";
+    if (processes == 1) continue;
+    std::cerr << "sparse_bench: PyTorch DDP (gloo), 2 processes, " << steps << " steps\n";
+    const auto torch = torch_baseline(steps);
+    if (!torch) continue;
+    std::cout << "| " << bench << " | " << where << " vs PyTorch 1.13 DDP (gloo, 2 processes): samples/s | "
+              << fixed(sparse->samples_per_s, 1) << " samples/s | " << fixed(torch->first, 1)
+              << " samples/s (PyTorch) | " << fixed(sparse->samples_per_s / torch->first, 2) << "x |\n";
+    std::cout << "| " << bench << " | " << where << " vs PyTorch: peak RSS (largest process) | "
+              << fixed(sparse->peak_rss_mb, 0) << " MB | " << fixed(torch->second, 0) << " MB (PyTorch) | "
+              << fixed(sparse->peak_rss_mb / torch->second, 2) << " |\n";
   }
   return failed == 0 ? 0 : 1;
 }
