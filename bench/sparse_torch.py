@@ -5,6 +5,7 @@ of one thread each (DDP all-gathers the sparse gradients). Prints, from rank 0,
 `samples_per_s=<global samples per second over the timed steps> peak_rss_mb=<largest process>`.
 
 Usage: /usr/bin/python3 bench/sparse_torch.py [--steps N] [--port P]
+(torch_baseline.py, beside it, brings the training step.)
 """
 import argparse
 import os
@@ -15,6 +16,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
+
+from torch_baseline import training_step
 
 ROWS, WIDTH, WORDS, BATCH = 1_000_000, 64, 20, 256
 
@@ -39,15 +42,7 @@ def worker(rank, world, steps, port, out):
     generator = torch.Generator().manual_seed(7 + rank)
     ids = torch.randint(0, ROWS, (BATCH, WORDS), generator=generator)
     label = torch.randint(0, 2, (BATCH,), generator=generator)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(ids), label)
-        loss.backward()
-        optimizer.step()
-        return loss.item()
-
+    step = training_step(model, optimizer, ids, label)
     for _ in range(2):
         step()
     dist.barrier()
