@@ -85,7 +85,7 @@ void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref
   collective_call call = n.call();
   call.sequence += env.sequence_base;
   call.timed = t != nullptr;
-  communicator::completion done = [&env, &n, sink = t != nullptr ? trace_sink(t, n) : stream::span_sink{}](
+  communicator::completion done = [&env, &n, t, step = n.fired_step, enqueued = n.enqueued_ns](
                                       const collective_span& span, bool ok) {
     node_live* live = env.live ? &env.graph->live(n.id) : nullptr;
     // A failed collective's message is its streams' error, which run() reports (or the
@@ -94,7 +94,9 @@ void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref
       if (live != nullptr) live->failed.store(n.fired_step, std::memory_order_release);
       return;
     }
-    if (sink) sink({span.start_ns, span.end_ns});
+    if (t != nullptr)
+      t->record(step, n.id, enqueued, t->from_steady(span.start_ns), t->from_steady(span.end_ns),
+                span.dense_fallback);
     env.graph->release(n);
     if (live != nullptr) live->finished.store(n.fired_step, std::memory_order_release);
   };

@@ -82,6 +82,7 @@ collective_call step_node::call() const {
   c.root = root;
   c.sequence = sequence;
   c.label = label;
+  c.exchange = exchange;
   return c;
 }
 
@@ -122,6 +123,7 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
     n.what = h.what;
     n.place = h.place;
     n.root = h.root;
+    n.exchange = h.exchange;
     n.type = op_type_name(h, main);
     n.label = describe(h, main, place_names);
     n.events_.resize(devices.size());

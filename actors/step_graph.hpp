@@ -52,6 +52,7 @@ class step_node {
   op_handle::kind what = op_handle::kind::computation;
   int place = 0;              ///< computation, scale, fetch: where it runs; reduce/broadcast: the owner here, or -1
   int root = 0;               ///< reduce/broadcast: the owner's global rank
+  sparse_exchange exchange = sparse_exchange::automatic; ///< all_gather: how (op_handle's)
   std::string type;           ///< "mul", "all_reduce", "fetch", ...
   std::string label;          ///< "op #3 (mul) on cpu:1", "all_reduce(fc_0.w_0@GRAD)", ...
   stream_kind runs_on = stream_kind::compute;

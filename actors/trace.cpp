@@ -47,9 +47,9 @@ trace_recorder::thread_buffer& trace_recorder::local_buffer() {
 }
 
 void trace_recorder::record(std::uint64_t step, int op, std::int64_t enqueued_ns,
-                            std::int64_t start_ns, std::int64_t end_ns) {
+                            std::int64_t start_ns, std::int64_t end_ns, bool dense_fallback) {
   thread_buffer& b = local_buffer();
-  b.events.push_back({step, op, b.thread, enqueued_ns, start_ns, end_ns});
+  b.events.push_back({step, op, b.thread, enqueued_ns, start_ns, end_ns, dense_fallback});
 }
 
 std::vector<trace_event> trace_recorder::events() const {

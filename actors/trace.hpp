@@ -24,6 +24,9 @@ struct trace_event {
   std::int64_t enqueued_ns = 0; ///< steady clock, relative to the recorder's creation
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
+  /// A SELECTED_ROWS gradient's all_gather that ran as a dense all-reduce this step
+  /// (collective_span::dense_fallback): the trace names it so.
+  bool dense_fallback = false;
 };
 
 /// A moment worth marking on a trace's timeline: a stall report (made during a step, or
@@ -77,7 +80,7 @@ class trace_recorder {
   std::int64_t origin_ns() const { return origin_ns_; }
 
   void record(std::uint64_t step, int op, std::int64_t enqueued_ns, std::int64_t start_ns,
-              std::int64_t end_ns);
+              std::int64_t end_ns, bool dense_fallback = false);
 
   /// Every event recorded so far, ordered by start time.
   std::vector<trace_event> events() const;

@@ -83,6 +83,18 @@ json var_list(const trace_source& source, const std::vector<int>& ids, bool coll
   return out;
 }
 
+/// The event's name and label: its op's (op_type_name, describe), but for an all_gather that
+/// ran as the dense fallback, what ran: "all_reduce (dense fallback)" and
+/// "all_reduce(w@GRAD) (dense fallback of all_gather)".
+std::pair<std::string, std::string> event_names(const trace_source& source, const op_handle& op,
+                                                const trace_event& e) {
+  std::string name = op_type_name(op, source.main), label = describe(op, source.main, source.place_names);
+  if (!e.dense_fallback) return {name, label};
+  const std::string gather = "all_gather";
+  if (label.rfind(gather, 0) == 0) label = "all_reduce" + label.substr(gather.size());
+  return {"all_reduce (dense fallback)", label + " (dense fallback of all_gather)"};
+}
+
 } // namespace
 
 void write_chrome_trace(std::ostream& out, const trace_source& source,
@@ -111,6 +123,7 @@ void write_chrome_trace(std::ostream& out, const trace_source& source,
       extent->second.first = std::min(extent->second.first, e.start_ns);
       extent->second.second = std::max(extent->second.second, e.end_ns);
     }
+    const auto [name, label] = event_names(source, op, e);
     const char* cat = collective                                   ? category::collective
                       : op.what == op_handle::kind::computation ? category::computation
                                                                  : category::engine;
@@ -120,12 +133,12 @@ void write_chrome_trace(std::ostream& out, const trace_source& source,
          {key::tid, layout.of_event(i)},
          {key::ts, to_us(e.start_ns)},
          {key::dur, to_us(e.end_ns - e.start_ns)},
-         {key::name, op_type_name(op, source.main)},
+         {key::name, name},
          {key::cat, cat},
          {key::args,
           {{key::step, e.step},
            {key::op, e.op},
-           {key::label, describe(op, source.main, source.place_names)},
+           {key::label, label},
            {key::inputs, var_list(source, op.inputs, collective)},
            {key::outputs, var_list(source, op.outputs, collective)},
            {key::thread, e.thread},

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/sparse_exchange.hpp"
 #include "core/tensor.hpp"
 #include "devices/stream.hpp"
 
@@ -31,6 +32,10 @@ struct collective_call {
   /// Wanted for a trace: where a device runs the collective after the host issued it (a
   /// GPU), completion waits for the device and reports when the device ran it.
   bool timed = false;
+  /// all_gather: gather the rows, all-reduce the table densely (dense_rows.hpp: every rank
+  /// then gets each touched row once, with its sum, ascending), or choose per call from the
+  /// ranks' row counts (core/sparse_exchange.hpp), the same on every rank.
+  sparse_exchange exchange = sparse_exchange::automatic;
 };
 
 /// "all_reduce", "reduce", "broadcast": what errors call a kind.
@@ -49,6 +54,9 @@ void expect_no_all_gather(const collective_call& call, const std::string& backen
 struct collective_span {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
+  /// An all_gather that ran as a dense all-reduce (collective_call::exchange): what a trace
+  /// names it.
+  bool dense_fallback = false;
 };
 
 /// A collective that some local rank has joined and that has not finished on every one:

@@ -221,6 +221,7 @@ class graph_builder {
   /// A SELECTED_ROWS gradient: read and written on every place, like an all-reduce.
   void add_all_gather(const std::string& grad) {
     int op = add_op(op_handle::kind::all_gather, -1, {grad});
+    graph_.ops[op].exchange = strategy_.sparse_exchange_mode;
     for (int p = 0; p < num_places(); ++p) read(op, p, grad);
     for (int p = 0; p < num_places(); ++p) write(op, p, grad);
   }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/sparse_exchange.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/proto.hpp"
 #include "graph/validate.hpp"
@@ -25,6 +26,9 @@ struct build_strategy {
   /// All-reduce gradients in buckets of at most this many bytes (one collective per bucket);
   /// 0 = one collective per gradient. Ignored in reduce mode.
   std::int64_t fuse_all_reduce_bytes = 0;
+  /// How SELECTED_ROWS gradients' all_gathers exchange the rows (core/sparse_exchange.hpp):
+  /// gather them, all-reduce the table densely, or choose per step from the row counts.
+  sparse_exchange sparse_exchange_mode = sparse_exchange::automatic;
   /// Debug switch for the hazard checker's tests: leave out the WAR/WAW dummy edges.
   bool skip_hazard_edges = false;
   /// Paddle's names: the processes the program is replicated over, each on the same number
@@ -70,6 +74,7 @@ struct op_handle {
   int op_index = -1;     ///< computation: index of the op in block 0
   std::vector<std::string> vars; ///< collectives: variable names (several when fused); fetch: the name
   int fetch_index = -1;  ///< fetch: position in the fetch list
+  sparse_exchange exchange = sparse_exchange::automatic; ///< all_gather: build_strategy::sparse_exchange_mode
   std::vector<int> inputs;  ///< var handle ids (one entry per input edge; dummies included)
   std::vector<int> outputs; ///< var handle ids (dummies included)
 };

@@ -13,11 +13,12 @@ lookup_front read_lookup_inputs(const kernel_context& ctx, input_fn fp32_input, 
   expect_lookup_table(ctx, w.shape());
   const tensor& ids = input(ctx, "Ids", 0);
   if (!ids.initialized()) ctx.fail("input Ids is uninitialised");
-  expect_lookup_ids(ctx, ids.type());
+  const lookup_version version = lookup_version_of(ctx.op_type());
+  expect_lookup_ids(ctx, ids.type(), ids.shape(), version);
   const std::int64_t rows = w.dim(0);
   return {w,
           {ids, rows, w.dim(1),
-           lookup_padding_row(ctx, ctx.attrs().get<std::int64_t>("padding_idx"), rows)}};
+           lookup_padding_row(ctx, ctx.attrs().get<std::int64_t>("padding_idx"), rows), version}};
 }
 
 } // namespace
@@ -30,7 +31,7 @@ lookup_grad_front lookup_grad_front_of(const kernel_context& ctx, input_fn fp32_
                                        input_fn input) {
   const lookup_front f = read_lookup_inputs(ctx, fp32_input, input);
   const tensor& out_grad = fp32_input(ctx, "Out@GRAD", 0);
-  expect_dims(ctx, "Out@GRAD", out_grad, lookup_out_dims(f.g.ids.shape(), f.g.width));
+  expect_dims(ctx, "Out@GRAD", out_grad, f.g.out_dims());
   return {out_grad, f.g, f.w.shape()};
 }
 

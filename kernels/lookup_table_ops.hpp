@@ -1,5 +1,7 @@
 #pragma once
-// lookup_table_v2 (Paddle 2.6's nn.Embedding) and lookup_table_v2_grad on every kind of place.
+// lookup_table_v2 (Paddle 2.6's nn.Embedding) and lookup_table_v2_grad on every kind of place,
+// and lookup_table (v1, fluid's layers.embedding) and lookup_table_grad, which differ only in
+// Ids: v1's are INT64 whose last dim is 1, which Out drops (Out = Ids' dims but the last + [D]).
 // W [V, D] is the table and Ids (INT64 or INT32, any dims) the rows to read:
 //   Out = Ids' dims + [D], Out[i] = W[Ids[i]], zeros where Ids[i] is padding_idx;
 //   W@GRAD [V, D] (dense) = zeros, then each Out@GRAD[i] added to row Ids[i] in index order
@@ -16,6 +18,7 @@
 // ids in order).
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/tensor.hpp"
 #include "kernels/kernel.hpp"
@@ -42,11 +45,27 @@ void expect_lookup_table(const C& ctx, const shape_t& w) {
   if (w.size() != 2) ctx.fail("W must be [V, D] (rank 2), got " + to_string(w));
 }
 
-/// Fails unless Ids' dtype is INT64 or INT32.
+/// Which of the two ops: lookup_table (v1) or lookup_table_v2.
+enum class lookup_version { v1, v2 };
+
+/// The version of op type `type` (lookup_table[_grad]: v1, lookup_table_v2[_grad]: v2).
+inline lookup_version lookup_version_of(std::string_view type) {
+  return type.rfind("lookup_table_v2", 0) == 0 ? lookup_version::v2 : lookup_version::v1;
+}
+
+/// Fails unless Ids fit `version`: INT64 or INT32 of any dims (v2); INT64 whose last dim is 1
+/// (v1, as Paddle's LookupTableOp; -1, unknown, passes shape inference).
 template <failure_sink C>
-void expect_lookup_ids(const C& ctx, dtype ids) {
-  if (ids != dtype::int64 && ids != dtype::int32)
-    ctx.fail("Ids must be INT64 or INT32, got " + to_string(ids));
+void expect_lookup_ids(const C& ctx, dtype ids, const shape_t& dims, lookup_version version) {
+  if (version == lookup_version::v2) {
+    if (ids != dtype::int64 && ids != dtype::int32)
+      ctx.fail("Ids must be INT64 or INT32, got " + to_string(ids));
+    return;
+  }
+  if (ids != dtype::int64) ctx.fail("lookup_table's Ids must be INT64, got " + to_string(ids));
+  if (dims.empty() || (dims.back() != 1 && dims.back() != -1))
+    ctx.fail("lookup_table's Ids must end in a dim of 1 ([..., 1]), got " + to_string(dims) +
+             " (lookup_table_v2 takes ids of any dims)");
 }
 
 /// The row of W that padding_idx names for a table of `rows` rows: p >= 0 itself, p in
@@ -62,8 +81,9 @@ std::int64_t lookup_padding_row(const C& ctx, std::int64_t padding_idx, std::int
   return padding_idx < 0 ? rows + padding_idx : padding_idx;
 }
 
-/// Out's dims: Ids' followed by D.
-inline shape_t lookup_out_dims(shape_t ids, std::int64_t width) {
+/// Out's dims: Ids' followed by D (v2), Ids' but the last (1) followed by D (v1).
+inline shape_t lookup_out_dims(shape_t ids, std::int64_t width, lookup_version version) {
+  if (version == lookup_version::v1 && !ids.empty()) ids.pop_back();
   ids.push_back(width);
   return ids;
 }
@@ -74,6 +94,10 @@ struct lookup_geometry {
   const tensor& ids;
   std::int64_t rows, width;
   std::int64_t padding_row;
+  lookup_version version;
+
+  /// Out's dims (lookup_out_dims).
+  shape_t out_dims() const { return lookup_out_dims(ids.shape(), width, version); }
 };
 
 /// lookup_table_v2's inputs: W read with `fp32_input` (checked [V, D]), Ids with `input`

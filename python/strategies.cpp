@@ -15,6 +15,7 @@ build_strategy python_build_strategy::engine() const {
   build_strategy b;
   b.reduce = reduce_strategy;
   b.scale = gradient_scale_strategy;
+  b.sparse_exchange_mode = sparse_exchange_mode;
   if (fuse_all_reduce_ops) {
     if (!(fuse_all_reduce_mb > 0 && std::isfinite(fuse_all_reduce_mb)))
       throw py::value_error("BuildStrategy.fuse_all_reduce_mb must be a positive size in MiB, got " +
@@ -92,6 +93,12 @@ void bind_strategies(py::module_& m) {
       .value("One", build_strategy::gradient_scale::one, "the loss gradient is 1 on every place")
       .value("Customized", build_strategy::gradient_scale::customized,
              "the caller feeds the loss gradient (<loss>@GRAD)");
+  py::enum_<sparse_exchange>(build, "SparseExchange")
+      .value("Auto", sparse_exchange::automatic,
+             "per step, all-reduce the table densely when the gathered rows would move more bytes")
+      .value("Sparse", sparse_exchange::sparse, "gather every place's rows and values")
+      .value("Dense", sparse_exchange::dense,
+             "all-reduce the table densely; the optimizer gets the touched rows with their sums");
   build.def(py::init<>())
       .def_readwrite("reduce_strategy", &python_build_strategy::reduce_strategy)
       .def_readwrite("gradient_scale_strategy", &python_build_strategy::gradient_scale_strategy)
@@ -99,6 +106,10 @@ void bind_strategies(py::module_& m) {
                      "all-reduce gradients in buckets of fuse_all_reduce_mb")
       .def_readwrite("fuse_all_reduce_mb", &python_build_strategy::fuse_all_reduce_mb,
                      "bucket size in MiB when fuse_all_reduce_ops (default 32)")
+      .def_readwrite("sparse_exchange", &python_build_strategy::sparse_exchange_mode,
+                     "how a sparse (SELECTED_ROWS) gradient is exchanged across places and "
+                     "processes: SparseExchange.Auto (default), Sparse or Dense (pe-actor-run's "
+                     "--sparse-exchange)")
       .def_readwrite("max_tensor_bytes", &python_build_strategy::max_tensor_bytes,
                      "the largest tensor a program may declare or infer, in bytes (default half "
                      "the physical memory); larger ones are refused when the executor is built")
@@ -106,7 +117,8 @@ void bind_strategies(py::module_& m) {
         return "BuildStrategy(reduce_strategy=" + std::string(py::str(py::cast(s.reduce_strategy))) +
                ", gradient_scale_strategy=" + std::string(py::str(py::cast(s.gradient_scale_strategy))) +
                ", fuse_all_reduce_ops=" + (s.fuse_all_reduce_ops ? "True" : "False") +
-               ", fuse_all_reduce_mb=" + std::string(py::str(py::cast(s.fuse_all_reduce_mb))) + ")";
+               ", fuse_all_reduce_mb=" + std::string(py::str(py::cast(s.fuse_all_reduce_mb))) +
+               ", sparse_exchange=" + std::string(py::str(py::cast(s.sparse_exchange_mode))) + ")";
       });
 
   py::class_<python_execution_strategy> exec(m, "ExecutionStrategy",

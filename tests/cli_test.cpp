@@ -68,7 +68,7 @@ TEST(Cli, HelpListsEveryFlagAndExitsZero) {
        {"--model", "--startup", "--hidden", "--steps", "--epochs", "--batch-size", "--lr",
         "--optimizer", "--seed", "--data", "--eval", "--normalize", "--save-program",
         "--metrics", "--places", "--executor", "--blas-threads", "--threads", "--reduce",
-        "--fuse-allreduce-mb", "--sync", "--dot", "--trace", "--trace-steps", "--check-hazards"})
+        "--fuse-allreduce-mb", "--sparse-exchange", "--sync", "--dot", "--trace", "--trace-steps", "--check-hazards"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   for (const char* fact : {"default: 0.1 for sgd", "warm-up", "idx:DIR", "CPU_NUM",
                            "OPENBLAS_NUM_THREADS", "CUDA", "global mini-batch",

@@ -9,11 +9,13 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "collectives/cpu/inproc_communicator.hpp"
+#include "collectives/dense_rows.hpp"
 #include "collectives/net/net_communicator.hpp"
 #include "collectives/net/net_packet.hpp"
 #include "collectives/net/tensor_bytes.hpp"
@@ -217,6 +219,13 @@ tensor rank_rows(int r) {
 
 class NetAllGather : public ::testing::TestWithParam<shape_case> {};
 
+/// All_gather #0 with exchange `mode`.
+collective_call gather_call(sparse_exchange mode) {
+  collective_call c = test_call(kind::all_gather, 0);
+  c.exchange = mode;
+  return c;
+}
+
 TEST_P(NetAllGather, EveryRankGetsEveryRanksRowsInGlobalRankOrder) {
   const auto [processes, local, ring_bytes] = GetParam();
   job j(processes, local, ring_bytes);
@@ -225,7 +234,7 @@ TEST_P(NetAllGather, EveryRankGetsEveryRanksRowsInGlobalRankOrder) {
   std::vector<const tensor*> all;
   for (const tensor& g : grads) all.push_back(&g);
   const tensor expected = concat_selected_rows(all, place::cpu(0)).clone();
-  for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_gather, 0), r, {&grads[static_cast<std::size_t>(r)]});
+  for (int r = 0; r < j.world(); ++r) j.launch(gather_call(sparse_exchange::sparse), r, {&grads[static_cast<std::size_t>(r)]});
   for (auto ok : j.sync_all()) ASSERT_EQ(ok, true);
   for (int r = 0; r < j.world(); ++r) {
     const tensor& g = grads[static_cast<std::size_t>(r)];
@@ -236,26 +245,81 @@ TEST_P(NetAllGather, EveryRankGetsEveryRanksRowsInGlobalRankOrder) {
   }
 }
 
+/// `processes` x `local` ranks' rank_rows through an all_gather of exchange `mode`: every
+/// rank's result, and whether the collective's span (of every process) said dense.
+std::pair<std::vector<tensor>, std::vector<bool>> net_gather(const shape_case& c, sparse_exchange mode) {
+  job j(c.processes, c.local, c.ring_bytes);
+  std::vector<tensor> grads;
+  for (int r = 0; r < j.world(); ++r) grads.push_back(rank_rows(r));
+  std::vector<bool> dense(static_cast<std::size_t>(c.processes), false);
+  for (int r = 0; r < j.world(); ++r)
+    j.launch(gather_call(mode), r, {&grads[static_cast<std::size_t>(r)]},
+             [&dense, p = r / c.local](const collective_span& span, bool) { dense[static_cast<std::size_t>(p)] = span.dense_fallback; });
+  for (auto ok : j.sync_all()) EXPECT_EQ(ok, true);
+  return {grads, dense};
+}
+
+TEST_P(NetAllGather, TheDenseFallbackGivesEveryRankTheTouchedRowsSummedIdentically) {
+  const shape_case c = GetParam();
+  // What one process's dense gather of every rank's rows gives (sums grouped by rank there,
+  // by process here: equal within rounding), and the sparse gather's merged sums.
+  std::vector<tensor> one;
+  for (int r = 0; r < c.processes * c.local; ++r) one.push_back(rank_rows(r));
+  tensor table = dense_rows_table(10, 2, place::cpu(0));
+  for (const tensor& g : one) add_rows_densely(g, table);
+  const tensor expected = touched_rows(table, place::cpu(0));
+  // 3 x 2 ranks bring 12 rows, 192 bytes gathered against a table of 120 bytes: auto is dense
+  // there; 2 x 1 bring 3 rows (48 bytes): auto gathers.
+  const bool auto_dense = c.processes * c.local == 6;
+  for (sparse_exchange mode : {sparse_exchange::dense, sparse_exchange::automatic}) {
+    const auto [grads, dense] = net_gather(c, mode);
+    const bool want_dense = mode == sparse_exchange::dense || auto_dense;
+    for (int p = 0; p < c.processes; ++p) EXPECT_EQ(dense[static_cast<std::size_t>(p)], want_dense) << "process " << p;
+    if (!want_dense) continue;
+    for (int r = 0; r < static_cast<int>(grads.size()); ++r) {
+      const tensor& g = grads[static_cast<std::size_t>(r)];
+      ASSERT_NE(g.sparse_rows(), nullptr) << "rank " << r;
+      EXPECT_EQ(g.sparse_rows()->rows(), expected.sparse_rows()->rows()) << "rank " << r;
+      EXPECT_TRUE(bit_identical(g, grads[0])) << "rank " << r;
+      const auto got = g.values<float>(), want = expected.values<float>();
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << "rank " << r << " element " << i;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, NetAllGather,
-                         ::testing::Values(shape_case{2, 1}, shape_case{2, 2}, shape_case{3, 2}),
+                         ::testing::Values(shape_case{2, 1}, shape_case{2, 2}, shape_case{3, 2}, shape_case{3, 2, 0}),
                          [](const auto& info) {
-                           return std::to_string(info.param.processes) + "x" + std::to_string(info.param.local);
+                           return std::to_string(info.param.processes) + "x" + std::to_string(info.param.local) +
+                                  (info.param.ring_bytes == 0 ? "_ring" : "");
                          });
 
-/// Process 0's error when process 1 (not a communicator here) sends `rows`, `values` and
-/// `height` as its part of all_gather #0.
-std::string error_when_peer_sends(const tensor& rows, const tensor& values, const tensor& height) {
-  job j(2, 1);
-  tensor mine = rank_rows(0);
-  j.launch(test_call(kind::all_gather, 0), 0, {&mine});
+/// A packet header from process 1 (not a communicator here) for step `step` of all_gather #0.
+net_packet peer_header(std::uint64_t step) {
   net_packet header;
   header.channel = 1;
-  header.sequence = 0; // wire(0, step 0)
+  header.sequence = step; // wire(0, step)
   header.from = 1;
   header.kind = static_cast<std::int32_t>(kind::all_gather);
   header.root = 0;
   header.label = test_call(kind::all_gather, 0).label;
-  for (auto& packet : split_payload(header, encode_tensors({&rows, &values, &height})))
+  return header;
+}
+
+/// Process 0's error when process 1 announces `counts` (INT64 [1, 3]: rows, width, height; by
+/// default what it then sends) and sends `rows`, `values` and `height` as its part of a
+/// gathering all_gather #0.
+std::string error_when_peer_sends(const tensor& rows, const tensor& values, const tensor& height,
+                                  std::optional<tensor> counts = std::nullopt) {
+  job j(2, 1);
+  tensor mine = rank_rows(0);
+  j.launch(gather_call(sparse_exchange::sparse), 0, {&mine});
+  if (!counts)
+    counts = tensor::from_vector<std::int64_t>({rows.numel(), values.dim(1), height.data<std::int64_t>()[0]}, {1, 3});
+  for (auto& packet : split_payload(peer_header(0), encode_tensors({&*counts})))
+    j.network.inbox(0).deliver(std::move(packet));
+  for (auto& packet : split_payload(peer_header(1), encode_tensors({&rows, &values, &height})))
     j.network.inbox(0).deliver(std::move(packet));
   const auto done = j.on(0).synchronize_for(std::chrono::milliseconds(5000));
   EXPECT_TRUE(done.has_value()) << "process 0 hangs";
@@ -270,11 +334,28 @@ TEST(NetAllGatherFaults, APeerThatLiesAboutItsRowsIsRefusedNamingIt) {
   EXPECT_NE(e.find("process rank 1's buffer 0 claims 2 rows but sent values for 3"), std::string::npos) << e;
   e = error_when_peer_sends(tensor::from_vector<std::int64_t>({1, 12}, {2}), tensor::zeros(dtype::fp32, {2, 2}), height);
   EXPECT_NE(e.find("process rank 1's buffer 0: row 12 (entry 1) is outside the table's rows [0, 10)"), std::string::npos) << e;
-  e = error_when_peer_sends(two_rows, tensor::zeros(dtype::fp32, {2, 3}), height);
+  const tensor width_2 = tensor::from_vector<std::int64_t>({2, 2, 10}, {1, 3});
+  e = error_when_peer_sends(two_rows, tensor::zeros(dtype::fp32, {2, 3}), height, width_2);
   EXPECT_NE(e.find("process rank 1's buffer 0 has rows of width 3 in a table of 10 rows, this process width 2"),
             std::string::npos) << e;
-  e = error_when_peer_sends(two_rows, tensor::zeros(dtype::fp32, {2, 2}), tensor::from_vector<std::int64_t>({11}, {1}));
+  e = error_when_peer_sends(two_rows, tensor::zeros(dtype::fp32, {2, 2}), tensor::from_vector<std::int64_t>({11}, {1}), width_2);
   EXPECT_NE(e.find("in a table of 11 rows, this process width 2 and 10 rows"), std::string::npos) << e;
+}
+
+TEST(NetAllGatherFaults, APeerWhoseAnnouncedRowCountsLieIsRefusedNamingIt) {
+  const tensor height = tensor::from_vector<std::int64_t>({10}, {1});
+  const tensor two_rows = tensor::from_vector<std::int64_t>({1, 4}, {2});
+  const tensor values = tensor::zeros(dtype::fp32, {2, 2});
+  // What every process chooses from: the counts must be what the rows turn out to be.
+  std::string e = error_when_peer_sends(two_rows, values, height, tensor::from_vector<std::int64_t>({1, 2, 10}, {1, 3}));
+  EXPECT_NE(e.find("process rank 1 announced 1 rows of buffer 0 but sent 2"), std::string::npos) << e;
+  e = error_when_peer_sends(two_rows, values, height, tensor::from_vector<std::int64_t>({2, 3, 10}, {1, 3}));
+  EXPECT_NE(e.find("process rank 1's buffer 0 has rows of width 3 in a table of 10 rows, this process width 2"),
+            std::string::npos) << e;
+  e = error_when_peer_sends(two_rows, values, height, tensor::from_vector<std::int64_t>({-5, 2, 10}, {1, 3}));
+  EXPECT_NE(e.find("process rank 1's buffer 0 announces -5 rows"), std::string::npos) << e;
+  e = error_when_peer_sends(two_rows, values, height, tensor::from_vector<std::int64_t>({2, 2}, {2}));
+  EXPECT_NE(e.find("process rank 1 announced its row counts as something other than INT64 [1, 3]"), std::string::npos) << e;
 }
 
 } // namespace

@@ -19,12 +19,14 @@
 #include <cmath>
 #include <future>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "actors/hazard_check.hpp"
 #include "actors/parallel_executor.hpp"
 #include "actors/trace.hpp"
+#include "actors/trace_export.hpp"
 #include "core/selected_rows.hpp"
 #include "data/npy.hpp"
 #include "graph/exec/param_files.hpp"
@@ -239,7 +241,8 @@ TEST(paddle_sparse_validation, fetching_a_sparse_gradient_is_refused) {
 /// `processes` executors of `local` places each, joined in memory (as separate processes are
 /// over the network backend), on the fixture `name` with Paddle's initial parameters: the
 /// global losses of `steps` steps, checked to be the same on every process.
-std::vector<float> process_losses(const std::string& name, int processes, int local, int steps) {
+std::vector<float> process_losses(const std::string& name, int processes, int local, int steps,
+                                  build_strategy build = {}) {
   const std::string dir = fixture_dir(name);
   const auto startup = load_program(dir + "/startup.pb"), main = load_program(dir + "/main.pb");
   pe::testing::loopback_network network(processes);
@@ -250,7 +253,7 @@ std::vector<float> process_losses(const std::string& name, int processes, int lo
     making.push_back(std::async(std::launch::async, [&, r] {
       std::vector<place> mine;
       for (int p = 0; p < local; ++p) mine.push_back(place::cpu(r * local + p));
-      return std::make_unique<parallel_executor>(mine, startup, main, build_strategy{},
+      return std::make_unique<parallel_executor>(mine, startup, main, build,
                                                  execution_strategy{1, sync_mode::event, groups[static_cast<std::size_t>(r)].get()});
     }));
   std::vector<std::unique_ptr<parallel_executor>> executors;
@@ -288,6 +291,84 @@ TEST(paddle_sparse_processes, two_processes_equal_one_process_over_the_same_plac
   // one process; the dense gradients' fp32 sums are grouped per process.
   const auto two_by_two = process_losses("sgd", 2, 2, 10), four = bow_run("sgd", 4).losses(10);
   for (std::size_t s = 0; s < four.size(); ++s) EXPECT_NEAR(two_by_two[s], four[s], 1e-6) << s;
+}
+
+/// The build strategy exchanging sparse gradients as `mode`.
+build_strategy exchanging(sparse_exchange mode) {
+  build_strategy b;
+  b.sparse_exchange_mode = mode;
+  return b;
+}
+
+class sparse_exchange_modes : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(sparse_exchange_modes, sparse_dense_and_auto_give_equal_losses_on_two_places_and_two_processes) {
+  // The fixture's 48 ids over 40 rows of 8: gathered 1,920 bytes, densely 1,440, so auto
+  // takes the dense all-reduce here; forced sparse gathers. Lazy Adam still updates only the
+  // touched rows (the dense result hands the optimizer those rows alone).
+  const std::string name = GetParam();
+  const auto sparse = bow_run(name, 2, exchanging(sparse_exchange::sparse)).losses(20);
+  const auto dense = bow_run(name, 2, exchanging(sparse_exchange::dense)).losses(20);
+  const auto automatic = bow_run(name, 2, exchanging(sparse_exchange::automatic)).losses(20);
+  EXPECT_EQ(automatic, dense);
+  for (std::size_t s = 0; s < sparse.size(); ++s) EXPECT_NEAR(dense[s], sparse[s], 1e-6) << name << " step " << s + 1;
+  const auto processes_sparse = process_losses(name, 2, 1, 20, exchanging(sparse_exchange::sparse));
+  const auto processes_dense = process_losses(name, 2, 1, 20, exchanging(sparse_exchange::dense));
+  const auto processes_auto = process_losses(name, 2, 1, 20, exchanging(sparse_exchange::automatic));
+  // One place per process: the same sums as one process's two places, bit for bit, either way.
+  EXPECT_EQ(processes_sparse, sparse);
+  EXPECT_EQ(processes_dense, dense);
+  EXPECT_EQ(processes_auto, dense);
+}
+
+INSTANTIATE_TEST_SUITE_P(fixtures, sparse_exchange_modes, ::testing::Values("sgd", "adam", "adam_lazy", "momentum"));
+
+TEST(paddle_sparse_exchange, dense_reruns_are_bit_identical_and_lazy_adam_leaves_untouched_rows_alone) {
+  bow_run first("adam_lazy", 2, exchanging(sparse_exchange::dense)), second("adam_lazy", 2, exchanging(sparse_exchange::dense));
+  const auto before = first.on_place(embedding, 0);
+  EXPECT_EQ(first.losses(5), second.losses(5));
+  EXPECT_EQ(first.on_place(embedding, 0), second.on_place(embedding, 0));
+  EXPECT_EQ(first.on_place(embedding, 0), first.on_place(embedding, 1));
+  // Rows no id touches keep their values under lazy Adam, as with the gather.
+  const tensor ids = read_npy(fixture_dir("adam_lazy") + "/ids.npy");
+  const auto id_values = ids.values<std::int64_t>();
+  const auto after = first.on_place(embedding, 0);
+  int untouched = 0;
+  for (std::int64_t row = 0; row < 40; ++row) {
+    if (std::find(id_values.begin(), id_values.end(), row) != id_values.end()) continue;
+    ++untouched;
+    for (int j = 0; j < 8; ++j) EXPECT_EQ(after[static_cast<std::size_t>(row * 8 + j)], before[static_cast<std::size_t>(row * 8 + j)]) << row;
+  }
+  EXPECT_GT(untouched, 0) << "the fixture touches every row: the check would prove nothing";
+}
+
+TEST(paddle_sparse_exchange, the_trace_names_the_exchange_that_ran) {
+  for (sparse_exchange mode : {sparse_exchange::sparse, sparse_exchange::dense}) {
+    bow_run run("sgd", 2, exchanging(mode));
+    trace_recorder recorder;
+    run.exe.trace(&recorder);
+    run.losses(2);
+    run.exe.trace(nullptr);
+    const ssa_graph& g = run.exe.graph();
+    std::ostringstream json;
+    write_chrome_trace(json, {g, run.exe.program(), run.exe.place_names()}, recorder.events());
+    int gathers = 0;
+    for (const trace_event& e : recorder.events())
+      if (g.ops[static_cast<std::size_t>(e.op)].what == op_handle::kind::all_gather) {
+        ++gathers;
+        EXPECT_EQ(e.dense_fallback, mode == sparse_exchange::dense);
+      }
+    EXPECT_EQ(gathers, 2);
+    const std::string text = json.str();
+    if (mode == sparse_exchange::dense) {
+      EXPECT_TRUE(contains(text, "all_reduce (dense fallback)")) << text.substr(0, 2000);
+      EXPECT_TRUE(contains(text, "all_reduce(" + embedding_grad + ") (dense fallback of all_gather)"));
+      EXPECT_FALSE(contains(text, "\"all_gather(" + embedding_grad + ")\""));
+    } else {
+      EXPECT_TRUE(contains(text, "\"all_gather(" + embedding_grad + ")\""));
+      EXPECT_FALSE(contains(text, "dense fallback"));
+    }
+  }
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 #pragma once
 
 // The flags of pe-actor-run that choose among a few values (--executor, --sync, --reduce,
-// --on-stall):
+// --sparse-exchange, --on-stall):
 // parsed once into the engine's own enums, spelled from one table per flag for the messages,
 // the startup line, the metrics and the job fingerprint, so no file compares option strings.
 
@@ -40,6 +40,12 @@ struct choice_spellings<build_strategy::reduce_mode> {
   static constexpr std::array<std::pair<build_strategy::reduce_mode, std::string_view>, 2> table{
       {{build_strategy::reduce_mode::all_reduce, "allreduce"},
        {build_strategy::reduce_mode::reduce, "reduce"}}};
+};
+
+template <>
+struct choice_spellings<sparse_exchange> {
+  static constexpr std::array<std::pair<sparse_exchange, std::string_view>, 3> table{
+      {{sparse_exchange::automatic, "auto"}, {sparse_exchange::sparse, "sparse"}, {sparse_exchange::dense, "dense"}}};
 };
 
 template <>

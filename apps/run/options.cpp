@@ -246,6 +246,14 @@ po::options_description describe() {
      "how the actor executor combines gradients: allreduce (every place sums all gradients "
      "and runs the optimizer) or reduce (each parameter's owner place sums its gradient, "
      "updates it and broadcasts it)")
+    ("sparse-exchange", po::value<std::string>()->value_name("MODE")->default_value("auto"),
+     "how places and processes exchange a sparse (SELECTED_ROWS) gradient, such as an "
+     "Embedding's with sparse=True: sparse (gather every place's rows and values), dense "
+     "(all-reduce the whole table, then hand the optimizer the touched rows with their sums) "
+     "or auto (per step, dense when the gathered rows would move more bytes than the table: "
+     "rows x (4 x width + 8) over every place against height x (width + 1) x 4). Every "
+     "place takes the same choice; the trace names an all_gather that ran densely "
+     "all_reduce (dense fallback). The losses agree within float rounding either way")
     ("sync", po::value<std::string>()->value_name("MODE")->default_value("event"),
      "how an op whose input was written on another stream of a place (a collective on the "
      "communication stream reading a gradient, an optimizer reading an all-reduced "
@@ -396,6 +404,7 @@ void require_positive(std::int64_t value, const char* flag) {
 void interpret_executor(const po::variables_map& vm, run_options& o) {
   o.executor = parse_choice<executor_choice>("--executor", take<std::string>(vm, "executor"));
   o.reduce = parse_choice<build_strategy::reduce_mode>("--reduce", take<std::string>(vm, "reduce"));
+  o.sparse_exchange_mode = parse_choice<sparse_exchange>("--sparse-exchange", take<std::string>(vm, "sparse-exchange"));
   if (!(o.fuse_allreduce_mb >= 0 && std::isfinite(o.fuse_allreduce_mb)))
     throw error("--fuse-allreduce-mb must be 0 (off) or a positive size in MiB, got " +
                 std::to_string(o.fuse_allreduce_mb));
@@ -415,8 +424,9 @@ void interpret_executor(const po::variables_map& vm, run_options& o) {
     throw error("--executor reference runs on one place, got --places " + o.places_text() +
                 "; use --executor actor for several places");
   if (vm.count("threads") || given(vm, "reduce") || given(vm, "fuse-allreduce-mb") ||
-      given(vm, "sync") || vm.count("dot") || given(vm, "stall-timeout") || given(vm, "on-stall"))
-    throw error("--threads, --reduce, --fuse-allreduce-mb, --sync, --dot, --stall-timeout and --on-stall configure the "
+      given(vm, "sparse-exchange") || given(vm, "sync") || vm.count("dot") || given(vm, "stall-timeout") ||
+      given(vm, "on-stall"))
+    throw error("--threads, --reduce, --fuse-allreduce-mb, --sparse-exchange, --sync, --dot, --stall-timeout and --on-stall configure the "
                 "actor executor, not --executor reference");
   if (o.tracing())
     throw error("--trace and --check-hazards record the actor executor's op firings; "
@@ -647,6 +657,7 @@ nlohmann::json to_json(const run_options& o) {
     {"executor", spelling(o.executor)},
     {"threads", o.threads},
     {"reduce", spelling(o.reduce)},
+    {"sparse_exchange", spelling(o.sparse_exchange_mode)},
     {"sync", spelling(o.sync)},
     {"fuse_allreduce_mb", o.fuse_allreduce_mb},
     {"blas_threads", o.blas_threads},

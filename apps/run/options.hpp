@@ -41,6 +41,7 @@ struct run_options {
   sync_mode sync = sync_mode::event; ///< how readers on another stream wait: --sync event|wait
   build_strategy::reduce_mode reduce = build_strategy::reduce_mode::all_reduce; ///< --reduce allreduce|reduce
   double fuse_allreduce_mb = 0;     ///< all-reduce bucket size in MiB; 0: one per gradient
+  sparse_exchange sparse_exchange_mode = sparse_exchange::automatic; ///< --sparse-exchange auto|sparse|dense
   int blas_threads = 1;            ///< OpenBLAS threads per GEMM call
   /// The largest tensor a program may declare or infer (validate_program's limit).
   std::int64_t max_tensor_bytes = default_max_tensor_bytes();

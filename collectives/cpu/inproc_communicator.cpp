@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "collectives/cpu/cpu_collective.hpp"
+#include "collectives/dense_rows.hpp"
 #include "core/error.hpp"
 #include "core/selected_rows.hpp"
 #include "core/steady_clock.hpp"
@@ -99,7 +100,8 @@ std::optional<std::string> inproc_communicator::mismatch(const meeting& m, const
   const collective_call& a = m.call;
   const collective_call& b = p.call;
   const auto& theirs = m.buffers[static_cast<std::size_t>(m.first_rank)];
-  bool differ = a.what != b.what || a.root != b.root || a.label != b.label || theirs.size() != p.buffers.size();
+  bool differ = a.what != b.what || a.root != b.root || a.label != b.label || a.exchange != b.exchange ||
+                theirs.size() != p.buffers.size();
   // A broadcast's receivers may hold anything before it: their buffers take the root's. A
   // buffer without a value is a failed writer's (the collective fails for that, not as a
   // desync), so only two values are compared.
@@ -137,11 +139,28 @@ std::optional<std::string> check_gather(const collective_call& c, const std::vec
   return std::nullopt;
 }
 
-/// Every rank's rows and values of variable v, concatenated in rank order, on `where`.
-tensor gather_rows(const std::vector<std::vector<tensor*>>& buffers, std::size_t v, place where) {
+/// Every rank's rows and values of variable v on `where`: concatenated in rank order, or with
+/// `dense` each touched row once with its sum over the ranks in rank order (dense_rows.hpp,
+/// what a dense all-reduce of the ranks' tables gives).
+tensor gather_rows(const std::vector<std::vector<tensor*>>& buffers, std::size_t v, place where, bool dense) {
   std::vector<const tensor*> parts;
   for (const auto& rank : buffers) parts.push_back(rank[v]);
-  return concat_selected_rows(parts, where);
+  if (!dense) return concat_selected_rows(parts, where);
+  tensor table = dense_rows_table(parts[0]->sparse_rows()->height(), parts[0]->dim(1), where);
+  for (const tensor* part : parts) add_rows_densely(*part, table);
+  return touched_rows(table, where);
+}
+
+/// Whether the gather of `buffers` (checked) takes the dense all-reduce under `mode`: from
+/// the rows of every rank and the tables' sizes, over every variable of the call.
+bool takes_dense(sparse_exchange mode, const std::vector<std::vector<tensor*>>& buffers) {
+  sparse_exchange_cost cost;
+  for (std::size_t v = 0; v < buffers[0].size(); ++v) {
+    std::int64_t rows = 0;
+    for (const auto& rank : buffers) rows += rank[v]->dim(0);
+    cost.add(rows, buffers[0][v]->sparse_rows()->height(), buffers[0][v]->dim(1));
+  }
+  return cost.takes_dense(mode);
 }
 
 } // namespace
@@ -153,7 +172,10 @@ std::optional<std::string> inproc_communicator::check(meeting& m) {
       if (m.buffers[r].size() != m.buffers[0].size())
         return c.label + ": rank " + std::to_string(r) + " brought " + std::to_string(m.buffers[r].size()) +
                " buffers, rank 0 " + std::to_string(m.buffers[0].size());
-    return check_gather(c, m.buffers);
+    if (auto why = check_gather(c, m.buffers)) return why;
+    m.dense = takes_dense(c.exchange, m.buffers);
+    m.span.dense_fallback = m.dense;
+    return std::nullopt;
   }
   const bool broadcast = c.what == collective_call::kind::broadcast;
   const auto& first = m.buffers[static_cast<std::size_t>(broadcast ? c.root : 0)];
@@ -180,7 +202,7 @@ void inproc_communicator::compute(meeting& m, int rank, int ranks) {
     // Only read here: the others may still be gathering from this rank's buffers.
     auto& mine = m.gathered[static_cast<std::size_t>(rank)];
     const auto& own = m.buffers[static_cast<std::size_t>(rank)];
-    for (std::size_t v = 0; v < own.size(); ++v) mine.push_back(gather_rows(m.buffers, v, own[v]->where()));
+    for (std::size_t v = 0; v < own.size(); ++v) mine.push_back(gather_rows(m.buffers, v, own[v]->where(), m.dense));
     return;
   }
   if (c.what == collective_call::kind::broadcast) {

@@ -49,6 +49,9 @@ class inproc_communicator final : public communicator {
     /// all_gather: [rank][variable], what rank's buffers become. Each rank builds its own
     /// while the others may still read its inputs, and takes it once every rank finished.
     std::vector<std::vector<tensor>> gathered;
+    /// all_gather: the call's exchange chose the dense all-reduce (decided in check(), from
+    /// every rank's row counts), so each rank's gathered rows are the touched rows, summed.
+    bool dense = false;
   };
 
   /// How far one rank's part of one collective has come.

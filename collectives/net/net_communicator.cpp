@@ -1,10 +1,12 @@
 #include "collectives/net/net_communicator.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
 #include "collectives/chunk_range.hpp"
+#include "collectives/dense_rows.hpp"
 #include "collectives/net/row_payload.hpp"
 #include "collectives/rank_order_sum.hpp"
 #include "core/error.hpp"
@@ -95,13 +97,26 @@ void sum_in_order(const std::vector<const char*>& contributions, std::size_t byt
 
 } // namespace
 
+namespace {
+
+std::atomic<std::uint64_t> sent_payload_bytes{0};
+
+} // namespace
+
+std::uint64_t payload_bytes_sent() {
+  return sent_payload_bytes.load(std::memory_order_relaxed);
+}
+
 void send_payload(net_transport& t, int to, const net_packet& header,
                   const std::vector<char>& payload) {
   send_packets(t, to, split_payload(header, payload));
 }
 
 void send_packets(net_transport& t, int to, std::vector<net_packet> packets) {
-  for (auto& packet : packets) t.send(to, std::move(packet));
+  for (auto& packet : packets) {
+    sent_payload_bytes.fetch_add(packet.bytes.size(), std::memory_order_relaxed);
+    t.send(to, std::move(packet));
+  }
 }
 
 namespace {
@@ -115,7 +130,9 @@ std::string process_free_label(const std::string& label) {
 }
 
 /// Wire sequences per collective: step k of collective s travels as s * slots + k; the last
-/// slot carries a process's failure, sent to every peer.
+/// slot carries a process's failure, sent to every peer. A peer's payloads are taken in step
+/// order: an all_gather's row counts are step 0 and its data steps come after
+/// (exchange::first_step); a ring takes at most 2 (n - 1) steps for n < failure_slot / 2.
 constexpr std::uint64_t slots = 64;
 constexpr std::uint64_t failure_slot = slots - 1;
 
@@ -150,6 +167,17 @@ struct net_communicator::exchange {
   std::size_t packet = 0;                      // summing: packets summed so far (ring: in this step)
   std::vector<std::optional<std::vector<char>>> pieces; // direct, summing: this packet, by rank
   std::vector<int> awaiting;                   // the processes the last poll lacked data of
+  // all_gather: the row counts every process announced (step 0), then the choice. With
+  // the dense fallback the stage runs as an all-reduce of `tables` (buffers point at them)
+  // and writes the touched rows into `gathered` (the lead's own buffers) at the end.
+  bool gathering = false;
+  std::uint64_t first_step = 0;                // the wire step of the data's step 0
+  bool counts_sent = false;
+  std::vector<std::optional<net_payload>> counts;  // by process rank
+  std::vector<std::vector<std::int64_t>> announced; // [process][buffer], once all are here
+  bool dense = false;
+  std::vector<tensor> tables;
+  std::vector<tensor*> gathered;
 };
 
 net_communicator::net_communicator(net_transport& transport, std::uint32_t channel, int local_ranks,
@@ -171,6 +199,8 @@ void net_communicator::launch_exchange(const collective_call& call, std::vector<
   x->call = call;
   x->buffers = std::move(buffers);
   x->got.resize(static_cast<std::size_t>(transport_.inbox().size()));
+  x->counts.resize(x->got.size());
+  x->gathering = call.what == collective_call::kind::all_gather;
   x->pieces.resize(x->got.size());
   on.enqueue_polled([this, x](bool failed) { return poll(*x, failed); });
 }
@@ -200,8 +230,8 @@ bool net_communicator::poll(exchange& x, bool stream_failed) {
       if (stream_failed) throw error("skipped after an earlier failure on process rank " + std::to_string(me));
       // The direct exchange sends packets cut from the buffers and sums into them; only the
       // ring (its working copy) and all_gather (encoded rows) need the payload in one piece.
-      if (call.what == kind::all_gather) {
-        x.mine = encode_rows(x.buffers, call.label);
+      if (x.gathering) {
+        x.mine = encode_row_counts(x.buffers, call.label); // what step 0 announces
       } else {
         const std::size_t total = check_buffers(x.buffers, call.label);
         x.ring = call.what == kind::all_reduce && processes >= 3 && total >= ring_bytes_;
@@ -213,7 +243,7 @@ bool net_communicator::poll(exchange& x, bool stream_failed) {
         if (auto failed = transport_.inbox().take_notice(channel_, wire(call.sequence, failure_slot), p))
           throw error("process rank " + std::to_string(p) + " failed: " + failed->failure);
     x.awaiting.clear();
-    const bool finished = call.what == kind::all_gather ? gather(x) : x.ring ? ring(x) : direct(x);
+    const bool finished = x.gathering ? gather(x) : x.ring ? ring(x) : direct(x);
     publish_awaited(x, finished ? std::vector<int>{} : x.awaiting);
     return finished;
   } catch (const std::exception& e) {
@@ -267,7 +297,7 @@ bool net_communicator::direct(exchange& x) {
     // Sent before anything is summed into the buffers.
     for (int p = 0; p < processes; ++p)
       if (p != me && (sends_all || (!receives && p == root_process)))
-        send_packets(transport_, p, packets_of(header_of(x, 0), x.buffers, expected));
+        send_packets(transport_, p, packets_of(header_of(x, x.first_step), x.buffers, expected));
   }
   if (!receives) return true;
   if (call.what != kind::broadcast && expected > 0) return sum_as_packets_arrive(x, expected);
@@ -277,7 +307,7 @@ bool net_communicator::direct(exchange& x) {
   for (int p = 0; p < processes; ++p) {
     if (p == me || (call.what == kind::broadcast && p != root_process)) continue;
     auto& slot = x.got[static_cast<std::size_t>(p)];
-    if (!slot) slot = inbox.take(channel_, wire(call.sequence, 0), p);
+    if (!slot) slot = inbox.take(channel_, wire(call.sequence, x.first_step), p);
     if (!slot) complete = false, x.awaiting.push_back(p);
   }
   if (!complete) return false;
@@ -294,7 +324,7 @@ bool net_communicator::direct(exchange& x) {
 bool net_communicator::sum_as_packets_arrive(exchange& x, std::size_t expected) {
   net_inbox& inbox = transport_.inbox();
   const int me = inbox.rank(), processes = inbox.size();
-  const std::uint64_t sequence = wire(x.call.sequence, 0);
+  const std::uint64_t sequence = wire(x.call.sequence, x.first_step);
   if (!x.headers_checked) {
     for (int p = 0; p < processes; ++p) {
       if (p == me) continue;
@@ -361,7 +391,7 @@ bool net_communicator::ring(exchange& x) {
   };
   auto send_range = [&](int s, std::size_t begin, std::size_t size) {
     const char* chunk = x.mine.data() + begin;
-    send_packets(transport_, right, split_payload(header_of(x, static_cast<std::uint64_t>(s)), size,
+    send_packets(transport_, right, split_payload(header_of(x, x.first_step + static_cast<std::uint64_t>(s)), size,
                                                   [chunk](std::size_t offset, std::size_t bytes, std::vector<char>& out) {
                                                     out.insert(out.end(), chunk + offset, chunk + offset + bytes);
                                                   }));
@@ -375,7 +405,7 @@ bool net_communicator::ring(exchange& x) {
     const int s = x.step;
     const bool scatter = s < n - 1, forwards = s + 1 < steps;
     const auto [begin, size] = chunk_bytes(received_chunk(s));
-    const std::uint64_t sequence = wire(x.call.sequence, static_cast<std::uint64_t>(s));
+    const std::uint64_t sequence = wire(x.call.sequence, x.first_step + static_cast<std::uint64_t>(s));
     if (size == 0) { // an empty chunk travels as one empty payload
       auto got = inbox.take(channel_, sequence, left);
       if (!got) {
@@ -409,7 +439,7 @@ bool net_communicator::ring(exchange& x) {
         if (scatter) sum_in_order({piece->data(), into}, bytes, into);
         else std::memcpy(into, piece->data(), bytes);
         if (forwards) {
-          net_packet next = header_of(x, static_cast<std::uint64_t>(s + 1));
+          net_packet next = header_of(x, x.first_step + static_cast<std::uint64_t>(s + 1));
           next.offset = offset;
           next.total = size;
           next.bytes.assign(into, into + bytes);
@@ -443,29 +473,96 @@ std::optional<std::vector<staged_communicator::network_wait>> net_communicator::
   return out;
 }
 
-bool net_communicator::gather(exchange& x) {
-  const collective_call& call = x.call;
+bool net_communicator::take_whole(exchange& x, std::uint64_t step, std::vector<std::optional<net_payload>>& got) {
   net_inbox& inbox = transport_.inbox();
   const int me = inbox.rank(), processes = inbox.size();
-  if (!x.step_sent) {
-    x.step_sent = true;
-    for (int p = 0; p < processes; ++p)
-      if (p != me) send_payload(transport_, p, header_of(x, 0), x.mine);
-  }
   bool complete = true;
   for (int p = 0; p < processes; ++p) {
     if (p == me) continue;
-    auto& slot = x.got[static_cast<std::size_t>(p)];
-    if (!slot) slot = inbox.take(channel_, wire(call.sequence, 0), p);
+    auto& slot = got[static_cast<std::size_t>(p)];
+    if (!slot) slot = inbox.take(channel_, wire(x.call.sequence, step), p);
     if (!slot) complete = false, x.awaiting.push_back(p);
   }
-  if (!complete) return false;
+  return complete;
+}
+
+void net_communicator::send_to_all(const exchange& x, std::uint64_t step, const std::vector<char>& payload) {
+  const int me = transport_.inbox().rank(), processes = transport_.inbox().size();
+  for (int p = 0; p < processes; ++p)
+    if (p != me) send_payload(transport_, p, header_of(x, step), payload);
+}
+
+bool net_communicator::choose_exchange(exchange& x) {
+  const int me = transport_.inbox().rank(), processes = transport_.inbox().size();
+  if (!x.counts_sent) {
+    x.counts_sent = true;
+    send_to_all(x, 0, x.mine);
+  }
+  if (!take_whole(x, 0, x.counts)) return false;
+  x.announced.resize(static_cast<std::size_t>(processes));
+  sparse_exchange_cost cost;
+  for (int p = 0; p < processes; ++p) {
+    auto& rows = x.announced[static_cast<std::size_t>(p)];
+    if (p == me) {
+      for (const tensor* t : x.buffers) rows.push_back(t->dim(0));
+      continue;
+    }
+    const net_payload& got = *x.counts[static_cast<std::size_t>(p)];
+    check(x, p, got, std::nullopt);
+    rows = decode_row_counts(got.bytes, x.buffers, "process rank " + std::to_string(p));
+  }
+  for (std::size_t v = 0; v < x.buffers.size(); ++v) {
+    std::int64_t rows = 0;
+    for (const auto& process : x.announced) rows += process[v];
+    cost.add(rows, x.buffers[v]->sparse_rows()->height(), x.buffers[v]->dim(1));
+  }
+  x.dense = cost.takes_dense(x.call.exchange);
+  if (x.dense) {
+    // The same stage as an all-reduce of this process's table: every process chose it.
+    note_dense_fallback(x.call.sequence);
+    x.gathered = x.buffers;
+    x.buffers.clear();
+    for (const tensor* t : x.gathered) {
+      tensor& table = x.tables.emplace_back(dense_rows_table(t->sparse_rows()->height(), t->dim(1), t->where()));
+      add_rows_densely(*t, table);
+    }
+    for (tensor& table : x.tables) x.buffers.push_back(&table);
+    x.call.what = collective_call::kind::all_reduce;
+    x.ring = processes >= 3 && check_buffers(x.buffers, x.call.label) >= ring_bytes_;
+    x.mine = x.ring ? pack(x.buffers, x.call.label) : std::vector<char>{}; // the direct stage reads the tables
+  } else {
+    x.mine = encode_rows(x.buffers, x.call.label);
+  }
+  x.step_sent = false;
+  x.first_step = 1;
+  return true;
+}
+
+bool net_communicator::gather(exchange& x) {
+  if (x.announced.empty() && !choose_exchange(x)) return false;
+  if (x.dense) {
+    if (!(x.ring ? ring(x) : direct(x))) return false;
+    for (std::size_t v = 0; v < x.gathered.size(); ++v)
+      *x.gathered[v] = touched_rows(x.tables[v], x.gathered[v]->where());
+    return true;
+  }
+  const int me = transport_.inbox().rank(), processes = transport_.inbox().size();
+  if (!x.step_sent) {
+    x.step_sent = true;
+    send_to_all(x, x.first_step, x.mine);
+  }
+  if (!take_whole(x, x.first_step, x.got)) return false;
   std::vector<std::vector<tensor>> theirs(static_cast<std::size_t>(processes));
   for (int p = 0; p < processes; ++p) {
     if (p == me) continue;
     const net_payload& got = *x.got[static_cast<std::size_t>(p)];
     check(x, p, got, std::nullopt);
-    theirs[static_cast<std::size_t>(p)] = decode_rows(got.bytes, x.buffers, "process rank " + std::to_string(p));
+    const std::string peer = "process rank " + std::to_string(p);
+    auto& rows = theirs[static_cast<std::size_t>(p)] = decode_rows(got.bytes, x.buffers, peer);
+    for (std::size_t v = 0; v < rows.size(); ++v)
+      if (rows[v].dim(0) != x.announced[static_cast<std::size_t>(p)][v])
+        throw error(peer + " announced " + std::to_string(x.announced[static_cast<std::size_t>(p)][v]) +
+                    " rows of buffer " + std::to_string(v) + " but sent " + std::to_string(rows[v].dim(0)));
   }
   for (std::size_t v = 0; v < x.buffers.size(); ++v) {
     std::vector<const tensor*> in_order;

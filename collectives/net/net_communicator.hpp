@@ -35,12 +35,16 @@ namespace pe {
 /// lead's buffers hold the local partial sum afterwards. broadcast: the root's process
 /// sends the root's values; the others receive them on their lead and spread them.
 ///
-/// all_gather (SELECTED_ROWS gradients): every process sends its lead's rows and values
-/// (row_payload.hpp; a size of its own) to every other and concatenates everyone's in process
-/// order, which is global rank order: every process holds the same rows, those of one
-/// process over all the places. A peer's rows are checked: a row count that disagrees with
-/// its values, a row outside the table, or another width or height fails the collective
-/// naming that process.
+/// all_gather (SELECTED_ROWS gradients): every process first announces its lead's row counts
+/// (with widths and heights) to every other, so that every process makes the same choice
+/// (collective_call::exchange, core/sparse_exchange.hpp). Gathering, every process sends its
+/// lead's rows and values (row_payload.hpp; a size of its own) to every other and
+/// concatenates everyone's in process order, which is global rank order: every process holds
+/// the same rows, those of one process over all the places. Densely, each process adds its
+/// rows into a table with a touched-count column (dense_rows.hpp), the tables are
+/// all-reduced as above, and every process takes the touched rows with their sums. A peer is
+/// checked: a row count that disagrees with its values or with what it announced, a row
+/// outside the table, or another width or height fails the collective naming that process.
 ///
 /// A payload carries the collective's kind, root and size; a process whose stream failed,
 /// or that finds a peer disagreeing, sends its failure to every peer: the collective fails
@@ -74,8 +78,17 @@ class net_communicator final : public staged_communicator {
   bool sum_as_packets_arrive(exchange& x, std::size_t expected);
   /// The ring all-reduce: reduce-scatter then all-gather, one chunk per step to the right.
   bool ring(exchange& x);
-  /// The all_gather of SELECTED_ROWS buffers: whole payloads to and from every process.
+  /// The all_gather of SELECTED_ROWS buffers: the row counts to and from every process
+  /// (choose_exchange), then whole payloads of rows, or the dense all-reduce of the tables.
   bool gather(exchange& x);
+  /// Sends this process's row counts, takes every peer's (checked) and chooses, the same on
+  /// every process, whether the stage gathers rows or all-reduces tables: true once chosen.
+  bool choose_exchange(exchange& x);
+  /// Takes what every peer sent for `step` of x's collective into `got` (by process rank) as
+  /// far as it has arrived: true when everything is here; the missing go to x.awaiting.
+  bool take_whole(exchange& x, std::uint64_t step, std::vector<std::optional<net_payload>>& got);
+  /// Sends `payload` as `step` of x's collective to every other process.
+  void send_to_all(const exchange& x, std::uint64_t step, const std::vector<char>& payload);
   /// Throws unless what `from` sent is the same collective with `expected` bytes (any
   /// number when nullopt: an all_gather's payloads differ by process).
   void check(const exchange& x, int from, const net_payload& got, std::optional<std::size_t> expected) const;

@@ -1,5 +1,8 @@
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "collectives/net/net_inbox.hpp"
 #include "collectives/net/net_packet.hpp"
 
@@ -26,5 +29,10 @@ void send_payload(net_transport& t, int to, const net_packet& header,
 
 /// Sends `packets` (split_payload's) to process `to`.
 void send_packets(net_transport& t, int to, std::vector<net_packet> packets);
+
+/// The payload bytes this process has sent through send_payload so far, to every peer
+/// together (collectives and host exchanges; packet headers and CAF's framing not counted):
+/// send_packets counts them too: what bench/sparse_bench reports as the bytes a process exchanges per step.
+std::uint64_t payload_bytes_sent();
 
 } // namespace pe

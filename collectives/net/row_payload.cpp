@@ -8,11 +8,29 @@
 
 namespace pe {
 
+namespace {
+
+/// Throws unless `t` holds a SELECTED_ROWS value.
+void expect_rows(const tensor* t, const std::string& label) {
+  if (!t->initialized() || t->type() != dtype::fp32 || !t->sparse_rows())
+    throw error(label + ": a buffer is missing, not FP32 or not SELECTED_ROWS");
+}
+
+/// Throws naming `which` unless `width` and `height` are those of `mine`.
+void expect_table(const std::string& which, std::int64_t width, std::int64_t height, const tensor& mine) {
+  const std::int64_t my_height = mine.sparse_rows()->height();
+  if (width != mine.dim(1) || height != my_height)
+    throw error(which + " has rows of width " + std::to_string(width) + " in a table of " + std::to_string(height) +
+                " rows, this process width " + std::to_string(mine.dim(1)) + " and " + std::to_string(my_height) +
+                " rows");
+}
+
+} // namespace
+
 std::vector<char> encode_rows(const std::vector<tensor*>& buffers, const std::string& label) {
   std::vector<tensor> parts;
   for (const tensor* t : buffers) {
-    if (!t->initialized() || t->type() != dtype::fp32 || !t->sparse_rows())
-      throw error(label + ": a buffer is missing, not FP32 or not SELECTED_ROWS");
+    expect_rows(t, label);
     parts.push_back(tensor::from_vector(t->sparse_rows()->rows(), {static_cast<std::int64_t>(t->sparse_rows()->rows().size())}));
     parts.push_back(*t);
     parts.push_back(tensor::from_vector<std::int64_t>({t->sparse_rows()->height()}, {1}));
@@ -40,17 +58,42 @@ std::vector<tensor> decode_rows(const std::vector<char>& bytes, const std::vecto
     if (value.dim(0) != rows.numel())
       throw error(which + " claims " + std::to_string(rows.numel()) + " rows but sent values for " +
                   std::to_string(value.dim(0)));
+    expect_table(which, value.dim(1), height.data<std::int64_t>()[0], *mine[v]);
     const std::int64_t my_height = mine[v]->sparse_rows()->height();
-    if (value.dim(1) != mine[v]->dim(1) || height.data<std::int64_t>()[0] != my_height)
-      throw error(which + " has rows of width " + std::to_string(value.dim(1)) + " in a table of " +
-                  std::to_string(height.data<std::int64_t>()[0]) + " rows, this process width " +
-                  std::to_string(mine[v]->dim(1)) + " and " + std::to_string(my_height) + " rows");
     const auto r = rows.values<std::int64_t>();
     value.set_sparse_rows(std::make_shared<const selected_rows>(std::vector<std::int64_t>(r.begin(), r.end()),
                                                                 my_height, which));
     out.push_back(std::move(value));
   }
   return out;
+}
+
+std::vector<char> encode_row_counts(const std::vector<tensor*>& buffers, const std::string& label) {
+  std::vector<std::int64_t> counts;
+  for (const tensor* t : buffers) {
+    expect_rows(t, label);
+    counts.insert(counts.end(), {t->dim(0), t->dim(1), t->sparse_rows()->height()});
+  }
+  const tensor all = tensor::from_vector(counts, {static_cast<std::int64_t>(buffers.size()), 3});
+  return encode_tensors({&all});
+}
+
+std::vector<std::int64_t> decode_row_counts(const std::vector<char>& bytes, const std::vector<tensor*>& mine,
+                                            const std::string& source) {
+  const std::vector<tensor> parts = decode_tensors(bytes, source);
+  const auto buffers = static_cast<std::int64_t>(mine.size());
+  if (parts.size() != 1 || parts[0].type() != dtype::int64 || parts[0].shape() != shape_t{buffers, 3})
+    throw error(source + " announced its row counts as something other than INT64 [" + std::to_string(buffers) +
+                ", 3] (rows, width, height per SELECTED_ROWS buffer)");
+  const std::int64_t* c = parts[0].data<std::int64_t>();
+  std::vector<std::int64_t> rows;
+  for (std::size_t v = 0; v < mine.size(); ++v, c += 3) {
+    const std::string which = source + "'s buffer " + std::to_string(v);
+    if (c[0] < 0) throw error(which + " announces " + std::to_string(c[0]) + " rows");
+    expect_table(which, c[1], c[2], *mine[v]);
+    rows.push_back(c[0]);
+  }
+  return rows;
 }
 
 } // namespace pe

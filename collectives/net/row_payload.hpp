@@ -2,6 +2,7 @@
 // What an all_gather of SELECTED_ROWS values (sparse gradients) sends between processes, and
 // the checks of what a peer sent: its payload sizes differ by process, so they are checked
 // against what this process holds instead of a size both know.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,17 @@ std::vector<char> encode_rows(const std::vector<tensor*>& buffers, const std::st
 /// than mine is a pe::error naming `source` (the peer) and what it sent.
 std::vector<tensor> decode_rows(const std::vector<char>& bytes, const std::vector<tensor*>& mine,
                                 const std::string& source);
+
+/// What a process announces before an all_gather's rows (so that every process makes the same
+/// sparse-or-dense choice from every process's row count): per buffer of `buffers` (its
+/// lead's SELECTED_ROWS values) its row count, width and height, as an INT64 [buffers, 3]
+/// tensor's bytes. Throws pe::error naming `label` when a buffer is not a SELECTED_ROWS value.
+std::vector<char> encode_row_counts(const std::vector<tensor*>& buffers, const std::string& label);
+
+/// The row counts `bytes` announces, one per buffer of `mine`, checked: a payload that does
+/// not decode, holds another number of buffers, a negative count, or a width or height other
+/// than mine is a pe::error naming `source`.
+std::vector<std::int64_t> decode_row_counts(const std::vector<char>& bytes, const std::vector<tensor*>& mine,
+                                            const std::string& source);
 
 } // namespace pe

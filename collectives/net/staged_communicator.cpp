@@ -24,6 +24,7 @@ void staged_communicator::launch(const collective_call& call, int local_rank,
   first.root = last.root = lead;
   first.what = call.what == kind::broadcast || call.what == kind::all_gather ? call.what : kind::reduce;
   last.what = call.what == kind::reduce ? kind::reduce : kind::broadcast;
+  first.exchange = sparse_exchange::sparse; // the local rows all go to the lead, which decides
   const std::vector<tensor*> none;
   const std::uint64_t sequence = call.sequence;
   local_.launch(first, local_rank, call.what == kind::broadcast ? none : buffers, on,
@@ -39,9 +40,15 @@ void staged_communicator::launch(const collective_call& call, int local_rank,
                     std::lock_guard<std::mutex> guard(mutex_);
                     whole.start_ns = started_[sequence];
                     started_.erase(sequence);
+                    whole.dense_fallback = dense_.erase(sequence) > 0;
                   }
                   if (done) done(whole, ok);
                 });
+}
+
+void staged_communicator::note_dense_fallback(std::uint64_t sequence) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  dense_.insert(sequence);
 }
 
 std::optional<communicator_status> staged_communicator::status() const {

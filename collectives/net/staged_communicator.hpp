@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,9 @@ namespace pe {
 /// The lead is the root's place when the root is in this process (reduce, broadcast), else
 /// place 0. So one transfer per process and collective, whatever the backend. An all_gather
 /// (SELECTED_ROWS) gathers the local places' rows on every place in stage 1, the lead gathers
-/// the processes' in stage 2, and stage 3 broadcasts the lead's rows to the local places.
+/// the processes' in stage 2 (or all-reduces their tables densely, as the call's exchange and
+/// every process's row count decide: the backend's choice, note_dense_fallback), and stage 3
+/// broadcasts the lead's rows to the local places.
 class staged_communicator : public communicator {
  public:
   int world_size() const final { return processes_ * local_ranks_; }
@@ -57,6 +60,10 @@ class staged_communicator : public communicator {
   /// by launch before any stage is enqueued. Every kind runs by default.
   virtual void expect_runs(const collective_call& call) const { (void)call; }
 
+  /// The network stage of collective `sequence` (the callers' numbering) ran an all_gather as
+  /// a dense all-reduce: the collective's span says so (collective_span::dense_fallback).
+  void note_dense_fallback(std::uint64_t sequence);
+
   /// Fails the local stages waiting for ranks and every later one: part of abort().
   void abort_local_stages() { local_.abort(); }
 
@@ -70,6 +77,7 @@ class staged_communicator : public communicator {
   inproc_communicator local_;
   mutable std::mutex mutex_;
   std::map<std::uint64_t, std::int64_t> started_; // by sequence: when stage 1 began
+  std::set<std::uint64_t> dense_;                 // by sequence: note_dense_fallback's
 };
 
 } // namespace pe

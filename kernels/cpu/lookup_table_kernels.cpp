@@ -1,4 +1,6 @@
-// CPU kernels of lookup_table_v2 and lookup_table_v2_grad: loops over the ids in index order.
+// CPU kernels of lookup_table_v2 and lookup_table_v2_grad, and of v1's lookup_table and
+// lookup_table_grad (the same loops; the fronts read v1's Ids [..., 1]): loops over the ids in
+// index order.
 // Inputs and attributes are read and checked by kernels/lookup_table_ops.hpp's fronts, shared
 // with the CUDA kernels (kernels/cuda/lookup_table_kernels.cu). The forward copies row Ids[i]
 // of W into row i of Out (zeros for padding_idx); the grad zeroes W@GRAD and adds row i of
@@ -59,7 +61,7 @@ void lookup_forward(kernel_context& ctx) {
   const lookup_front f = lookup_front_of(ctx, fp32_input, bound_input);
   const lookup_geometry& g = f.g;
   write_unaliased(ctx.output("Out"), {&f.w, &g.ids}, [&](tensor& out) {
-    out.resize(dtype::fp32, lookup_out_dims(g.ids.shape(), g.width));
+    out.resize(dtype::fp32, g.out_dims());
     const float* w = f.w.data<float>();
     float* o = out.data<float>();
     for_each_id(ctx, g, [&](std::int64_t i, std::int64_t id) {
@@ -115,6 +117,8 @@ void lookup_backward(kernel_context& ctx) {
 void register_lookup_table_kernels(kernel_registry& r) {
   r.add("lookup_table_v2", place::kind::cpu, lookup_forward);
   r.add("lookup_table_v2_grad", place::kind::cpu, lookup_backward);
+  r.add("lookup_table", place::kind::cpu, lookup_forward); // v1: the fronts read Ids as v1's
+  r.add("lookup_table_grad", place::kind::cpu, lookup_backward);
 }
 
 } // namespace pe

@@ -23,7 +23,7 @@
 
 #include "core/selected_rows.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
-#include "kernels/cpu/merged_rows.hpp"
+#include "core/merged_rows.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/optimizer_ops.hpp"
 

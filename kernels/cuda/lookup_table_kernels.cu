@@ -1,4 +1,5 @@
-// CUDA kernels of lookup_table_v2 and lookup_table_v2_grad. Inputs and attributes are read and
+// CUDA kernels of lookup_table_v2 and lookup_table_v2_grad, and of v1's lookup_table and
+// lookup_table_grad (the same kernels). Inputs and attributes are read and
 // checked by kernels/lookup_table_ops.hpp's fronts, shared with the CPU kernels
 // (kernels/cpu/lookup_table_kernels.cpp).
 // - The forward is an element map over Out [N, D] (N ids): Out[i, j] = W[Ids[i], j], 0 for
@@ -107,7 +108,7 @@ void scatter(kernel_context& ctx, const lookup_grad_front& f, tensor& dw) {
 void lookup_forward(kernel_context& ctx) {
   const lookup_front f = lookup_front_of(ctx, gpu_fp32_input, gpu_input);
   write_unaliased(ctx.output("Out"), {&f.w, &f.g.ids}, [&](tensor& out) {
-    resize_output(ctx, out, dtype::fp32, lookup_out_dims(f.g.ids.shape(), f.g.width));
+    resize_output(ctx, out, dtype::fp32, f.g.out_dims());
     if (f.g.ids.type() == dtype::int64)
       gather<std::int64_t>(ctx, f, out);
     else
@@ -133,6 +134,8 @@ void lookup_backward(kernel_context& ctx) {
 void register_lookup_table_kernels(kernel_registry& r) {
   r.add("lookup_table_v2", place::kind::gpu, lookup_forward);
   r.add("lookup_table_v2_grad", place::kind::gpu, lookup_backward);
+  r.add("lookup_table", place::kind::gpu, lookup_forward); // v1: the fronts read Ids as v1's
+  r.add("lookup_table_grad", place::kind::gpu, lookup_backward);
 }
 
 } // namespace pe::cuda

@@ -18,8 +18,9 @@ stream& collective_job::on(int rank) {
   return devices[static_cast<std::size_t>(rank)]->get_stream(stream_kind::communication);
 }
 
-void collective_job::launch(const collective_call& c, int rank, std::vector<tensor*> buffers) {
-  comms[static_cast<std::size_t>(rank / local)]->launch(c, rank % local, std::move(buffers), on(rank));
+void collective_job::launch(const collective_call& c, int rank, std::vector<tensor*> buffers,
+                            communicator::completion done) {
+  comms[static_cast<std::size_t>(rank / local)]->launch(c, rank % local, std::move(buffers), on(rank), std::move(done));
 }
 
 std::vector<std::optional<bool>> collective_job::sync_all(int limit_ms) {

@@ -23,8 +23,9 @@ struct collective_job {
   int world() const { return static_cast<int>(devices.size()); }
   stream& on(int rank);
 
-  /// Global rank `rank`'s part of `c` over `buffers`.
-  void launch(const collective_call& c, int rank, std::vector<tensor*> buffers);
+  /// Global rank `rank`'s part of `c` over `buffers`; `done` as communicator::launch's.
+  void launch(const collective_call& c, int rank, std::vector<tensor*> buffers,
+              communicator::completion done = {});
 
   /// Every rank's stream synchronized, or nullopt for every rank when one still runs after
   /// `limit_ms` (the communicators are then aborted and the devices stopped).

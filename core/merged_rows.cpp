@@ -1,4 +1,4 @@
-#include "kernels/cpu/merged_rows.hpp"
+#include "core/merged_rows.hpp"
 
 #include <algorithm>
 #include <numeric>
