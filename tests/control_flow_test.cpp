@@ -16,6 +16,7 @@
 #include "graph/attributes.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/exec/scope.hpp"
+#include "graph/program_info.hpp"
 #include "graph/ssa_graph.hpp"
 #include "graph/validate.hpp"
 #include "tests/support/op_test.hpp"
@@ -253,6 +254,21 @@ TEST(ConditionalBlock, TheSsaGraphSeesTheSubBlocksReadsAndWrites) {
   EXPECT_TRUE(reads_cond_y);
 }
 
+TEST(ConditionalBlock, AVariableReadOnlyInsideTheSubBlockIsAFeed) {
+  cond_program p;
+  declare(*p.main.mutable_blocks(0), "shift", dtype::fp32, {2});
+  *p.main.mutable_blocks(1)->mutable_ops(1)->mutable_inputs(0)->mutable_arguments(0) = "shift"; // y = shift + y
+  EXPECT_EQ(pe::analyze_program(p.main).feeds, (std::vector<std::string>{"shift"}))
+      << "t is written before block 1 reads it; shift is read first";
+  pe::scope vars;
+  pe::reference_executor(p.startup, vars).run({}, {});
+  pe::reference_executor exe(p.main, vars);
+  EXPECT_NE(error_of([&] { exe.run({}, {"z"}); }).find("missing feed 'shift' (read by op #3 (conditional_block))"),
+            std::string::npos);
+  const auto fetched = exe.run({{"shift", values({1, 2}, {2})}}, {"y"});
+  EXPECT_TRUE(tensor_is(fetched.at(0), {2}, {8, 9}));
+}
+
 /// The error validate_program gives `p.main`.
 std::string validation_error(const cond_program& p) {
   return error_of([&] { pe::validate_program(p.main); });
@@ -307,6 +323,13 @@ TEST(ConditionalBlock, MalformedProgramsAreRefusedNamingTheProblem) {
     pe::set_output(*p.main.mutable_blocks(0)->mutable_ops(2), "Out", {"limit2"});
     declare(*p.main.mutable_blocks(0), "limit2", dtype::boolean, {1});
     EXPECT_NE(validation_error(p).find("Cond must hold one element (is_scalar_condition), got dims [2]"),
+              std::string::npos)
+        << validation_error(p);
+  }
+  {
+    cond_program p; // one block for two ops
+    add_op(*p.main.mutable_blocks(0), p.cond_op());
+    EXPECT_NE(validation_error(p).find("op #5 (conditional_block): sub_block 1 is run by another op too"),
               std::string::npos)
         << validation_error(p);
   }
