@@ -9,6 +9,7 @@
 // shape inference uses the same broadcast.
 #include <cmath>
 #include <type_traits>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -108,5 +109,22 @@ struct condition_front {
   const tensor& small() const { return b.swapped ? x : y; }
 };
 condition_front condition_front_of(const kernel_context& ctx, input_fn input);
+
+/// Registers the condition ops for places of kind `kind`: Binary<F>::run, a place's kernel
+/// of the binary op with element functor F, for each comparison and logical functor, and
+/// `logical_not`.
+template <template <class> class Binary>
+void register_condition_ops(kernel_registry& r, place::kind kind, kernel_fn logical_not) {
+  r.add("less_than", kind, Binary<less_than_fn>::run);
+  r.add("less_equal", kind, Binary<less_equal_fn>::run);
+  r.add("greater_than", kind, Binary<greater_than_fn>::run);
+  r.add("greater_equal", kind, Binary<greater_equal_fn>::run);
+  r.add("equal", kind, Binary<equal_fn>::run);
+  r.add("not_equal", kind, Binary<not_equal_fn>::run);
+  r.add("logical_and", kind, Binary<logical_and_fn>::run);
+  r.add("logical_or", kind, Binary<logical_or_fn>::run);
+  r.add("logical_xor", kind, Binary<logical_xor_fn>::run);
+  r.add("logical_not", kind, std::move(logical_not));
+}
 
 } // namespace pe

@@ -19,9 +19,15 @@ const tensor& set_input(const kernel_context& ctx, std::string_view slot, std::s
   return t;
 }
 
-/// Out = F(X, Y) elementwise with the small operand broadcast, as BOOL.
+/// The kernel of the binary condition op with element functor F: Out = F(X, Y) elementwise
+/// with the small operand broadcast, as BOOL.
 template <class F>
-void binary_condition(kernel_context& ctx) {
+struct binary_condition {
+  static void run(kernel_context& ctx);
+};
+
+template <class F>
+void binary_condition<F>::run(kernel_context& ctx) {
   const condition_front c = condition_front_of(ctx, set_input);
   const tensor& full = c.full();
   const tensor& small = c.small();
@@ -58,17 +64,7 @@ void logical_not(kernel_context& ctx) {
 } // namespace
 
 void register_condition_kernels(kernel_registry& r) {
-  constexpr auto cpu = place::kind::cpu;
-  r.add("less_than", cpu, binary_condition<less_than_fn>);
-  r.add("less_equal", cpu, binary_condition<less_equal_fn>);
-  r.add("greater_than", cpu, binary_condition<greater_than_fn>);
-  r.add("greater_equal", cpu, binary_condition<greater_equal_fn>);
-  r.add("equal", cpu, binary_condition<equal_fn>);
-  r.add("not_equal", cpu, binary_condition<not_equal_fn>);
-  r.add("logical_and", cpu, binary_condition<logical_and_fn>);
-  r.add("logical_or", cpu, binary_condition<logical_or_fn>);
-  r.add("logical_xor", cpu, binary_condition<logical_xor_fn>);
-  r.add("logical_not", cpu, logical_not);
+  register_condition_ops<binary_condition>(r, place::kind::cpu, logical_not);
 }
 
 } // namespace pe

@@ -34,8 +34,14 @@ struct logical_not_map {
   PE_HOST_DEVICE void operator()(std::int64_t i) const { out[i] = !static_cast<bool>(x[i]); }
 };
 
+/// The kernel of the binary condition op with element functor F.
 template <class F>
-void binary_condition(kernel_context& ctx) {
+struct binary_condition {
+  static void run(kernel_context& ctx);
+};
+
+template <class F>
+void binary_condition<F>::run(kernel_context& ctx) {
   const condition_front c = condition_front_of(ctx, gpu_input);
   const tensor& full = c.full();
   const tensor& small = c.small();
@@ -72,17 +78,7 @@ void logical_not(kernel_context& ctx) {
 } // namespace
 
 void register_condition_kernels(kernel_registry& r) {
-  constexpr auto gpu = place::kind::gpu;
-  r.add("less_than", gpu, binary_condition<less_than_fn>);
-  r.add("less_equal", gpu, binary_condition<less_equal_fn>);
-  r.add("greater_than", gpu, binary_condition<greater_than_fn>);
-  r.add("greater_equal", gpu, binary_condition<greater_equal_fn>);
-  r.add("equal", gpu, binary_condition<equal_fn>);
-  r.add("not_equal", gpu, binary_condition<not_equal_fn>);
-  r.add("logical_and", gpu, binary_condition<logical_and_fn>);
-  r.add("logical_or", gpu, binary_condition<logical_or_fn>);
-  r.add("logical_xor", gpu, binary_condition<logical_xor_fn>);
-  r.add("logical_not", gpu, logical_not);
+  register_condition_ops<binary_condition>(r, place::kind::gpu, logical_not);
 }
 
 } // namespace pe::cuda
