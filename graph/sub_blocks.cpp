@@ -39,7 +39,13 @@ int checked_sub_block(const proto::ProgramDesc& program, int block, const proto:
   return sub;
 }
 
-var_accesses accesses_of(const proto::ProgramDesc& program, int block, const proto::OpDesc& op) {
+namespace {
+
+/// accesses_of, with the sub-blocks entered so far: a program whose ops run one block twice
+/// (which validation refuses) is refused here too, so that no walk of an unvalidated
+/// program revisits a block (each visit could otherwise double the work).
+var_accesses accesses_in(const proto::ProgramDesc& program, int block, const proto::OpDesc& op,
+                         std::set<int>& entered) {
   var_accesses out;
   std::set<std::string, std::less<>> read, written;
   for (const auto& slot : op.inputs())
@@ -54,11 +60,13 @@ var_accesses accesses_of(const proto::ProgramDesc& program, int block, const pro
     }
   if (sub_block_of(op) < 0) return out;
   const int sub = checked_sub_block(program, block, op);
+  if (!entered.insert(sub).second)
+    throw error("sub_block " + std::to_string(sub) + " is run by another op too");
   // Only an op of the sub-block itself writes for certain once the block runs; a nested
   // sub-block may not run, so its writes do not hide later reads.
   std::set<std::string, std::less<>> surely_written;
   for (const auto& inner : program.blocks(sub).ops()) {
-    const var_accesses a = accesses_of(program, sub, inner);
+    const var_accesses a = accesses_in(program, sub, inner, entered);
     for (const auto& name : a.reads)
       if (!surely_written.contains(name)) note(out.reads, read, name);
     for (const auto& name : a.writes) {
@@ -67,6 +75,13 @@ var_accesses accesses_of(const proto::ProgramDesc& program, int block, const pro
     }
   }
   return out;
+}
+
+} // namespace
+
+var_accesses accesses_of(const proto::ProgramDesc& program, int block, const proto::OpDesc& op) {
+  std::set<int> entered;
+  return accesses_in(program, block, op, entered);
 }
 
 } // namespace pe

@@ -332,6 +332,17 @@ TEST(ConditionalBlock, MalformedProgramsAreRefusedNamingTheProblem) {
     EXPECT_NE(validation_error(p).find("op #5 (conditional_block): sub_block 1 is run by another op too"),
               std::string::npos)
         << validation_error(p);
+    // Walks of an unvalidated program refuse a block entered twice too (nested, each visit
+    // would double the work): block 1 runs block 2 from two ops.
+    proto::BlockDesc& b2 = *p.main.add_blocks();
+    b2.set_idx(2);
+    b2.set_parent_idx(1);
+    proto::OpDesc inner = make_op("conditional_block", {{"Cond", "flag"}}, {}, {{"is_scalar_condition", true}});
+    set_block_attr(inner, 2);
+    add_op(*p.main.mutable_blocks(1), inner);
+    add_op(*p.main.mutable_blocks(1), inner);
+    EXPECT_NE(error_of([&] { pe::analyze_program(p.main); }).find("sub_block 2 is run by another op too"),
+              std::string::npos);
   }
   {
     cond_program p; // bound without its program, the op cannot find its block
