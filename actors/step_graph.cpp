@@ -133,8 +133,8 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
     switch (h.what) {
       case op_handle::kind::computation: {
         device& d = *devices[static_cast<std::size_t>(h.place)];
-        n.op_.emplace(block.ops(h.op_index), *scopes[static_cast<std::size_t>(h.place)], d.where(),
-                      h.op_index, check_nan_inf, d.kernel_kind());
+        n.op_.emplace(main, 0, h.op_index, *scopes[static_cast<std::size_t>(h.place)], d.where(),
+                      check_nan_inf, d.kernel_kind());
         n.op_->bind(&d, &d.get_stream(stream_kind::compute));
         break;
       }

@@ -175,6 +175,8 @@ const op_registry& op_registry::global() {
     register_embedding_ops(r);
     register_global_norm_ops(r);
     register_cumsum_ops(r);
+    register_condition_ops(r);
+    register_control_flow_ops(r);
     op_extensions& e = extensions();
     std::lock_guard<std::mutex> guard(e.mutex);
     for (const auto& add : e.adds) add(r);

@@ -21,6 +21,10 @@ struct slot_spec {
   /// May bind a SELECTED_ROWS variable (an optimizer's Grad, a sparse lookup's W@GRAD);
   /// validate_program refuses one bound to any other slot.
   bool selected_rows = false;
+  /// May be bound to a variable that holds no value when the op runs: an output of a branch
+  /// that did not run (select_input's X, conditional_block's Input). The kernel checks what
+  /// it reads; bound_op does not refuse the op for it.
+  bool unwritten_ok = false;
 };
 
 /// One attribute of an op. The default's alternative is the attribute's type; a required
@@ -104,6 +108,10 @@ struct op_schema {
   grad_maker_fn make_grad = {};
   /// Ops the executor performs itself (feed, fetch): they have no kernel.
   bool host_op = false;
+  /// The op runs the block its BLOCK attribute `sub_block` names (conditional_block): the
+  /// attribute is required, the block is validated with the op, and bound_op binds the
+  /// block's ops for the op's kernel to run (kernel_context::run_sub_block).
+  bool runs_sub_block = false;
 
   const slot_spec* find_input(std::string_view slot) const;
   const slot_spec* find_output(std::string_view slot) const;
@@ -169,5 +177,7 @@ void register_norm_ops(op_registry& r);      // batch_norm, layer_norm
 void register_embedding_ops(op_registry& r); // lookup_table_v2
 void register_global_norm_ops(op_registry& r); // sqrt, squared_l2_norm
 void register_cumsum_ops(op_registry& r);    // cumsum
+void register_condition_ops(op_registry& r); // less_than, less_equal, greater_than, greater_equal, equal, not_equal, logical_not, logical_and, logical_or, logical_xor
+void register_control_flow_ops(op_registry& r); // conditional_block, select_input, increment
 
 } // namespace pe

@@ -8,6 +8,7 @@
 #include "graph/builder.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/op_role.hpp"
+#include "graph/sub_blocks.hpp"
 
 namespace pe {
 
@@ -32,10 +33,9 @@ std::vector<data_input> data_inputs(const proto::ProgramDesc& program) {
       continue;
     }
     if (op.type() == "fetch") continue;
-    for (const auto& slot : op.inputs())
-      for (const auto& name : slot.arguments()) note(name, i, op.type());
-    for (const auto& slot : op.outputs())
-      for (const auto& name : slot.arguments()) written.insert(name);
+    const var_accesses a = accesses_of(program, 0, op); // a sub-block's reads and writes too
+    for (const auto& name : a.reads) note(name, i, op.type());
+    for (const auto& name : a.writes) written.insert(name);
   }
   return out;
 }

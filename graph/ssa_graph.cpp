@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "graph/attributes.hpp"
 #include "graph/op_role.hpp"
+#include "graph/sub_blocks.hpp"
 #include "graph/validate.hpp"
 
 namespace pe {
@@ -33,6 +34,13 @@ param_grads role_var_pairs(const proto::OpDesc& op, int index) {
   return pairs;
 }
 
+/// What each op of block 0 reads and writes, sub-blocks included.
+std::vector<var_accesses> accesses_by_op(const proto::ProgramDesc& main) {
+  std::vector<var_accesses> out;
+  for (const auto& op : main.blocks(0).ops()) out.push_back(accesses_of(main, 0, op));
+  return out;
+}
+
 /// The state of one build_ssa_graph call: the graph under construction, the versions of
 /// every (place, name), the pending fused all-reduce bucket and the reduce-mode owners.
 class graph_builder {
@@ -41,6 +49,7 @@ class graph_builder {
                 const build_strategy& strategy)
       : vars_(std::move(validated)),
         block_(main.blocks(0)),
+        accesses_(accesses_by_op(main)),
         strategy_(strategy),
         versions_(num_places),
         load_(static_cast<std::size_t>(num_places * strategy.num_trainers), 0),
@@ -147,13 +156,12 @@ class graph_builder {
   }
 
   void add_op_on(int index, op_handle::kind kind, int place) {
-    const proto::OpDesc& desc = block_.ops(index);
     int op = add_op(kind, place);
     graph_.ops[op].op_index = index;
-    for (const auto& slot : desc.inputs())
-      for (const auto& name : slot.arguments()) read(op, place, name);
-    for (const auto& slot : desc.outputs())
-      for (const auto& name : slot.arguments()) write(op, place, name);
+    // An op running a sub-block stands for all of it: what the block reads and writes.
+    const var_accesses& a = accesses_[static_cast<std::size_t>(index)];
+    for (const auto& name : a.reads) read(op, place, name);
+    for (const auto& name : a.writes) write(op, place, name);
   }
 
   // --- collectives -------------------------------------------------------------------
@@ -306,6 +314,7 @@ class graph_builder {
 
   var_table vars_; ///< first: validation runs before block 0 is looked at
   const proto::BlockDesc& block_;
+  std::vector<var_accesses> accesses_; ///< by op of block 0
   const build_strategy& strategy_;
   ssa_graph graph_;
   /// Per place: name -> var handle ids of its versions, oldest first.

@@ -8,6 +8,7 @@
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "graph/attributes.hpp"
+#include "graph/sub_blocks.hpp"
 
 namespace pe {
 
@@ -130,74 +131,122 @@ void check_sizes(const proto::OpDesc& op, int index, const var_table& vars,
       }
 }
 
-} // namespace
+/// The state of one validate_program call: the variables declared so far (block 0's, then
+/// each sub-block's as its op is reached) with their dtypes and dims after shape inference.
+class program_validator {
+ public:
+  program_validator(const proto::ProgramDesc& program, std::int64_t max_tensor_bytes)
+      : program_(program), max_bytes_(max_tensor_bytes) {}
 
-var_table validate_program(const proto::ProgramDesc& program, std::int64_t max_tensor_bytes) {
-  if (program.blocks_size() == 0) throw error("the program has no blocks");
-  if (program.blocks_size() > 1)
-    throw error("the program has " + std::to_string(program.blocks_size()) +
-                " blocks; control flow (sub-blocks) is not supported");
-  const proto::BlockDesc& block = program.blocks(0);
-
-  std::set<std::string, std::less<>> declared;
-  for (const auto& var : block.vars()) {
-    if (!declared.insert(var.name()).second)
-      throw error("variable '" + var.name() + "' is declared twice");
-    auto kind = var.type().type();
-    if (kind != proto::VarType::FEED_MINIBATCH && kind != proto::VarType::FETCH_LIST)
-      declared_info(var); // throws for unsupported kinds and dtypes
+  var_table run() {
+    declare(0);
+    check_block(0);
+    for (const auto& [name, info] : vars_) { // the variables no op uses
+      std::string problem = size_problem(name, info, max_bytes_);
+      if (!problem.empty()) throw error(problem);
+    }
+    return std::move(vars_);
   }
-  var_table vars = tensor_vars(block);
-  std::set<std::string, std::less<>> persistable;
-  for (const auto& var : block.vars())
-    if (var.persistable()) persistable.insert(var.name());
 
-  const auto& registry = op_registry::global();
-  for (int i = 0; i < block.ops_size(); ++i) {
-    const proto::OpDesc& op = block.ops(i);
-    const op_schema* schema = registry.find(op.type());
+ private:
+  /// Adds block `b`'s variables. A sub-block's variable may not reuse a name of the blocks
+  /// around it: every place has one scope, so it would be the same variable.
+  void declare(int b) {
+    const proto::BlockDesc& block = program_.blocks(b);
+    for (const auto& var : block.vars()) {
+      if (!declared_.insert(var.name()).second)
+        throw error("variable '" + var.name() + "' is declared twice" +
+                    (b > 0 ? " (block " + std::to_string(b) + " declares a name of a block around it)" : ""));
+      auto kind = var.type().type();
+      if (kind != proto::VarType::FEED_MINIBATCH && kind != proto::VarType::FETCH_LIST &&
+          kind != proto::VarType::STEP_SCOPES)
+        declared_info(var); // throws for unsupported kinds and dtypes
+      if (var.persistable()) persistable_.insert(var.name());
+    }
+    vars_.merge(tensor_vars(block));
+  }
+
+  void check_block(int b) {
+    const proto::BlockDesc& block = program_.blocks(b);
+    for (int i = 0; i < block.ops_size(); ++i) check_op(b, i, block.ops(i));
+  }
+
+  /// An op of block `b`; an op with a sub-block has that block's ops checked first, in
+  /// order, as running it would (their outputs are what the op writes).
+  void check_op(int b, int i, const proto::OpDesc& op) {
+    const op_schema* schema = op_registry::global().find(op.type());
     if (schema == nullptr)
       throw error("op #" + std::to_string(i) + ": unknown op type '" + op.type() + "'");
-    check_slots(op.inputs(), schema->inputs, "input", declared, vars, i, op);
-    check_slots(op.outputs(), schema->outputs, "output", declared, vars, i, op);
+    check_slots(op.inputs(), schema->inputs, "input", declared_, vars_, i, op);
+    check_slots(op.outputs(), schema->outputs, "output", declared_, vars_, i, op);
     attribute_map attrs;
     try {
       attrs = resolve_attributes(op, *schema);
     } catch (const error& e) {
       throw error(op_prefix(i, op) + e.what());
     }
-    check_sizes(op, i, vars, max_tensor_bytes);
-    if (!schema->infer_shape) continue;
-    shape_context ctx(op, attrs, vars, i);
+    check_sizes(op, i, vars_, max_bytes_);
+    if (sub_block_of(op) >= 0 || schema->runs_sub_block) check_sub_block(b, i, op);
+    if (!schema->infer_shape) return;
+    shape_context ctx(op, attrs, vars_, i);
     schema->infer_shape(ctx);
-    for (const auto& [name, inferred] : ctx.inferred()) {
-      auto it = vars.find(name);
-      if (it == vars.end()) continue; // a holder variable
-      std::string problem = size_problem(name, inferred, max_tensor_bytes);
-      if (!problem.empty()) throw error(op_prefix(i, op) + "inferred " + problem);
-      var_info& declared_var = it->second;
-      // An intermediate's dtype is its kernel's, as in Paddle, whose VarDescs may declare
-      // another (paddle.metric.accuracy's Correct: declared FP32, computed INT32); readers
-      // are checked against the computed one. A persistable's declaration is binding.
-      if (declared_var.type != inferred.type && !persistable.contains(name))
-        declared_var.type = inferred.type;
-      if (declared_var.type != inferred.type)
-        throw error(op_prefix(i, op) + "dtype mismatch: output '" + name + "' is computed as " +
-                    to_string(inferred.type) + " but declared as " + to_string(declared_var.type));
-      if (!declared_var.dims.empty() && !dims_compatible(declared_var.dims, inferred.dims))
-        throw error(op_prefix(i, op) + "shape mismatch: output '" + name + "' is inferred as " +
-                    to_string(inferred.dims) + " but declared as " + to_string(declared_var.dims));
-      // Keep the more specific of the two (a known dim beats -1).
-      if (declared_var.dims.empty()) declared_var.dims = inferred.dims;
-      for (std::size_t d = 0; d < declared_var.dims.size(); ++d)
-        if (declared_var.dims[d] < 0) declared_var.dims[d] = inferred.dims[d];
+    for (const auto& [name, inferred] : ctx.inferred()) record(i, op, name, inferred);
+  }
+
+  void check_sub_block(int b, int i, const proto::OpDesc& op) {
+    int sub = 0;
+    try {
+      sub = checked_sub_block(program_, b, op);
+    } catch (const error& e) {
+      throw error(op_prefix(i, op) + e.what());
+    }
+    if (!entered_.insert(sub).second)
+      throw error(op_prefix(i, op) + "sub_block " + std::to_string(sub) + " is run by another op too");
+    try {
+      declare(sub);
+      check_block(sub);
+    } catch (const error& e) {
+      throw error(op_prefix(i, op) + "in sub_block " + std::to_string(sub) + ": " + e.what());
     }
   }
-  for (const auto& [name, info] : vars) { // the variables no op uses
-    std::string problem = size_problem(name, info, max_tensor_bytes);
-    if (!problem.empty()) throw error(problem);
+
+  /// Takes what shape inference says of output `name` of op `i`.
+  void record(int i, const proto::OpDesc& op, const std::string& name, const var_info& inferred) {
+    auto it = vars_.find(name);
+    if (it == vars_.end()) return; // a holder variable
+    std::string problem = size_problem(name, inferred, max_bytes_);
+    if (!problem.empty()) throw error(op_prefix(i, op) + "inferred " + problem);
+    var_info& declared_var = it->second;
+    // An intermediate's dtype is its kernel's, as in Paddle, whose VarDescs may declare
+    // another (paddle.metric.accuracy's Correct: declared FP32, computed INT32); readers
+    // are checked against the computed one. A persistable's declaration is binding.
+    if (declared_var.type != inferred.type && !persistable_.contains(name))
+      declared_var.type = inferred.type;
+    if (declared_var.type != inferred.type)
+      throw error(op_prefix(i, op) + "dtype mismatch: output '" + name + "' is computed as " +
+                  to_string(inferred.type) + " but declared as " + to_string(declared_var.type));
+    if (!declared_var.dims.empty() && !dims_compatible(declared_var.dims, inferred.dims))
+      throw error(op_prefix(i, op) + "shape mismatch: output '" + name + "' is inferred as " +
+                  to_string(inferred.dims) + " but declared as " + to_string(declared_var.dims));
+    // Keep the more specific of the two (a known dim beats -1).
+    if (declared_var.dims.empty()) declared_var.dims = inferred.dims;
+    for (std::size_t d = 0; d < declared_var.dims.size(); ++d)
+      if (declared_var.dims[d] < 0) declared_var.dims[d] = inferred.dims[d];
   }
-  return vars;
+
+  const proto::ProgramDesc& program_;
+  std::int64_t max_bytes_;
+  std::set<std::string, std::less<>> declared_;
+  std::set<std::string, std::less<>> persistable_;
+  std::set<int> entered_; ///< sub-blocks checked already
+  var_table vars_;
+};
+
+} // namespace
+
+var_table validate_program(const proto::ProgramDesc& program, std::int64_t max_tensor_bytes) {
+  if (program.blocks_size() == 0) throw error("the program has no blocks");
+  return program_validator(program, max_tensor_bytes).run();
 }
 
 } // namespace pe

@@ -11,8 +11,10 @@ namespace pe {
 /// memory (sysconf), or int64's maximum when the system does not say.
 std::int64_t default_max_tensor_bytes();
 
-/// Checks block 0 of a program against the op schemas and throws pe::error at the first
-/// problem, naming the op (index and type), slot and variable involved:
+/// Checks block 0 of a program, and the sub-blocks its ops run (each where its op runs it,
+/// see graph/sub_blocks.hpp), against the op schemas and throws pe::error at the first
+/// problem, naming the op (index and type), slot and variable involved (an op of a
+/// sub-block after the op that runs it):
 /// unknown op type, unknown or missing slot, too many variables in a slot, undeclared
 /// variable, missing required attribute, attribute of the wrong type, unsupported variable
 /// type or dtype, and shape mismatches found by shape inference.

@@ -4,6 +4,7 @@
 // a value the output dtype cannot hold) and their CPU and CUDA kernels (which fill with it),
 // so all read them alike.
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -25,7 +26,7 @@ struct fill_value_t {
 
 /// fill_constant's value as a T: `str_value` when it is set, else `value`. INT64's
 /// str_value is parsed as an integer, exactly (values beyond 2^53 are why Paddle has
-/// str_value); the other types through double, as Paddle does. "inf", "-inf" and "nan" are
+/// str_value; "-1.0" is -1, "1.5" is refused); the other types through double, as Paddle does. "inf", "-inf" and "nan" are
 /// accepted for FP32. A str_value that does not parse, or a value T cannot hold (1e10 for
 /// INT32, NaN for an integer, 1e300 for FP32), is a problem: converting it would be
 /// undefined behaviour.
@@ -42,6 +43,13 @@ fill_value_t<T> fill_value(float value, const std::string& str_value) {
   parsed v{};
   const char* end = str_value.data() + str_value.size();
   auto [stop, status] = std::from_chars(str_value.data(), end, v);
+  // Paddle's initializers write an INT64 fill as "-1.0" (@LR_DECAY_COUNTER@'s), which its
+  // kernel reads with `stream >> int64_t`, stopping at the point: a whole number's zero
+  // fraction is accepted, any other fraction is not.
+  if constexpr (std::is_same_v<parsed, std::int64_t>)
+    if (status == std::errc() && stop != end && *stop == '.' &&
+        std::all_of(stop + 1, end, [](char c) { return c == '0'; }))
+      stop = end;
   if (status == std::errc::result_out_of_range)
     return {{}, shown + " is not representable as " + type};
   if (status != std::errc() || stop != end)

@@ -23,6 +23,11 @@ tensor& kernel_context::output(std::string_view slot, std::size_t i) {
   return *it->second[i];
 }
 
+void kernel_context::run_sub_block() const {
+  if (!sub_block_) fail("no sub-block is bound to this op");
+  sub_block_();
+}
+
 void kernel_context::fail(const std::string& message) const {
   throw error(op_type_ + ": " + message);
 }

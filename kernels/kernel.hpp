@@ -66,6 +66,16 @@ class kernel_context {
   /// uninterrupted run would.
   void set_calls(std::uint64_t calls) { calls_ = calls; }
 
+  /// What runs the ops of the op's sub-block (conditional_block's), in block order on this
+  /// place and stream: bound_op sets it for an op that has a sub-block, so that a control-flow
+  /// kernel decides whether (or how often) the block runs while the block's ops stay bound
+  /// ops of their own, with their own kernels and checks.
+  using block_runner = std::function<void()>;
+  void set_sub_block(block_runner run) { sub_block_ = std::move(run); }
+
+  /// Runs the sub-block's ops once; throws pe::error when the op was bound without one.
+  void run_sub_block() const;
+
  private:
   static std::size_t count(const slot_map& m, std::string_view slot) {
     auto i = m.find(slot);
@@ -80,6 +90,7 @@ class kernel_context {
   device* device_ = nullptr;
   stream* stream_ = nullptr;
   std::uint64_t calls_ = 0;
+  block_runner sub_block_;
 };
 
 using kernel_fn = std::function<void(kernel_context&)>;

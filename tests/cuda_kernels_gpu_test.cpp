@@ -61,7 +61,9 @@ const std::vector<std::string> cpu_ops = {
     "batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "lookup_table_v2",
     "lookup_table_v2_grad", "sqrt", "sqrt_grad", "squared_l2_norm", "squared_l2_norm_grad", "reduce_sum",
     "reduce_sum_grad", "elementwise_max", "elementwise_max_grad", "elementwise_min",
-    "elementwise_min_grad", "elementwise_pow", "elementwise_pow_grad", "cumsum"};
+    "elementwise_min_grad", "elementwise_pow", "elementwise_pow_grad", "cumsum",
+    "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_not",
+    "logical_and", "logical_or", "logical_xor", "increment", "select_input", "conditional_block"};
 
 /// The CPU ops without a GPU kernel (none at present).
 const std::set<std::string> without_gpu_kernel = {};
@@ -1262,6 +1264,61 @@ TEST_P(CudaKernels, GemmBatchesAndFlattening) {
   }
 }
 
+TEST_P(CudaKernels, ConditionOps) {
+  // condition_kernels.cu: BOOL out of FP32, INT64 and INT32 operands, the small operand
+  // broadcast from either side (a 0-D Y as Paddle's schedules compare, X of lower rank).
+  const tensor a = random({4, 5, 6}, -2.f, 2.f, 251), b = random({5, 6}, -2.f, 2.f, 252);
+  const tensor steps = tensor::from_vector<std::int64_t>({0, 3, 5, 9, 5, -1}, {6});
+  const tensor five = tensor::from_vector<std::int64_t>({5}, {});
+  const tensor ints = tensor::from_vector<std::int32_t>({1, 2, 3, 4, 5, 6}, {2, 3});
+  const tensor col = tensor::from_vector<std::int32_t>({2, 5}, {2});
+  for (const std::string op : {"less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal"}) {
+    const attrs last = {{"axis", std::int32_t{-1}}};
+    expect_match({op, {{"X", a}, {"Y", b}}, {"Out"}, last});
+    expect_match({op, {{"X", b}, {"Y", a}}, {"Out"}, last});
+    expect_match({op, {{"X", a}, {"Y", a}}, {"Out"}, last});
+    expect_match({op, {{"X", steps}, {"Y", five}}, {"Out"}, last});
+    expect_match({op, {{"X", ints}, {"Y", col}}, {"Out"}, {{"axis", std::int32_t{0}}}});
+  }
+  const tensor p = tensor::from_vector<bool>({true, true, false, false, true, false}, {6});
+  const tensor q = tensor::from_vector<bool>({true, false, true, false, false, false}, {6});
+  for (const std::string op : {"logical_and", "logical_or", "logical_xor"})
+    expect_match({op, {{"X", p}, {"Y", q}}, {"Out"}, {{"axis", std::int32_t{-1}}}});
+  expect_match({"logical_not", {{"X", p}}, {"Out"}, {}});
+  expect_match({"logical_not", {{"X", a}}, {"Out"}, {}});
+}
+
+TEST_P(CudaKernels, ControlFlowOps) {
+  // control_flow_kernels.cu: increment in each dtype and in place, select_input by a Mask read
+  // back from the place, and conditional_block's Cond read back (the sub-block runs, or not,
+  // as on the CPU).
+  expect_match({"increment", {{"X", tensor::from_vector<std::int64_t>({-1}, {1})}}, {"Out"}, {{"step", 1.f}}});
+  expect_match({.op = "increment", .inputs = {{"X", tensor::from_vector<std::int32_t>({7}, {1})}}, .outputs = {"Out"},
+                .as = {{"step", 2.f}}, .in_place = {{0, 0}}});
+  expect_match({"increment", {{"X", scalar(1.5f)}}, {"Out"}, {{"step", 0.25f}}});
+  const tensor x0 = random({3, 4}, -1.f, 1.f, 253), x1 = random({3, 4}, -1.f, 1.f, 254);
+  for (const std::int32_t k : {0, 1})
+    expect_match({"select_input", {{"X", x0}, {"X", x1}, {"Mask", tensor::from_vector<std::int32_t>({k}, {1})}}, {"Out"}, {}});
+  for (const bool holds : {true, false}) {
+    const place::kind target = GetParam();
+    device& dev = *devices_.at(target);
+    stream& s = dev.get_stream(stream_kind::compute);
+    const tensor host = tensor::from_vector<bool>({holds}, {1}); // outlives the copy
+    tensor cond;
+    dev.copy(s, cond, host);
+    ASSERT_TRUE(s.synchronize());
+    attribute_map a;
+    a.set("is_scalar_condition", true);
+    kernel_context ctx("conditional_block", {{"Cond", {&cond}}}, {}, a, {target, 0});
+    ctx.bind(&dev, &s);
+    int runs = 0;
+    ctx.set_sub_block([&runs] { ++runs; });
+    s.enqueue([&] { (*kernel_registry::global().find("conditional_block", target))(ctx); });
+    ASSERT_TRUE(s.synchronize()) << s.error().value_or("(no message)");
+    EXPECT_EQ(runs, holds ? 1 : 0) << "Cond " << holds;
+  }
+}
+
 TEST_P(CudaKernels, FillConstantValues) {
   // init_dropout_kernels.cu's fill_with: str_value parsed by fill_value (exact INT64 beyond
   // 2^53, FP32 through double, infinities), a rank-0 shape [] (one element) and an empty one.
@@ -1269,7 +1326,7 @@ TEST_P(CudaKernels, FillConstantValues) {
   for (const auto& [type, text] : std::vector<std::pair<std::int32_t, std::string>>{
            {fp32, "0.1"}, {fp32, "-1e-3"}, {fp32, "inf"}, {fp32, "-inf"}, {fp32, "3.4e38"},
            {int64, "9007199254740993"}, {int64, "-42"}, {int64, "-9223372036854775807"},
-           {int32, "-7"}, {int32, "2147483647"}})
+           {int32, "-7"}, {int32, "2147483647"}, {int64, "-1.0"}, {0, "1.0"}, {0, "0.0"}})
     for (const shape_t& dims : {shape_t{5, 3}, shape_t{}}) {
       SCOPED_TRACE("dtype " + std::to_string(type) + " str_value '" + text + "' shape " + to_string(dims));
       expect_match({"fill_constant", {}, {"Out"},

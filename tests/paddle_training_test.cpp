@@ -15,6 +15,9 @@
 //   bow_classifier:      fed input_ids INT64 [-1, 8] and label, not an image: nn.Embedding
 //                        (lookup_table_v2, dense), mean over the words, Linear, cross
 //                        entropy, sgd (tests/cli_feeds_test.cpp runs it through the CLI)
+//   lr_schedule:         an MLP whose learning rate is computed in the program
+//                        (linear_lr_warmup(polynomial_decay)): counter, conditional_blocks,
+//                        select_input (tests/paddle_lr_schedule_test.cpp checks the rates)
 // and pe-actor-run on the ResNet's files (--data npy:DIR --load-params): with --no-shuffle
 // its 2-place losses are Paddle's 2-place ones (shuffled, the places' rows differ, and so do
 // their batch_norm statistics).
@@ -81,7 +84,8 @@ TEST_P(paddle_training, twenty_steps_equal_paddles_losses) {
 INSTANTIATE_TEST_SUITE_P(
     fixtures, paddle_training,
     ::testing::Combine(::testing::Values("mlp_cross_entropy2", "mlp_dropout_l2decay",
-                                         "lenet_batch_norm", "resnet_small", "bow_classifier"),
+                                         "lenet_batch_norm", "resnet_small", "bow_classifier",
+                                         "lr_schedule"),
                        ::testing::Values(1, 2)),
     [](const auto& info) {
       return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "p";

@@ -134,7 +134,15 @@ TEST(validation, unsupported_variable_kind) {
 TEST(validation, duplicate_declaration_and_sub_blocks) {
   expect_invalid_after([](auto& p) { *p.mutable_blocks(0)->add_vars() = var_of(p, "image"); },
                        {"variable 'image' is declared twice"});
-  expect_invalid_after([](auto& p) { p.add_blocks()->set_idx(1); }, {"2 blocks", "not supported"});
+  // A sub-block is validated with the op that runs it (tests/control_flow_test.cpp has the
+  // cases); an op that runs none is refused naming the attribute.
+  expect_invalid_after(
+      [](auto& p) {
+        proto::OpDesc& cond = *p.mutable_blocks(0)->add_ops();
+        cond.set_type("conditional_block");
+        set_input(cond, "Cond", {"image"});
+      },
+      {"(conditional_block): has no BLOCK attribute 'sub_block'"});
 }
 
 } // namespace

@@ -1,5 +1,7 @@
 #include "graph/exec/feed_check.hpp"
 
+#include "graph/sub_blocks.hpp"
+
 namespace pe {
 
 feed_check::feed_check(const proto::ProgramDesc& program, const var_table& declared) {
@@ -9,9 +11,8 @@ feed_check::feed_check(const proto::ProgramDesc& program, const var_table& decla
   }
   for (const auto& op : program.blocks(0).ops())
     if (op.type() != "feed")
-      for (const auto& slot : op.outputs())
-        for (const auto& name : slot.arguments())
-          if (data_vars_.contains(name)) written_.insert(name);
+      for (const auto& name : accesses_of(program, 0, op).writes) // a sub-block's too
+        if (data_vars_.contains(name)) written_.insert(name);
 }
 
 void feed_check::check(const feed_map& feeds) const {

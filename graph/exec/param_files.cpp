@@ -10,6 +10,7 @@
 
 #include "graph/op_registry.hpp"
 #include "graph/op_role.hpp"
+#include "graph/sub_blocks.hpp"
 
 namespace pe {
 
@@ -211,8 +212,7 @@ std::vector<param_spec> forward_param_specs(const proto::ProgramDesc& program) {
   for (const auto& op : program.blocks(0).ops()) {
     const op_schema* schema = op_registry::global().find(op.type());
     if (role_of(op) != op_role::forward || (schema != nullptr && schema->host_op)) continue;
-    for (const auto& slot : op.inputs())
-      for (const auto& name : slot.arguments()) read.insert(name);
+    for (const auto& name : accesses_of(program, 0, op).reads) read.insert(name); // a sub-block's too
   }
   return specs_where(program, [&read](const std::string& name) { return read.contains(name); });
 }

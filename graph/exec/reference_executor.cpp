@@ -11,7 +11,7 @@ reference_executor::reference_executor(const proto::ProgramDesc& program, scope&
   const proto::BlockDesc& block = program.blocks(0);
   for (int i = 0; i < block.ops_size(); ++i)
     if (!op_registry::global().find(block.ops(i).type())->host_op)
-      ops_.emplace_back(block.ops(i), vars_, where, i, check_nan_inf);
+      ops_.emplace_back(program, 0, i, vars_, where, check_nan_inf);
 }
 
 std::vector<tensor> reference_executor::run(const feed_map& feeds,

@@ -35,10 +35,11 @@ void expect_fill_value(const shape_context& ctx) {
 }
 
 void infer_fill_constant(shape_context& ctx) {
-  infer_filled(ctx, {dtype::fp32, dtype::int64, dtype::int32});
+  infer_filled(ctx, {dtype::fp32, dtype::int64, dtype::int32, dtype::boolean});
   switch (static_cast<dtype>(ctx.attrs().get<std::int32_t>("dtype"))) {
     case dtype::int64: return expect_fill_value<std::int64_t>(ctx);
     case dtype::int32: return expect_fill_value<std::int32_t>(ctx);
+    case dtype::boolean: return expect_fill_value<bool>(ctx);
     default: return expect_fill_value<float>(ctx);
   }
 }

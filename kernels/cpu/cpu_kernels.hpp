@@ -52,6 +52,13 @@ void register_global_norm_kernels(kernel_registry& r);
 /// cumsum, whose grad is a cumsum (cumsum_kernels.cpp).
 void register_cumsum_kernels(kernel_registry& r);
 
+/// less_than, less_equal, greater_than, greater_equal, equal, not_equal, logical_not,
+/// logical_and, logical_or, logical_xor (condition_kernels.cpp).
+void register_condition_kernels(kernel_registry& r);
+
+/// conditional_block, select_input, increment (control_flow_kernels.cpp).
+void register_control_flow_kernels(kernel_registry& r);
+
 /// The CPU places' finite check of --check-nan-inf (finite_check.cpp).
 void register_cpu_finite_check(kernel_registry& r);
 

@@ -44,8 +44,9 @@ void fill_constant(kernel_context& ctx) {
     case dtype::fp32: return fill_with<float>(ctx, shaped_output(ctx, type));
     case dtype::int64: return fill_with<std::int64_t>(ctx, shaped_output(ctx, type));
     case dtype::int32: return fill_with<std::int32_t>(ctx, shaped_output(ctx, type));
+    case dtype::boolean: return fill_with<bool>(ctx, shaped_output(ctx, type));
     default:
-      ctx.fail("dtype " + to_string(type) + " is not supported (FP32, INT64 or INT32)");
+      ctx.fail("dtype " + to_string(type) + " is not supported (FP32, INT64, INT32 or BOOL)");
   }
 }
 

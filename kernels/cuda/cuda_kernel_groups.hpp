@@ -44,6 +44,11 @@ void register_lookup_table_kernels(kernel_registry& r);
 void register_global_norm_kernels(kernel_registry& r);
 /// cumsum, whose grad is a cumsum (cumsum_kernels.cu).
 void register_cumsum_kernels(kernel_registry& r);
+/// less_than, less_equal, greater_than, greater_equal, equal, not_equal, logical_not,
+/// logical_and, logical_or, logical_xor (condition_kernels.cu).
+void register_condition_kernels(kernel_registry& r);
+/// conditional_block, select_input, increment (control_flow_kernels.cu).
+void register_control_flow_kernels(kernel_registry& r);
 /// The GPU places' finite check of --check-nan-inf (finite_check_kernels.cu).
 void register_finite_check_kernels(kernel_registry& r);
 

@@ -39,7 +39,8 @@ void fill_constant(kernel_context& ctx) {
     case dtype::fp32: return fill_with<float>(ctx, type);
     case dtype::int64: return fill_with<std::int64_t>(ctx, type);
     case dtype::int32: return fill_with<std::int32_t>(ctx, type);
-    default: ctx.fail("dtype " + to_string(type) + " is not supported (FP32, INT64 or INT32)");
+    case dtype::boolean: return fill_with<bool>(ctx, type);
+    default: ctx.fail("dtype " + to_string(type) + " is not supported (FP32, INT64, INT32 or BOOL)");
   }
 }
 

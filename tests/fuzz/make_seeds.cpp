@@ -24,6 +24,7 @@
 #include "core/error.hpp"
 #include "data/npy.hpp"
 #include "graph/backward.hpp"
+#include "graph/attributes.hpp"
 #include "graph/builder.hpp"
 #include "graph/exec/param_files.hpp"
 #include "graph/models/cnn.hpp"
@@ -209,6 +210,45 @@ void add_feed_fetch() {
   add_program("feed_relu_fetch", main);
 }
 
+/// paddle.static.nn.cond as Paddle lowers it: a conditional_block per branch, each running a
+/// sub-block that writes a block-0 variable, and select_input taking the branch that ran.
+void add_control_flow() {
+  proto::ProgramDesc main, startup;
+  program_builder b(main, startup, 1);
+  b.data("x", {-1, 4}, dtype::fp32);
+  auto& scopes = *b.main_block().add_vars();
+  scopes.set_name("scopes");
+  scopes.mutable_type()->set_type(proto::VarType::STEP_SCOPES);
+  b.declare(b.main_block(), "a", dtype::fp32, {-1, 4}, false);
+  b.declare(b.main_block(), "c", dtype::fp32, {-1, 4}, false);
+  b.append_op("fill_constant", {}, {{"Out", {"flag"}}},
+              {{"shape", std::vector<std::int64_t>{1}}, {"dtype", static_cast<std::int32_t>(dtype::boolean)},
+               {"value", 1.f}});
+  b.append_op("logical_not", {{"X", {"flag"}}}, {{"Out", {"other"}}}, {});
+  const std::vector<std::pair<std::string, std::string>> branches = {{"flag", "a"}, {"other", "c"}};
+  for (std::size_t k = 0; k < branches.size(); ++k) {
+    proto::BlockDesc& sub = *main.add_blocks();
+    sub.set_idx(static_cast<int>(k) + 1);
+    sub.set_parent_idx(0);
+    proto::OpDesc& op = *sub.add_ops();
+    op.set_type(k == 0 ? "scale" : "relu");
+    set_input(op, "X", {"x"});
+    set_output(op, "Out", {branches[k].second});
+    proto::OpDesc& cond = b.append_op("conditional_block", {{"Cond", {branches[k].first}}, {"Input", {"x"}}},
+                                      {{"Out", {branches[k].second}}, {"Scope", {"scopes"}}},
+                                      {{"is_scalar_condition", true}});
+    auto& block = *cond.add_attrs();
+    block.set_name("sub_block");
+    block.set_type(proto::BLOCK);
+    block.set_block_idx(static_cast<int>(k) + 1);
+  }
+  b.append_op("cast", {{"X", {"flag"}}}, {{"Out", {"mask"}}},
+              {{"in_dtype", static_cast<std::int32_t>(dtype::boolean)}, {"out_dtype", static_cast<std::int32_t>(dtype::int32)}});
+  b.append_op("select_input", {{"X", {"c", "a"}}, {"Mask", {"mask"}}}, {{"Out", {"y"}}}, {});
+  validate_program(main);
+  add_program("cond_select_input", main);
+}
+
 void add_params() {
   const auto& specs = fuzz::declared_params();
   auto matching = [&](std::size_t i) {
@@ -346,6 +386,7 @@ int main(int argc, char** argv) {
   try {
     add_models();
     add_feed_fetch();
+    add_control_flow();
     add_single_ops();
     add_params();
     add_npy();
