@@ -57,12 +57,6 @@ void copy(benchmark::State& state, std::size_t bytes) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
 }
 
-/// "4 KiB", "16 MiB".
-std::string size_name(std::size_t bytes) {
-  return bytes < (1u << 20) ? std::to_string(bytes >> 10) + " KiB"
-                            : std::to_string(bytes >> 20) + " MiB";
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -75,7 +69,7 @@ int main(int argc, char** argv) {
     const std::string reduce_name = "allreduce/bytes:" + size, copy_name = "memcpy/bytes:" + size;
     benchmark::RegisterBenchmark(reduce_name.c_str(), all_reduce, bytes)->UseRealTime();
     benchmark::RegisterBenchmark(copy_name.c_str(), copy, bytes)->UseRealTime();
-    rows.push_back({"CPU all-reduce, 2 places (device threads)", size_name(bytes) + " per place",
+    rows.push_back({"CPU all-reduce, 2 places (device threads)", bench::size_name(bytes) + " per place",
                     reduce_name, copy_name, "memcpy, 1 thread", bandwidth});
   }
   bench::run_and_report(rows);

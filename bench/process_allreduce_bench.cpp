@@ -58,10 +58,6 @@ void all_reduce(benchmark::State& state, int processes, std::string backend, std
   state.counters["cpu_s_per_op"] = (process_cpu_seconds() - cpu_before) / static_cast<double>(state.iterations());
 }
 
-std::string size_name(std::size_t bytes) {
-  return bytes < (1u << 20) ? std::to_string(bytes >> 10) + " KiB" : std::to_string(bytes >> 20) + " MiB";
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -78,9 +74,9 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(caf.c_str(), all_reduce, processes, "caf", bytes)->UseRealTime();
       if (with_gloo) benchmark::RegisterBenchmark(gloo.c_str(), all_reduce, processes, "gloo", bytes)->UseRealTime();
       rows.push_back({"all-reduce across " + std::to_string(processes) + " processes, caf backend vs Gloo",
-                      size_name(bytes) + " per process", caf, gloo, "gloo backend", bandwidth});
+                      bench::size_name(bytes) + " per process", caf, gloo, "gloo backend", bandwidth});
       rows.push_back({"all-reduce across " + std::to_string(processes) + " processes, CPU time (all threads)",
-                      size_name(bytes) + " per process", caf, gloo, "gloo backend", cpu_time});
+                      bench::size_name(bytes) + " per process", caf, gloo, "gloo backend", cpu_time});
     }
   bench::run_and_report(rows);
 }

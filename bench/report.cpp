@@ -94,4 +94,8 @@ int take_places(int& argc, char** argv) {
   return places;
 }
 
+std::string size_name(std::size_t bytes) {
+  return bytes < (1u << 20) ? std::to_string(bytes >> 10) + " KiB" : std::to_string(bytes >> 20) + " MiB";
+}
+
 } // namespace pe::bench

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -49,6 +50,9 @@ class collecting_reporter : public benchmark::ConsoleReporter {
   // benchmark name -> counter -> one value per repetition
   std::map<std::string, std::map<std::string, std::vector<double>>> samples_;
 };
+
+/// A buffer size as the tables name it: "64 KiB", "16 MiB" (whole KiB below 1 MiB).
+std::string size_name(std::size_t bytes);
 
 /// Prints the markdown table `| benchmark | configuration | value | baseline | ratio |` to
 /// stdout, ratio = value / baseline; rows whose benchmarks did not both run are left out.

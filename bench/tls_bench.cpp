@@ -85,10 +85,6 @@ void mlp_job(benchmark::State& state, bool tls) {
   state.counters["samples_per_sec"] = samples;
 }
 
-std::string size_name(std::size_t bytes) {
-  return bytes < (1u << 20) ? std::to_string(bytes >> 10) + " KiB" : std::to_string(bytes >> 20) + " MiB";
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -100,7 +96,7 @@ int main(int argc, char** argv) {
     const std::string tls_name = "allreduce_tls/bytes:" + size, plain_name = "allreduce_tcp/bytes:" + size;
     benchmark::RegisterBenchmark(tls_name.c_str(), all_reduce, bytes, true)->UseRealTime();
     benchmark::RegisterBenchmark(plain_name.c_str(), all_reduce, bytes, false)->UseRealTime();
-    rows.push_back({"all-reduce across 2 processes over mutual TLS", size_name(bytes) + " per process",
+    rows.push_back({"all-reduce across 2 processes over mutual TLS", bench::size_name(bytes) + " per process",
                     tls_name, plain_name, "plain TCP", bandwidth});
   }
   benchmark::RegisterBenchmark("mlp_tls", mlp_job, true)->Iterations(1)->UseRealTime();
