@@ -77,14 +77,16 @@ void receive_rank0_persistables(executor_runtime& rt,
 /// own to what the others sent. `stop_vote` (0 when not given) travels after the rows, and
 /// comes back as the first non-zero vote in rank order.
 void gather_fetches(process_group& group, std::vector<std::vector<tensor>>& fetched,
-                    std::vector<std::int64_t>& rows, int* stop_vote) {
+                    std::vector<std::int64_t>& rows, int* stop_vote,
+                    const std::function<void(int, std::chrono::milliseconds)>& waiting,
+                    std::chrono::milliseconds every) {
   std::vector<std::int64_t> rows_and_vote = rows;
   rows_and_vote.push_back(stop_vote != nullptr ? *stop_vote : 0);
   const tensor my_rows = tensor::from_vector(rows_and_vote, {static_cast<std::int64_t>(rows_and_vote.size())});
   std::vector<const tensor*> mine{&my_rows};
   for (const auto& per_place : fetched)
     for (const auto& t : per_place) mine.push_back(&t);
-  const auto all = group.all_gather(encode_tensors(mine));
+  const auto all = group.all_gather(encode_tensors(mine), waiting, every);
   std::vector<std::vector<tensor>> world(fetched.size());
   std::vector<std::int64_t> world_rows;
   std::int64_t agreed = 0;
@@ -279,6 +281,34 @@ bool look_at_step(executor_state& st, executor_runtime& rt) {
   return true;
 }
 
+/// The stall watch over what follows a step across processes: the gather of every process's
+/// fetched values (a host exchange, after the step's own watch ended). Each stall timeout a
+/// process's part is still missing, a report naming that process; with --on-stall fail the
+/// step then fails. Null when the watch is off.
+std::function<void(int, std::chrono::milliseconds)> watch_fetch_gather(executor_state& st, const executor_runtime& rt) {
+  if (!st.watch.on()) return nullptr;
+  return [&st, &rt](int missing, std::chrono::milliseconds waited) {
+    stall_report r;
+    r.step = st.step;
+    r.made_ns = steady_ns();
+    r.idle_s = std::chrono::duration<double>(waited).count();
+    r.step_s = static_cast<double>(r.made_ns - st.step_start_ns) * 1e-9;
+    r.root_cause = "step " + std::to_string(st.step) + "'s gather of fetched values (a host exchange after the step) "
+                   "waits for process rank " + std::to_string(missing) + " (stopped, slow, or stuck before the gather)";
+    r.chain = {r.root_cause};
+    char times[96];
+    std::snprintf(times, sizeof times, "no progress for %.2f s (the step has run for %.2f s)", r.idle_s, r.step_s);
+    r.text = "stall report: step " + std::to_string(st.step) + ", " + times + ", process rank " +
+             std::to_string(rt.ranks.process_rank) + " of " + std::to_string(rt.ranks.num_processes) +
+             "\nevery op of the step finished on this process; it gathers every process's fetched values\nchain: " +
+             r.root_cause + "\nroot cause: " + r.root_cause + "\n";
+    if (st.stall.on_report) st.stall.on_report(r);
+    if (st.stall.on_stall == stall_action::fail)
+      throw error("step " + std::to_string(st.step) + " stalled: no progress for " + std::to_string(waited.count() / 1000) +
+                  " s; root cause: " + r.root_cause);
+  };
+}
+
 /// Before the step after a stall: waits (bounded) for the stalled step's actors and streams,
 /// then drops its graph and aborted communicator so that the step rebuilds them. Throws
 /// when that work is still running.
@@ -467,7 +497,9 @@ std::pair<std::int64_t, std::int64_t> parallel_executor::share_of(std::int64_t g
 std::vector<tensor> parallel_executor::merged(std::vector<std::vector<tensor>> per_place,
                                               const std::vector<std::string>& fetch_list, int* stop_vote) {
   std::vector<std::int64_t> rows = state_->rows;
-  if (runtime_->group != nullptr) gather_fetches(*runtime_->group, per_place, rows, stop_vote);
+  if (runtime_->group != nullptr)
+    gather_fetches(*runtime_->group, per_place, rows, stop_vote, watch_fetch_gather(*state_, *runtime_),
+                   stall_timeout_ms(state_->stall.timeout_s));
   std::vector<tensor> out;
   for (std::size_t k = 0; k < per_place.size(); ++k)
     out.push_back(merge_fetch(per_place[k], fetch_list[k], state_->declared.at(fetch_list[k]).dims,

@@ -138,6 +138,29 @@ TEST(CliStall, AStalledCollectiveAcrossProcessesNamesTheProcessItWaitsFor) {
   EXPECT_EQ(status, (std::vector<std::optional<int>>{0, 0})) << j.errors();
 }
 
+TEST(CliStall, AStoppedProcessGetsAReportWhereverTheStopLands) {
+  // One stop of rank 1, wherever it lands: in a collective of the step or in the gather of
+  // fetched values after it (a host exchange, watched too), rank 0 reports within the stop.
+  temp_dir dir("cli_stall_anywhere");
+  testing::job j(dir, 2, {"--model", "mlp", "--hidden", "16", "--places", "cpu:1", "--steps", "400",
+                          "--log-every", "25", "--stall-timeout", "0.5", "--on-stall", "report",
+                          "--peer-timeout", "30"});
+  ASSERT_TRUE(j.ranks[0]->printed("step 50/", patience)) << j.errors();
+  const auto reported = [&] { return has(j.ranks[0]->err(), "stall report: step "); };
+  ::kill(j.ranks[1]->pid(), SIGSTOP);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!reported() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ::kill(j.ranks[1]->pid(), SIGCONT);
+  const std::string report = j.ranks[0]->err();
+  EXPECT_TRUE(reported()) << report;
+  EXPECT_TRUE(has(report, "waits for the data of process rank 1") ||
+              has(report, "gather of fetched values (a host exchange after the step) waits for process rank 1"))
+      << report;
+  const auto status = j.wait();
+  EXPECT_EQ(status, (std::vector<std::optional<int>>{0, 0})) << j.errors();
+}
+
 TEST(CliStall, RankZeroGathersTheJobsStallReports) {
   // Of 3 processes, rank 2 is stopped: ranks 0 and 1 both stall in a collective that lacks
   // its data. Rank 1 sends its report to rank 0, which prints the job's reports under one

@@ -74,6 +74,36 @@ TEST(ProcessGroup, ThreeProcessesGatherAndBroadcast) {
   for (auto& g : groups) EXPECT_EQ(g->size(), 3);
 }
 
+TEST(ProcessGroup, AGatherThatWaitsSaysForWhomEveryInterval) {
+  // Rank 1 joins the gather 450 ms late: rank 0's watch hears of rank 1 every 100 ms until
+  // it comes, and the gather then completes as usual. A watch that throws ends the wait.
+  auto groups = join_all(2);
+  std::vector<std::pair<int, std::chrono::milliseconds>> heard;
+  auto late = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(450ms);
+    return groups[1]->all_gather(bytes("one"));
+  });
+  const auto got = groups[0]->all_gather(
+      bytes("zero"), [&](int rank, std::chrono::milliseconds waited) { heard.emplace_back(rank, waited); }, 100ms);
+  EXPECT_EQ(got, (std::vector<std::vector<char>>{bytes("zero"), bytes("one")}));
+  EXPECT_EQ(late.get(), got);
+  ASSERT_GE(heard.size(), 3u);
+  for (std::size_t k = 0; k < heard.size(); ++k) {
+    EXPECT_EQ(heard[k].first, 1);
+    EXPECT_EQ(heard[k].second, 100ms * static_cast<int>(k + 1));
+  }
+  auto late_again = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(300ms);
+    return groups[1]->all_gather(bytes("one"));
+  });
+  expect_error([&] {
+    groups[0]->all_gather(bytes("zero"), [](int rank, std::chrono::milliseconds) {
+      throw error("gave up on rank " + std::to_string(rank));
+    }, 50ms);
+  }, {"gave up on rank 1"});
+  late_again.get(); // rank 1's own gather completes: rank 0's part was sent before it gave up
+}
+
 TEST(ProcessGroup, AMismatchedFingerprintIsRefusedOnBothSides) {
   const int port = free_port();
   auto master = std::async(std::launch::async, [=] { return join_processes(options(0, 2, port)); });

@@ -1,5 +1,6 @@
 #include "collectives/net/process_group.hpp"
 
+#include <algorithm>
 #include <thread>
 
 #include "collectives/process_backend.hpp"
@@ -34,6 +35,12 @@ std::unique_ptr<communicator> process_group::make_communicator(int local_ranks) 
 std::optional<std::string> process_group::broken() const { return transport_->inbox().broken(); }
 
 std::vector<std::vector<char>> process_group::all_gather(const std::vector<char>& mine) {
+  return all_gather(mine, nullptr, exchange_timeout_);
+}
+
+std::vector<std::vector<char>> process_group::all_gather(const std::vector<char>& mine,
+                                                         const std::function<void(int, std::chrono::milliseconds)>& waiting,
+                                                         std::chrono::milliseconds every) {
   const std::uint64_t sequence = exchanges_++;
   net_packet header;
   header.sequence = sequence;
@@ -41,10 +48,25 @@ std::vector<std::vector<char>> process_group::all_gather(const std::vector<char>
   for (int p = 0; p < size(); ++p)
     if (p != rank()) send_payload(*transport_, p, header, mine);
   std::vector<std::vector<char>> all(static_cast<std::size_t>(size()));
-  for (int p = 0; p < size(); ++p)
-    all[static_cast<std::size_t>(p)] =
-        p == rank() ? mine
-                    : transport_->inbox().wait_take(0, sequence, p, exchange_timeout_).bytes;
+  const auto slice = waiting ? std::max(every, std::chrono::milliseconds(1)) : exchange_timeout_;
+  for (int p = 0; p < size(); ++p) {
+    if (p == rank()) {
+      all[static_cast<std::size_t>(p)] = mine;
+      continue;
+    }
+    for (std::chrono::milliseconds waited{0};;) {
+      const auto wait = std::min(slice, exchange_timeout_ - waited);
+      try {
+        all[static_cast<std::size_t>(p)] = transport_->inbox().wait_take(0, sequence, p, wait).bytes;
+        break;
+      } catch (const error&) {
+        // Only a wait that merely ran out goes on; a broken job or the exchange timeout ends it.
+        waited += wait;
+        if (!waiting || transport_->inbox().broken() || waited >= exchange_timeout_) throw;
+        waiting(p, waited);
+      }
+    }
+  }
   return all;
 }
 

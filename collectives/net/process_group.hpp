@@ -76,6 +76,13 @@ class process_group {
   /// lost or sent nothing within the exchange timeout.
   std::vector<std::vector<char>> all_gather(const std::vector<char>& mine);
 
+  /// The same, calling `waiting(rank, waited)` each time it has waited another `every` for
+  /// process `rank`'s part (a stall watch's report); the exchange timeout still ends the
+  /// wait. `waiting` may throw to end it sooner.
+  std::vector<std::vector<char>> all_gather(const std::vector<char>& mine,
+                                            const std::function<void(int, std::chrono::milliseconds)>& waiting,
+                                            std::chrono::milliseconds every);
+
   /// Rank `root`'s `bytes` on every process.
   std::vector<char> broadcast(const std::vector<char>& bytes, int root);
 
