@@ -3,6 +3,7 @@
 // a peer that disagrees, fails, is lost or lies fails the collective everywhere, naming it.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -251,12 +252,18 @@ std::pair<std::vector<tensor>, std::vector<bool>> net_gather(const shape_case& c
   job j(c.processes, c.local, c.ring_bytes);
   std::vector<tensor> grads;
   for (int r = 0; r < j.world(); ++r) grads.push_back(rank_rows(r));
-  std::vector<bool> dense(static_cast<std::size_t>(c.processes), false);
+  // Written by the device threads that finish the collective (several per process with
+  // local places): atomics, not std::vector<bool>'s shared words.
+  std::vector<std::atomic<bool>> dense(static_cast<std::size_t>(c.processes));
   for (int r = 0; r < j.world(); ++r)
     j.launch(gather_call(mode), r, {&grads[static_cast<std::size_t>(r)]},
-             [&dense, p = r / c.local](const collective_span& span, bool) { dense[static_cast<std::size_t>(p)] = span.dense_fallback; });
+             [&dense, p = r / c.local](const collective_span& span, bool) {
+               dense[static_cast<std::size_t>(p)].store(span.dense_fallback);
+             });
   for (auto ok : j.sync_all()) EXPECT_EQ(ok, true);
-  return {grads, dense};
+  std::vector<bool> said;
+  for (const auto& d : dense) said.push_back(d.load());
+  return {grads, said};
 }
 
 TEST_P(NetAllGather, TheDenseFallbackGivesEveryRankTheTouchedRowsSummedIdentically) {
