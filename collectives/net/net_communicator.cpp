@@ -113,10 +113,12 @@ void send_payload(net_transport& t, int to, const net_packet& header,
 }
 
 void send_packets(net_transport& t, int to, std::vector<net_packet> packets) {
-  for (auto& packet : packets) {
-    sent_payload_bytes.fetch_add(packet.bytes.size(), std::memory_order_relaxed);
-    t.send(to, std::move(packet));
-  }
+  for (auto& packet : packets) send_packet(t, to, std::move(packet));
+}
+
+void send_packet(net_transport& t, int to, net_packet packet) {
+  sent_payload_bytes.fetch_add(packet.bytes.size(), std::memory_order_relaxed);
+  t.send(to, std::move(packet));
 }
 
 namespace {
@@ -347,14 +349,8 @@ bool net_communicator::sum_as_packets_arrive(exchange& x, std::size_t expected) 
     for (int p = 0; p < processes; ++p) {
       if (p == me) continue;
       auto& piece = x.pieces[static_cast<std::size_t>(p)];
-      if (!piece) piece = inbox.take_piece(channel_, sequence, p, offset);
-      if (!piece) {
-        x.awaiting.push_back(p);
-        continue;
-      }
-      if (piece->size() != bytes)
-        throw error("process rank " + std::to_string(p) + " cut its payload at other offsets (" +
-                    std::to_string(piece->size()) + " bytes at offset " + std::to_string(offset) + ")");
+      if (!piece) piece = take_packet(sequence, p, offset, bytes);
+      if (!piece) x.awaiting.push_back(p);
     }
     if (!x.awaiting.empty()) return false;
     // Summed straight into this process's buffers, part by part: its own values are read
@@ -427,14 +423,11 @@ bool net_communicator::ring(exchange& x) {
       for (; x.packet * net_packet_bytes < size; ++x.packet) {
         const std::size_t offset = x.packet * net_packet_bytes;
         const std::size_t bytes = std::min(net_packet_bytes, size - offset);
-        auto piece = inbox.take_piece(channel_, sequence, left, offset);
+        auto piece = take_packet(sequence, left, offset, bytes);
         if (!piece) {
           x.awaiting.push_back(left);
           return false;
         }
-        if (piece->size() != bytes)
-          throw error("process rank " + std::to_string(left) + " cut its payload at other offsets (" +
-                      std::to_string(piece->size()) + " bytes at offset " + std::to_string(offset) + ")");
         char* into = x.mine.data() + begin + offset;
         if (scatter) sum_in_order({piece->data(), into}, bytes, into);
         else std::memcpy(into, piece->data(), bytes);
@@ -443,7 +436,7 @@ bool net_communicator::ring(exchange& x) {
           next.offset = offset;
           next.total = size;
           next.bytes.assign(into, into + bytes);
-          transport_.send(right, std::move(next));
+          send_packet(transport_, right, std::move(next));
         }
       }
     }
@@ -453,6 +446,15 @@ bool net_communicator::ring(exchange& x) {
   }
   unpack(x.mine, x.buffers);
   return true;
+}
+
+std::optional<std::vector<char>> net_communicator::take_packet(std::uint64_t sequence, int from, std::size_t offset,
+                                                               std::size_t bytes) {
+  auto piece = transport_.inbox().take_piece(channel_, sequence, from, offset);
+  if (piece && piece->size() != bytes)
+    throw error("process rank " + std::to_string(from) + " cut its payload at other offsets (" +
+                std::to_string(piece->size()) + " bytes at offset " + std::to_string(offset) + ")");
+  return piece;
 }
 
 void net_communicator::publish_awaited(const exchange& x, std::vector<int> processes) {

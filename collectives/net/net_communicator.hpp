@@ -78,6 +78,10 @@ class net_communicator final : public staged_communicator {
   bool sum_as_packets_arrive(exchange& x, std::size_t expected);
   /// The ring all-reduce: reduce-scatter then all-gather, one chunk per step to the right.
   bool ring(exchange& x);
+  /// Packet `offset` of the payload `from` sent at wire `sequence`, once it arrived (nullopt
+  /// before); throws unless it holds `bytes` bytes (the sender cut at other offsets).
+  std::optional<std::vector<char>> take_packet(std::uint64_t sequence, int from, std::size_t offset,
+                                               std::size_t bytes);
   /// The all_gather of SELECTED_ROWS buffers: the row counts to and from every process
   /// (choose_exchange), then whole payloads of rows, or the dense all-reduce of the tables.
   bool gather(exchange& x);

@@ -30,6 +30,9 @@ void send_payload(net_transport& t, int to, const net_packet& header,
 /// Sends `packets` (split_payload's) to process `to`.
 void send_packets(net_transport& t, int to, std::vector<net_packet> packets);
 
+/// Sends one packet to process `to`, counted in payload_bytes_sent as every packet is.
+void send_packet(net_transport& t, int to, net_packet packet);
+
 /// The payload bytes this process has sent through send_payload so far, to every peer
 /// together (collectives and host exchanges; packet headers and CAF's framing not counted):
 /// send_packets counts them too: what bench/sparse_bench reports as the bytes a process exchanges per step.
