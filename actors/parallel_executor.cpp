@@ -254,6 +254,17 @@ void answer_report_request(executor_state& st, executor_runtime& rt) {
     st.stall.on_report(report_now(st, rt, true));
 }
 
+/// The error of a step that failed for a stall: the root cause and where the chain starts;
+/// the report has the rest.
+std::string stall_failure(const stall_report& r) {
+  char idle[32];
+  std::snprintf(idle, sizeof idle, "%.1f", r.idle_s);
+  std::string e = "step " + std::to_string(r.step) + " stalled: no progress for " + idle + " s; root cause: " + r.root_cause;
+  if (r.chain.size() > 1)
+    e += " (the chain starts at: " + r.chain.front() + (r.chain.size() > 2 ? "; ..." : "") + ")";
+  return e;
+}
+
 /// One look of the thread that waits for a step, between two bounded waits: a report when
 /// one was asked for, and the stall watch. True when the step stalled and fails now (its
 /// error is st.stall_error; the communicator is aborted, so ranks parked in a collective
@@ -268,13 +279,7 @@ bool look_at_step(executor_state& st, executor_runtime& rt) {
     st.watch.rearm(now);
     return false;
   }
-  // The error names the root cause and where the chain starts; the report has the rest.
-  char idle[32];
-  std::snprintf(idle, sizeof idle, "%.1f", r.idle_s);
-  st.stall_error = "step " + std::to_string(st.step) + " stalled: no progress for " + idle +
-                   " s; root cause: " + r.root_cause;
-  if (r.chain.size() > 1)
-    st.stall_error += " (the chain starts at: " + r.chain.front() + (r.chain.size() > 2 ? "; ..." : "") + ")";
+  st.stall_error = stall_failure(r);
   st.in.fail(st.stall_error);
   st.stalled = true;
   if (st.comm) st.comm->abort();
@@ -288,24 +293,19 @@ bool look_at_step(executor_state& st, executor_runtime& rt) {
 std::function<void(int, std::chrono::milliseconds)> watch_fetch_gather(executor_state& st, const executor_runtime& rt) {
   if (!st.watch.on()) return nullptr;
   return [&st, &rt](int missing, std::chrono::milliseconds waited) {
-    stall_report r;
-    r.step = st.step;
-    r.made_ns = steady_ns();
-    r.idle_s = std::chrono::duration<double>(waited).count();
-    r.step_s = static_cast<double>(r.made_ns - st.step_start_ns) * 1e-9;
-    r.root_cause = "step " + std::to_string(st.step) + "'s gather of fetched values (a host exchange after the step) "
-                   "waits for process rank " + std::to_string(missing) + " (stopped, slow, or stuck before the gather)";
-    r.chain = {r.root_cause};
-    char times[96];
-    std::snprintf(times, sizeof times, "no progress for %.2f s (the step has run for %.2f s)", r.idle_s, r.step_s);
-    r.text = "stall report: step " + std::to_string(st.step) + ", " + times + ", process rank " +
-             std::to_string(rt.ranks.process_rank) + " of " + std::to_string(rt.ranks.num_processes) +
-             "\nevery op of the step finished on this process; it gathers every process's fetched values\nchain: " +
-             r.root_cause + "\nroot cause: " + r.root_cause + "\n";
+    stall_view v;
+    v.step = st.step;
+    v.step_start_ns = st.step_start_ns;
+    v.now_ns = steady_ns();
+    v.idle_s = std::chrono::duration<double>(waited).count();
+    v.process_rank = rt.ranks.process_rank;
+    v.num_processes = rt.ranks.num_processes;
+    const stall_report r = make_after_step_report(
+        v, "every op of the step finished on this process; it gathers every process's fetched values",
+        "step " + std::to_string(st.step) + "'s gather of fetched values (a host exchange after the step) "
+        "waits for process rank " + std::to_string(missing) + " (stopped, slow, or stuck before the gather)");
     if (st.stall.on_report) st.stall.on_report(r);
-    if (st.stall.on_stall == stall_action::fail)
-      throw error("step " + std::to_string(st.step) + " stalled: no progress for " + std::to_string(waited.count() / 1000) +
-                  " s; root cause: " + r.root_cause);
+    if (st.stall.on_stall == stall_action::fail) throw error(stall_failure(r));
   };
 }
 

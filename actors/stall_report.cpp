@@ -22,6 +22,23 @@ std::string seconds(double s) {
   return buf;
 }
 
+/// A report's first line: what it is, the step, how long without progress, the process.
+std::string heading(const stall_view& v, double step_s) {
+  std::string t = std::string(v.on_demand ? "progress report" : "stall report") + ": step " + std::to_string(v.step) +
+                  ", no progress for " + seconds(v.idle_s) + " (the step has run for " + seconds(step_s) + ")";
+  if (v.num_processes > 1)
+    t += ", process rank " + std::to_string(v.process_rank) + " of " + std::to_string(v.num_processes);
+  return t + "\n";
+}
+
+/// Sets the root cause (the chain's last link) and ends the text with the chain and it.
+void end_with_chain(stall_report& r) {
+  r.root_cause = r.chain.back();
+  r.text += "chain: ";
+  for (std::size_t k = 0; k < r.chain.size(); ++k) r.text += (k > 0 ? "; " : "") + r.chain[k];
+  r.text += std::string(r.on_demand ? "\nfurthest wait: " : "\nroot cause: ") + r.root_cause + "\n";
+}
+
 /// Reads the live state of a step's nodes and finds who waits for whom.
 class stall_reader {
  public:
@@ -37,11 +54,7 @@ class stall_reader {
     r.on_demand = v_.on_demand;
     r.made_ns = v_.now_ns;
     std::string& t = r.text;
-    t += std::string(v_.on_demand ? "progress report" : "stall report") + ": step " + std::to_string(v_.step) +
-         ", no progress for " + seconds(v_.idle_s) + " (the step has run for " + seconds(r.step_s) + ")";
-    if (v_.num_processes > 1)
-      t += ", process rank " + std::to_string(v_.process_rank) + " of " + std::to_string(v_.num_processes);
-    t += "\n";
+    t += heading(v_, r.step_s);
     if (v_.first_error) t += "first error of the step: " + *v_.first_error + "\n";
 
     std::size_t unfinished = 0;
@@ -79,10 +92,7 @@ class stall_reader {
     if (start >= 0) follow(start, r.chain);
     else r.chain.push_back("every op of step " + std::to_string(v_.step) +
                            " finished its work: the step waits for its streams (see the queues above)");
-    r.root_cause = r.chain.back();
-    t += "chain: ";
-    for (std::size_t k = 0; k < r.chain.size(); ++k) t += (k > 0 ? "; " : "") + r.chain[k];
-    t += std::string(v_.on_demand ? "\nfurthest wait: " : "\nroot cause: ") + r.root_cause + "\n";
+    end_with_chain(r);
     return r;
   }
 
@@ -335,6 +345,19 @@ class stall_reader {
 
 stall_report make_stall_report(const stall_view& view) {
   return stall_reader(view).make();
+}
+
+stall_report make_after_step_report(const stall_view& v, const std::string& doing, std::string root_cause) {
+  stall_report r;
+  r.step = v.step;
+  r.idle_s = v.idle_s;
+  r.step_s = static_cast<double>(v.now_ns - v.step_start_ns) / 1e9;
+  r.on_demand = v.on_demand;
+  r.made_ns = v.now_ns;
+  r.text = heading(v, r.step_s) + doing + "\n";
+  r.chain = {std::move(root_cause)};
+  end_with_chain(r);
+  return r;
 }
 
 } // namespace pe

@@ -52,4 +52,10 @@ struct stall_view {
 /// one causal chain from the last unfinished op back to its root cause.
 stall_report make_stall_report(const stall_view& view);
 
+/// The report of a wait after the step's ops all finished, in a host exchange the step's
+/// graph does not show (the gather of every process's fetched values): the same heading as
+/// make_stall_report (only step, times and process are read of `view`), a one-link chain
+/// `root_cause`, and what the process does.
+stall_report make_after_step_report(const stall_view& view, const std::string& doing, std::string root_cause);
+
 } // namespace pe
