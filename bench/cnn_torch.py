@@ -3,7 +3,9 @@
 softmax cross-entropy, momentum 0.9) trained on one fixed random batch, samples/s and step
 time. Also the baseline of bench/gpu_bench.cpp's CNN rows (--device cuda).
 
-Usage: python3 bench/cnn_torch.py [--device cpu|cuda] --batch 64 --threads 1 [--seconds 5]
+Usage: python3 bench/cnn_torch.py [--device cpu|cuda] --batch 64 --threads 1 [--seconds 5] [--no-tf32]
+--no-tf32 turns off PyTorch's default TF32 math in cuDNN convolutions
+(torch.backends.cudnn.allow_tf32), so that they compute in FP32 as the engine's do.
 Prints one line: `torch_cnn device=D threads=T batch=B samples_per_s=X step_ms=Y`. Every
 step ends with `loss.item()`, which waits for the device. Debian's python3-torch lives under
 /usr/bin/python3 (scripts/bench_cnn.sh picks it).
@@ -26,8 +28,12 @@ def lenet(channels=(32, 64), fc=(120, 84), classes=10, side=28):
 
 
 def main():
-    args = parse_args("cnn_torch", batch=64, seconds=5.0,
-                      extra=lambda p: p.add_argument("--threads", type=int, default=1))
+    def extra(parser):
+        parser.add_argument("--threads", type=int, default=1)
+        parser.add_argument("--no-tf32", action="store_true")
+    args = parse_args("cnn_torch", batch=64, seconds=5.0, extra=extra)
+    if args.no_tf32:
+        torch.backends.cudnn.allow_tf32 = False
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     torch.manual_seed(7)
@@ -37,6 +43,7 @@ def main():
     label = torch.randint(0, 10, (args.batch,))
     steps, elapsed = timed_training(model, optimizer, image, label, device, args.seconds)
     print(f"torch_cnn device={args.device} threads={args.threads} batch={args.batch} "
+          f"tf32={'off' if args.no_tf32 else 'default'} "
           f"samples_per_s={steps * args.batch / elapsed:.1f} step_ms={elapsed * 1e3 / steps:.4f}")
 
 

@@ -3,7 +3,8 @@
 //    actor executor on one place, batch 256 and 1024, and the built-in CNN
 //    (graph/models/cnn.hpp defaults, momentum) at batch 64: samples/s and step time, against
 //    PyTorch eager training the same model on the same GPU in the same run
-//    (bench/mlp_torch.py and bench/cnn_torch.py --device cuda). Both feed one fixed random
+//    (bench/mlp_torch.py and bench/cnn_torch.py --device cuda; the CNN also with --no-tf32,
+//    as PyTorch's convolutions use TF32 by default and the engine's FP32). Both feed one fixed random
 //    batch and fetch the loss to the host every step, so both wait for the device once per
 //    step. One difference: the engine's feeds are host tensors, copied to the device every
 //    step (on the copy stream, overlapping compute), while PyTorch keeps its batch on the GPU.
@@ -85,12 +86,13 @@ std::string bench_dir() {
 
 /// Runs bench/<script> on CUDA for a few seconds and reports its samples/s and step time
 /// as the counters items_per_second and step_time; skips the benchmark when the script fails.
-void train_torch(benchmark::State& state, const std::string& script, std::int64_t batch) {
+void train_torch(benchmark::State& state, const std::string& script, std::int64_t batch,
+                 const std::string& flags) {
   const char* python = std::getenv("PE_TORCH_PYTHON");
   const std::string interpreter = python != nullptr && *python != '\0' ? python : "python3";
   const std::string command = interpreter + " " + bench_dir() + "/" + script +
                               " --device cuda --batch " + std::to_string(batch) +
-                              " --seconds 3";
+                              " --seconds 3" + flags;
   double samples_per_s = 0, step_ms = 0;
   for (auto _ : state) {
     const auto values =
@@ -197,7 +199,7 @@ int main(int argc, char** argv) {
     const std::string ours = "train_mlp/actor/gpu:0/batch:" + b;
     const std::string theirs = "train_mlp/torch/cuda/batch:" + b;
     benchmark::RegisterBenchmark(ours.c_str(), train_actor, batch, 1)->UseRealTime();
-    benchmark::RegisterBenchmark(theirs.c_str(), train_torch, std::string("mlp_torch.py"), batch)
+    benchmark::RegisterBenchmark(theirs.c_str(), train_torch, std::string("mlp_torch.py"), batch, std::string())
         ->Iterations(1)
         ->Repetitions(1);
     const std::string setup = "actor executor, 1 place vs PyTorch eager, batch " + b;
@@ -209,14 +211,22 @@ int main(int argc, char** argv) {
   const std::string cnn_ours = "train_cnn/actor/gpu:0/batch:64";
   const std::string cnn_theirs = "train_cnn/torch/cuda/batch:64";
   benchmark::RegisterBenchmark(cnn_ours.c_str(), train_cnn_actor, 64)->UseRealTime();
-  benchmark::RegisterBenchmark(cnn_theirs.c_str(), train_torch, std::string("cnn_torch.py"), 64)
+  benchmark::RegisterBenchmark(cnn_theirs.c_str(), train_torch, std::string("cnn_torch.py"), 64, std::string())
+      ->Iterations(1)
+      ->Repetitions(1);
+  // PyTorch's cuDNN convolutions compute in TF32 by default; the engine's in FP32. Both rows.
+  const std::string cnn_fp32 = "train_cnn/torch-no-tf32/cuda/batch:64";
+  benchmark::RegisterBenchmark(cnn_fp32.c_str(), train_torch, std::string("cnn_torch.py"), 64,
+                               std::string(" --no-tf32"))
       ->Iterations(1)
       ->Repetitions(1);
   const std::string cnn_setup = "actor executor, 1 place vs PyTorch eager, batch 64";
-  rows.push_back({cnn_model + ", samples/s", cnn_setup, cnn_ours, cnn_theirs, torch_label,
-                  throughput});
-  rows.push_back({cnn_model + ", step time", cnn_setup, cnn_ours, cnn_theirs, torch_label,
-                  step_time});
+  rows.push_back({cnn_model + ", samples/s", cnn_setup, cnn_ours, cnn_theirs,
+                  torch_label + " (its default TF32 convolutions)", throughput});
+  rows.push_back({cnn_model + ", step time", cnn_setup, cnn_ours, cnn_theirs,
+                  torch_label + " (its default TF32 convolutions)", step_time});
+  rows.push_back({cnn_model + ", step time", cnn_setup + ", FP32 convolutions on both sides", cnn_ours,
+                  cnn_fp32, torch_label + ", TF32 off", step_time});
 
   // Two logical places on the one GPU at the same global batch as one place.
   const std::string shared = "train_mlp/actor/gpu:0x2/batch:512";

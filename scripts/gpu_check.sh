@@ -11,7 +11,8 @@
 #                command `scripts/gpu_check.sh`.
 #   --build DIR  build folder (default build-gpu), configured with -DPE_WITH_CUDA=ON
 #   --prebuilt DIR  the binaries the checks run, built elsewhere with CUDA and packed by
-#                scripts/pack_gpu_build.sh (default none): no configure or build here, which
+#                scripts/pack_gpu_build.sh (default none), a folder or its DIR.tar.gz
+#                (unpacked into /tmp/pe-gpu-prebuilt): no configure or build here, which
 #                saves the device tool's minutes; when one of them cannot load its libraries
 #                on this machine (ldd says "not found"), it says which and builds after all
 #   --all-tests  builds everything and also runs the whole test suite (by default only
@@ -24,7 +25,8 @@
 #   2. unpack the dependencies, find cuDNN and NCCL (the toolkit's, else PyTorch's wheels'),
 #      configure, build (or take --prebuilt's binaries)
 #   3. every gpu_* and cuda_* test binary (ctest -L gpu)
-#   4. a traced, hazard-checked run on gpu:0x2 (BUILD/gpu_check/gpu_trace.json)
+#   4. a traced, hazard-checked run on gpu:0x2 (BUILD/gpu_check/gpu_trace.json), and traces
+#      of the MLP and the CNN on gpu:0 (trace_*.json; all three in traces.tar.gz)
 #   5. the CUDA runtime calls of 50 training steps on gpu:0 and on gpu:0x2 (counted by
 #      bench/cuda_api_count, when the build has it): what a step costs the host
 #   6. the GPU benchmark (bench/gpu_bench), when the build has one
@@ -150,6 +152,12 @@ for t in "${gpu_tests[@]}"; do binaries+=("tests/$t"); done
 [[ -f $root/bench/cuda_api_count/cuda_api_count.cpp ]] && binaries+=(bench/libpe_cuda_api_count.so)
 
 # --prebuilt: every binary must be there and find all its libraries here.
+if [[ $prebuilt == *.tar.gz ]]; then
+  rm -rf /tmp/pe-gpu-prebuilt && mkdir -p /tmp/pe-gpu-prebuilt &&
+    tar -xzf "$prebuilt" -C /tmp/pe-gpu-prebuilt ||
+    { echo "gpu_check: --prebuilt $prebuilt: cannot unpack it into /tmp/pe-gpu-prebuilt" >&2; exit 1; }
+  prebuilt=$(find /tmp/pe-gpu-prebuilt -mindepth 1 -maxdepth 1 -type d | head -1)
+fi
 use_prebuilt=0
 if [[ -n $prebuilt ]] && (( ! all_tests )); then
   use_prebuilt=1
@@ -238,24 +246,35 @@ if (( all_tests )); then
   tail -5 "$logs/all_tests.log"
 fi
 
-# 4. A traced run through the CLI: two logical places on gpu:0, their spans the device's
-# times, checked for hazards (exit 3 on a violation); the trace file comes back for a look
-# at the streams overlapping (Perfetto).
+# 4. Traced runs through the CLI: two logical places on gpu:0, their spans the device's
+# times, checked for hazards (exit 3 on a violation); and, unchecked, the MLP at the same
+# global batch on one place and the CNN at batch 64, to read where a step's time goes. The
+# three trace files come back as one archive (the device tool brings back 8 files at most)
+# for Perfetto or pe-actor-trace.
 limited 60 "$build/apps/pe-actor-run" --places gpu:0x2 --steps 6 --batch-size 256 --trace "$logs/gpu_trace.json" \
   --trace-steps 4:5 --check-hazards >"$logs/trace.log" 2>&1
-stage trace $?
+status=$?
+for run in "mlp gpu:0 256" "cnn gpu:0 64"; do
+  read -r model places batch <<<"$run"
+  echo "== --model $model --places $places --batch-size $batch" >>"$logs/trace.log"
+  limited 60 "$build/apps/pe-actor-run" --model "$model" --places "$places" --steps 6 --batch-size "$batch" \
+    --trace "$logs/trace_${model}_${places/:/}.json" --trace-steps 4:5 >>"$logs/trace.log" 2>&1 || status=1
+done
+stage trace $status
 tail -3 "$logs/trace.log"
-save "$logs/gpu_trace.json"
+traces=$(cd "$logs" && ls gpu_trace.json trace_*.json 2>/dev/null)
+[[ -n $traces ]] && tar -czf "$logs/traces.tar.gz" -C "$logs" $traces && save "$logs/traces.tar.gz"
 
 # 5. CUDA runtime calls per training step (the MLP at global batch 512), one place and two
-# logical places on the one GPU.
+# logical places on the one GPU, those with their gradients' all-reduces in 4 MB buckets too.
 if [[ -f $build/bench/libpe_cuda_api_count.so ]]; then
   status=0
   : >"$logs/api_count.log"
-  for places in gpu:0 gpu:0x2; do
-    echo "== --places $places --steps 50 --batch-size 512" >>"$logs/api_count.log"
+  for flags in "--places gpu:0" "--places gpu:0x2" "--places gpu:0x2 --fuse-allreduce-mb 4"; do
+    echo "== $flags --steps 50 --batch-size 512" >>"$logs/api_count.log"
+    # shellcheck disable=SC2086 # the flags are words
     LD_PRELOAD=$build/bench/libpe_cuda_api_count.so PE_CUDA_API_COUNT_STEPS=50 \
-      limited 60 "$build/apps/pe-actor-run" --places "$places" --steps 50 --batch-size 512 \
+      limited 60 "$build/apps/pe-actor-run" $flags --steps 50 --batch-size 512 \
       >>"$logs/api_count.log" 2>&1 || status=1
   done
   stage api-count $status

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Packs the binaries scripts/gpu_check.sh runs, from a CUDA build made here, for the lent GPU
-# machine: building there costs minutes of the device tool's 15, and the binaries stripped
-# are about 22 MB (scripts/gpu_check.sh --prebuilt DIR runs them; it builds there after all
-# when one cannot load its libraries).
+# machine: building there costs minutes of the device tool's 15. The binaries stripped are
+# about 35 MB, too much beside .gpu-deps (36 MB) and the tree under the device tool's 64 MiB,
+# so they also go into DIR.tar.gz (about a third of that), which is what travels:
+# scripts/gpu_check.sh --prebuilt DIR.tar.gz unpacks and runs them (and builds there after
+# all when one cannot load its libraries).
 #
 #   scripts/pack_gpu_build.sh [BUILD] [DIR]      (defaults: build, .gpu-build)
 #
 # BUILD must be configured with CUDA (PE_WITH_CUDA ON or AUTO with the toolkit found); the
 # binaries are brought up to date first (-j2). DIR gets apps/pe-actor-run, tests/gpu_* and
 # tests/cuda_*, bench/gpu_bench (stripped, the build's layout) and built.txt (commit,
-# compilers). With the device tool: carry [".gpu-deps", ".gpu-build"] (both ignored by
-# .gitignore) and run `scripts/gpu_check.sh --prebuilt .gpu-build`. The binaries find their
+# compilers). With the device tool: carry [".gpu-deps", ".gpu-build.tar.gz"] (both ignored by
+# .gitignore) and run `scripts/gpu_check.sh --prebuilt .gpu-build.tar.gz`. The binaries find their
 # Debian libraries through the .debs of scripts/pack_gpu_deps.sh, which gpu_check.sh unpacks.
 set -euo pipefail
 
@@ -43,4 +45,5 @@ done
   grep -E '^CMAKE_(CXX|CUDA)_COMPILER:|^CMAKE_BUILD_TYPE:|^CMAKE_CUDA_ARCHITECTURES:' "$cache" | sed 's/:[A-Z]*=/ = /'
 } >"$dir/built.txt"
 cat "$dir/built.txt"
-du -sh "$dir"
+tar -czf "$dir.tar.gz" -C "$(dirname "$dir")" "$(basename "$dir")"
+du -sh "$dir" "$dir.tar.gz"

@@ -19,13 +19,13 @@
 
 #include "actors/parallel_executor.hpp"
 #include "data/npy.hpp"
-#include "data/npy_dir.hpp"
 #include "graph/exec/param_files.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/program_info.hpp"
 #include "graph/program_io.hpp"
 #include "idx_files.hpp"
 #include "support/job.hpp"
+#include "support/paddle_fixtures.hpp"
 #include "support/process.hpp"
 
 namespace {
@@ -48,12 +48,7 @@ std::string lr_name() {
   return name;
 }
 
-feed_map fixture_feeds(const proto::ProgramDesc& main) {
-  const dataset batch = read_npy_split(dir, analyze_program(main).feeds, false);
-  feed_map feeds;
-  for (const auto& f : batch.feeds()) feeds.emplace(f.name, f.rows);
-  return feeds;
-}
+feed_map fixture_feeds(const proto::ProgramDesc& main) { return pe::testing::paddle_fixture_feeds(dir, main); }
 
 /// The one element of a one-element tensor as a double.
 double scalar(const tensor& t) {

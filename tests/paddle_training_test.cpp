@@ -27,55 +27,26 @@
 #include <string>
 #include <vector>
 
-#include "actors/parallel_executor.hpp"
 #include "support/job.hpp"
+#include "support/paddle_fixtures.hpp"
 #include "support/process.hpp"
 #include "data/npy.hpp"
-#include "data/npy_dir.hpp"
-#include "graph/exec/param_files.hpp"
-#include "graph/program_info.hpp"
-#include "graph/program_io.hpp"
 
 namespace {
 
 using namespace pe;
 
-std::string fixture_dir(const std::string& name) {
-  return std::string(PE_TEST_DATA_DIR) + "/paddle_" + name;
-}
-
-/// Our losses of `steps` steps on `places` CPU places, each the mean of the places' losses
-/// (every place has the same number of rows here, so that is the global batch's mean).
-std::vector<float> our_losses(const std::string& name, int places, std::int64_t steps) {
-  const std::string dir = fixture_dir(name);
-  const auto startup = load_program(dir + "/startup.pb");
-  const auto main = load_program(dir + "/main.pb");
-  const std::string loss = analyze_program(main).loss;
-  std::vector<place> where;
-  for (int p = 0; p < places; ++p) where.push_back(place::cpu(p));
-  parallel_executor exe(where, startup, main);
-  for (const auto& [var, value] : load_params(dir + "/params", main)) exe.set_persistable(var, value);
-  const dataset batch = read_npy_split(dir, analyze_program(main).feeds, false);
-  feed_map feeds; // every feed of the program, from DIR/<feed>.npy
-  for (const auto& f : batch.feeds()) feeds.emplace(f.name, f.rows);
-  std::vector<float> out;
-  for (std::int64_t s = 0; s < steps; ++s) {
-    const tensor fetched = exe.run(feeds, {loss}).at(0);
-    float sum = 0;
-    for (float v : fetched.values<float>()) sum += v;
-    out.push_back(sum / static_cast<float>(fetched.numel()));
-  }
-  return out;
-}
+std::string fixture_dir(const std::string& name) { return pe::testing::paddle_training_fixture(name); }
 
 class paddle_training : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
 TEST_P(paddle_training, twenty_steps_equal_paddles_losses) {
   const auto& [name, places] = GetParam();
-  const tensor expected = read_npy(fixture_dir(name) + "/losses_" + std::to_string(places) + "p.npy");
-  ASSERT_EQ(expected.numel(), 20);
-  const auto paddle = expected.values<float>();
-  const std::vector<float> ours = our_losses(name, places, expected.numel());
+  const std::vector<float> paddle = pe::testing::paddles_losses(fixture_dir(name), places);
+  ASSERT_EQ(paddle.size(), 20u);
+  std::vector<place> where;
+  for (int p = 0; p < places; ++p) where.push_back(place::cpu(p));
+  const std::vector<float> ours = pe::testing::paddle_fixture_losses(fixture_dir(name), where, 20);
   for (std::size_t s = 0; s < ours.size(); ++s)
     EXPECT_NEAR(ours[s], paddle[s], 1e-4 * std::abs(paddle[s]))
         << name << " on " << places << " place(s), step " << s + 1;

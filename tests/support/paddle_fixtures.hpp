@@ -1,13 +1,41 @@
 #pragma once
 
+#include <cstdlib>
 #include <string>
+#include <vector>
+
+#include "actors/parallel_executor.hpp"
 
 namespace pe::testing {
 
-/// The path of `name` in tests/data/paddle_params: programs and parameter files Paddle 2.6
-/// wrote (scripts/make_paddle_fixture.py). Every test executable defines PE_TEST_DATA_DIR.
-inline std::string paddle_fixture(const std::string& name) {
-  return std::string(PE_TEST_DATA_DIR) + "/paddle_params/" + name;
+/// tests/data: $PE_SOURCE_DIR/tests/data when PE_SOURCE_DIR is set (a test binary built on
+/// another machine and run in a copy of the tree, as scripts/gpu_check.sh --prebuilt runs
+/// them on the GPU machine), else this build's source tree. Every test executable defines
+/// PE_TEST_DATA_DIR.
+inline std::string test_data_dir() {
+  const char* root = std::getenv("PE_SOURCE_DIR");
+  return root != nullptr && *root != '\0' ? std::string(root) + "/tests/data" : std::string(PE_TEST_DATA_DIR);
 }
+
+/// The path of `name` in tests/data/paddle_params: programs and parameter files Paddle 2.6
+/// wrote (scripts/make_paddle_fixture.py).
+inline std::string paddle_fixture(const std::string& name) { return test_data_dir() + "/paddle_params/" + name; }
+
+/// The folder of the training fixture `name`: tests/data/paddle_<name>/ (startup.pb, main.pb,
+/// Paddle's initial parameters in params/, one batch as <feed>.npy, Paddle's losses in
+/// losses_<places>p.npy), from scripts/make_paddle_fixture.py.
+inline std::string paddle_training_fixture(const std::string& name) { return test_data_dir() + "/paddle_" + name; }
+
+/// Every feed of `main` from the fixture folder `dir`'s <feed>.npy files, whole.
+feed_map paddle_fixture_feeds(const std::string& dir, const proto::ProgramDesc& main);
+
+/// Our losses of `steps` steps of the training fixture in `dir` on `where`, from Paddle's
+/// initial parameters and the fixture's one batch, each the mean of the places' losses (every
+/// place has the same number of rows in the fixtures, so that is the global batch's mean).
+std::vector<float> paddle_fixture_losses(const std::string& dir, const std::vector<place>& where,
+                                         std::int64_t steps);
+
+/// Paddle's losses of the training fixture in `dir` on `places` places (losses_<places>p.npy).
+std::vector<float> paddles_losses(const std::string& dir, int places);
 
 } // namespace pe::testing
