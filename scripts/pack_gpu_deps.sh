@@ -35,10 +35,12 @@ top=(
   ocl-icd-opencl-dev opencl-c-headers  # oneDNN's CMake config asks for OpenCL
   nlohmann-json3-dev
   zlib1g-dev
+  libgloo-dev                    # the gloo collective backend (collectives/gloo/)
 )
 # What every machine that can compile C++ has, and what must not be replaced under a running
-# system: the C library, the compiler's runtimes and headers, kerberos/ssl/rpc, debconf.
-skip='^(libc6|libc6-dev|libc-dev-bin|linux-libc-dev|libcrypt1|libcrypt-dev|libgcc-s1|libgcc-[0-9]+-dev|gcc-[0-9]+-base|libstdc\+\+6|libstdc\+\+-[0-9]+-dev|libatomic1|libitm1|libasan[0-9]+|liblsan0|libtsan[0-9]+|libubsan1|libhwasan0|libnsl2|libnsl-dev|libtirpc.*|rpcsvc-proto|libcom-err2|libgssapi-krb5-2|libk5crypto3|libkeyutils1|libkrb5.*|libssl3|zlib1g|debconf.*|dpkg|perl.*|libopenblas0-openmp|libopenblas0-serial|libopenblas-openmp-dev|libopenblas-serial-dev)$'
+# system: the C library, the compiler's runtimes and headers, kerberos/ssl/rpc, debconf, and
+# the base system that rdma-core's adduser drags in (passwd, PAM, tar, compression libraries).
+skip='^(libc6|libc6-dev|libc-dev-bin|linux-libc-dev|libcrypt1|libcrypt-dev|libgcc-s1|libgcc-[0-9]+-dev|gcc-[0-9]+-base|libstdc\+\+6|libstdc\+\+-[0-9]+-dev|libatomic1|libitm1|libasan[0-9]+|liblsan0|libtsan[0-9]+|libubsan1|libhwasan0|libnsl2|libnsl-dev|libtirpc.*|rpcsvc-proto|libcom-err2|libgssapi-krb5-2|libk5crypto3|libkeyutils1|libkrb5.*|libssl3|zlib1g|debconf.*|dpkg|perl.*|libopenblas0-openmp|libopenblas0-serial|libopenblas-openmp-dev|libopenblas-serial-dev|adduser|passwd|tar|install-info|cdebconf|libdebian-installer4|libnewt0.52|libslang2|libtextwrap1|readline-common|libreadline8|libtinfo6|libacl1|libattr1|libaudit1|libaudit-common|libcap-ng0|libdb5.3|libpam.*|libpcre2-8-0|libselinux1|libsemanage.*|libsepol2|libmd0|libbz2-1.0|liblzma5|libzstd1)$'
 
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)

@@ -16,7 +16,7 @@ if [[ ${1:-} == --check ]]; then
   cache=$3/CMakeCache.txt
   [[ -f $cache ]] || { echo "unpack_gpu_deps: no $cache" >&2; exit 2; }
   # The cache entries that say where each dependency was found.
-  pattern='^(Protobuf_INCLUDE_DIR|Protobuf_LIBRARY_RELEASE|Protobuf_PROTOC_EXECUTABLE|Protobuf_PROTOC_LIBRARY_RELEASE|CAF_INCLUDE_DIR[A-Z_]*|CAF_LIBRARY[A-Z_]*|CAF_[A-Z_]*_LIBRARY[A-Z_]*|Boost_DIR|boost_program_options_DIR|boost_headers_DIR|GTest_DIR|benchmark_DIR|dnnl_DIR|nlohmann_json_DIR|ZLIB_INCLUDE_DIR|ZLIB_LIBRARY_RELEASE|BLAS_[a-z]+_LIBRARY|CBLAS_INCLUDE_DIR|OpenCL_INCLUDE_DIR|OpenCL_LIBRARY):[A-Z]+=(.*)$'
+  pattern='^(Protobuf_INCLUDE_DIR|Protobuf_LIBRARY_RELEASE|Protobuf_PROTOC_EXECUTABLE|Protobuf_PROTOC_LIBRARY_RELEASE|CAF_INCLUDE_DIR[A-Z_]*|CAF_LIBRARY[A-Z_]*|CAF_[A-Z_]*_LIBRARY[A-Z_]*|Boost_DIR|boost_program_options_DIR|boost_headers_DIR|GTest_DIR|benchmark_DIR|dnnl_DIR|nlohmann_json_DIR|ZLIB_INCLUDE_DIR|ZLIB_LIBRARY_RELEASE|BLAS_[a-z]+_LIBRARY|CBLAS_INCLUDE_DIR|OpenCL_INCLUDE_DIR|OpenCL_LIBRARY|Gloo_DIR):[A-Z]+=(.*)$'
   bad=0 seen=0
   while IFS= read -r line; do
     [[ $line =~ $pattern ]] || continue
@@ -61,11 +61,18 @@ while IFS= read -r link; do
   [[ $target == /* && -e $prefix$target ]] && ln -sfn "$prefix$target" "$link"
 done < <(find "$prefix" -type l)
 
+# Some CMake package files name their library by an absolute /usr path (Gloo's
+# GlooTargets-*.cmake: IMPORTED_LOCATION "/usr/lib/libgloo.so..."), which a machine without
+# the package lacks: point those at the prefix's copies.
+while IFS= read -r file; do
+  sed -i "s#\"/usr/lib/#\"$prefix/usr/lib/#g" "$file"
+done < <(grep -rl '"/usr/lib/' "$prefix/usr/share/cmake" "$prefix/usr/lib/$arch/cmake" 2>/dev/null)
+
 cat >"$prefix/env.sh" <<EOF
 # Written by scripts/unpack_gpu_deps.sh: the Debian libraries unpacked in this prefix.
 export PE_DEPS_PREFIX="$prefix"
 export CMAKE_PREFIX_PATH="$prefix/usr\${CMAKE_PREFIX_PATH:+:\$CMAKE_PREFIX_PATH}"
 export PATH="$prefix/usr/bin:\$PATH"
-export LD_LIBRARY_PATH="$lib:$lib/openblas-pthread\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$lib:$lib/openblas-pthread:$prefix/usr/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 EOF
 echo "unpack_gpu_deps: ${#debs[@]} packages in $prefix; . $prefix/env.sh before cmake and running"
