@@ -1031,6 +1031,78 @@ TEST(CudaWindows, Conv2dAsCudnnRunsItMatchesCpu) {
   }
 }
 
+/// A plan counting the terms its partial visits (each term once: the total is the count),
+/// and, in `seen`, how often each term was visited.
+struct term_count_plan {
+  std::int64_t terms;
+  std::vector<int>* seen;
+  double partial(std::int64_t, unsigned t, unsigned threads) const {
+    return strided_fold(
+        terms, t, threads, 0.0,
+        [&](std::int64_t r) {
+          ++(*seen)[static_cast<std::size_t>(r)];
+          return 1.0;
+        },
+        plus_op{});
+  }
+};
+
+TEST(CudaReduce, SplitReductionsVisitEveryTermOnceInChunksOfEnoughTerms) {
+  EXPECT_EQ(split_chunks(512, 1 << 20), 1) << "enough elements for the GPU: a block each";
+  EXPECT_EQ(split_chunks(32, 3000), 1) << "too few terms to split";
+  for (const auto& [outputs, terms] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {32, 50176}, {64, 12544}, {1, 1 << 20}, {3, 12800}, {100, 4096}, {255, 1 << 22}}) {
+    const std::int64_t chunks = split_chunks(outputs, terms);
+    SCOPED_TRACE(std::to_string(outputs) + " x " + std::to_string(terms) + ": " + std::to_string(chunks) + " chunks");
+    EXPECT_GT(chunks, 1);
+    EXPECT_GE(terms / chunks, split_min_terms);
+    EXPECT_LE(outputs * chunks, split_target_blocks + outputs);
+    std::vector<int> seen(static_cast<std::size_t>(terms));
+    EXPECT_EQ(simulate_split_reduce(term_count_plan{terms, &seen}, 0, chunks, reduce_threads),
+              static_cast<double>(terms));
+    EXPECT_EQ(*std::min_element(seen.begin(), seen.end()), 1);
+    EXPECT_EQ(*std::max_element(seen.begin(), seen.end()), 1);
+  }
+}
+
+TEST(CudaWindows, BatchNormStatisticsSplitOverBlocksEqualOneBlockPerChannel) {
+  // The CNN's first layer in small: few channels of many terms, where the GPU kernels split
+  // each channel's sums over several blocks (reduce_blocks_split).
+  const shape_t dims{8, 3, 40, 40};
+  std::vector<bool> reduced(dims.size(), true);
+  reduced[1] = false;
+  const reduce_geometry g = reduce_geometry::make(dims, reduced);
+  const std::int64_t chunks = split_chunks(3, g.reduce_count());
+  ASSERT_GT(chunks, 1);
+  tensor x = random(dims, -2.f, 3.f, 61), dy = random(dims, -1.f, 1.f, 62);
+  const tensor channels(dtype::fp32, {3});
+  tensor mean = empty_like(channels), variance = empty_like(channels), inv_std = empty_like(channels),
+         sum = empty_like(channels), split_mean = empty_like(channels), split_variance = empty_like(channels),
+         split_sum = empty_like(channels);
+  replay_blocks(3, reduce_threads, bn_mean_plan{x.data<float>(), mean.data<float>(), g});
+  replay_blocks(3, reduce_threads, bn_variance_plan{x.data<float>(), mean.data<float>(), variance.data<float>(), g});
+  for (std::int64_t c = 0; c < 3; ++c) {
+    const bn_mean_plan m{x.data<float>(), split_mean.data<float>(), g};
+    m.finish(c, simulate_split_reduce(m, c, chunks, reduce_threads));
+  }
+  for (std::int64_t c = 0; c < 3; ++c) {
+    const bn_variance_plan v{x.data<float>(), split_mean.data<float>(), split_variance.data<float>(), g};
+    v.finish(c, simulate_split_reduce(v, c, chunks, reduce_threads));
+    inv_std.data<float>()[c] = bn_inverse_std(variance.data<float>()[c], 1e-5f);
+  }
+  EXPECT_TRUE(close(split_mean, mean, 1e-6f, 1e-7f));
+  EXPECT_TRUE(close(split_variance, variance, 1e-6f, 1e-7f));
+  for (const bool xhat : {false, true}) {
+    const bn_grad_sum_plan one{x.data<float>(), dy.data<float>(), mean.data<float>(), inv_std.data<float>(),
+                               sum.data<float>(), xhat, g};
+    replay_blocks(3, reduce_threads, one);
+    bn_grad_sum_plan split = one;
+    split.sum = split_sum.data<float>();
+    for (std::int64_t c = 0; c < 3; ++c) split.finish(c, simulate_split_reduce(split, c, chunks, reduce_threads));
+    EXPECT_TRUE(close(split_sum, sum, 1e-6f, 1e-6f)) << (xhat ? "Scale@GRAD" : "Bias@GRAD");
+  }
+}
+
 TEST(CudaWindows, BatchNormMatchesCpu) {
   for (const bool global : {false, true})
     for (const shape_t& dims : {shape_t{4, 3, 5, 6}, shape_t{16, 5}}) {

@@ -569,6 +569,17 @@ TEST_P(CudaKernels, PoolConvBatchNorm) {
                    {"MeanOut", mean}, {"VarianceOut", variance}},
                   {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}, as});
   }
+  // Few channels of many terms each (16 x 40 x 40): the GPU splits each channel's sums over
+  // several blocks and adds their sums in a second kernel (reduce_blocks_split).
+  const tensor long_channels = random({16, 3, 40, 40}, -1.f, 2.f, 57);
+  expect_match({"batch_norm",
+                {{"X", long_channels}, {"Scale", scale}, {"Bias", bias}, {"Mean", mean}, {"Variance", variance}},
+                {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"}, testing::batch_norm_attrs(false)});
+  expect_match({"batch_norm_grad",
+                {{"X", long_channels}, {"Scale", scale}, {"Bias", bias},
+                 {"Y@GRAD", random(long_channels.shape(), -1.f, 1.f, 58)}, {"SavedMean", mean},
+                 {"SavedVariance", random({3}, 0.5f, 2.f, 59)}, {"MeanOut", mean}, {"VarianceOut", variance}},
+                {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}, testing::batch_norm_attrs(false)});
   // A place an uneven split left without rows: running statistics unchanged, no NaN.
   const tensor no_rows = random({0, 3, 5, 5}, -1.f, 1.f, 56);
   const attrs training = testing::batch_norm_attrs(false);

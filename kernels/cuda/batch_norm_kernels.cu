@@ -1,6 +1,7 @@
 // CUDA kernels of batch_norm and batch_norm_grad (NCHW, X of rank 2 to 5 viewed as
 // [N, C, spatial]) with the CPU kernel's statistics conventions (batch_norm_plans.hpp): the
-// channel statistics are block reductions, the normalisation and its grad element maps.
+// channel statistics are block reductions, split over several blocks per channel when the
+// channels are few and long (reduce_blocks_split), the normalisation and its grad element maps.
 // Inputs and attributes are read and checked by kernels/batch_norm_ops.hpp's fronts, shared
 // with the CPU kernels.
 #include <cstdint>
@@ -68,10 +69,10 @@ void batch_norm_forward(kernel_context& ctx) {
     return;
   }
   if (!global) {
-    reduce_blocks(ctx, v.c, bn_mean_plan{x.data<float>(), used_mean.data<float>(), v.g});
-    reduce_blocks(ctx, v.c,
-                  bn_variance_plan{x.data<float>(), used_mean.data<float>(),
-                                   used_variance.data<float>(), v.g});
+    reduce_blocks_split(ctx, v.c, v.per_channel, bn_mean_plan{x.data<float>(), used_mean.data<float>(), v.g});
+    reduce_blocks_split(ctx, v.c, v.per_channel,
+                        bn_variance_plan{x.data<float>(), used_mean.data<float>(),
+                                         used_variance.data<float>(), v.g});
   }
   // The statistics first: Y may be written over X, which the sums read.
   float* mean_out = channel_output(ctx, "MeanOut", v);
@@ -113,12 +114,12 @@ void batch_norm_backward(kernel_context& ctx) {
       copy_on_device(ctx, dx.raw(), dy.raw(), dy.bytes());
     }
   } else {
-    reduce_blocks(ctx, v.c,
-                  bn_grad_sum_plan{x.data<float>(), dy.data<float>(), mean.data<float>(),
-                                   inv_std.data<float>(), dbias.data<float>(), false, v.g});
-    reduce_blocks(ctx, v.c,
-                  bn_grad_sum_plan{x.data<float>(), dy.data<float>(), mean.data<float>(),
-                                   inv_std.data<float>(), dscale.data<float>(), true, v.g});
+    reduce_blocks_split(ctx, v.c, v.per_channel,
+                        bn_grad_sum_plan{x.data<float>(), dy.data<float>(), mean.data<float>(),
+                                         inv_std.data<float>(), dbias.data<float>(), false, v.g});
+    reduce_blocks_split(ctx, v.c, v.per_channel,
+                        bn_grad_sum_plan{x.data<float>(), dy.data<float>(), mean.data<float>(),
+                                         inv_std.data<float>(), dscale.data<float>(), true, v.g});
     if (ctx.has_output("X@GRAD")) {
       dx = scratch(ctx, dtype::fp32, x.shape());
       for_each(ctx, x.numel(),

@@ -65,4 +65,35 @@ struct max_op {
   PE_HOST_DEVICE T operator()(T a, T b) const { return a < b ? b : a; }
 };
 
+/// How many blocks a split reduction (grid_stride.cuh's reduce_blocks_split) gives each of
+/// `outputs` reduced elements of `terms` terms: 1 (one block per element, reduce_blocks) when
+/// the elements alone give the GPU enough blocks or each has few terms; else enough chunks
+/// for about split_target_blocks blocks in all, none of fewer than split_min_terms terms.
+/// (Batch norm's channels are few and long: 32 blocks of 50176 terms each on the CNN's first
+/// layer left most of an H100's 132 multiprocessors idle, 0.3 ms a pass.)
+constexpr std::int64_t split_target_blocks = 1024;
+constexpr std::int64_t split_min_terms = 2048;
+inline std::int64_t split_chunks(std::int64_t outputs, std::int64_t terms) {
+  if (outputs <= 0 || outputs >= split_target_blocks / 4 || terms < 2 * split_min_terms) return 1;
+  const std::int64_t by_blocks = (split_target_blocks + outputs - 1) / outputs;
+  const std::int64_t by_terms = terms / split_min_terms;
+  return by_blocks < by_terms ? by_blocks : by_terms;
+}
+
+/// The host's replay of a split reduction of one element j: chunk k's block runs the plan's
+/// partial as virtual thread k * threads + t of chunks * threads (so the chunks share the
+/// element's terms out between them as one wide block would), its tree gives the chunk's sum,
+/// and the chunks' sums are added in chunk order (the finishing kernel's order).
+template <class Plan>
+double simulate_split_reduce(const Plan& plan, std::int64_t j, std::int64_t chunks, unsigned threads) {
+  double total = 0;
+  for (std::int64_t k = 0; k < chunks; ++k) {
+    std::vector<double> shared(threads);
+    for (unsigned t = 0; t < threads; ++t)
+      shared[t] = plan.partial(j, static_cast<unsigned>(k) * threads + t, static_cast<unsigned>(chunks) * threads);
+    total += simulate_tree(shared, plus_op{});
+  }
+  return total;
+}
+
 } // namespace pe::cuda

@@ -2,9 +2,10 @@
 
 // The one launcher of the element-wise CUDA kernels: a grid-stride loop running op(i) for
 // i < n, op being an element map (element_maps.hpp, broadcast_maps.hpp, ...) passed by value.
-// And the block-reduction launcher: one block per reduced element j, running a plan's
+// And the block-reduction launchers: one block per reduced element j, running a plan's
 // partial(j, t, threads) on every thread, the tree of block_reduce.hpp in shared memory, and
-// finish(j, total) on thread 0.
+// finish(j, total) on thread 0; or, for few elements of many terms, several blocks per
+// element and a finishing kernel (reduce_blocks_split).
 
 #include <algorithm>
 #include <cstdint>
@@ -60,6 +61,53 @@ void reduce_blocks(const kernel_context& ctx, std::int64_t blocks, const Plan& p
   reduce_blocks_kernel<<<static_cast<unsigned>(std::min(blocks, max_blocks)), reduce_threads, 0,
                          cuda_stream_of(ctx)>>>(blocks, plan);
   check_launch(ctx, "a block reduction");
+}
+
+template <class Plan>
+__global__ void reduce_chunks_kernel(std::int64_t blocks, std::int64_t chunks, Plan plan, double* sums) {
+  const std::int64_t all = blocks * chunks;
+  const auto virtual_threads = static_cast<unsigned>(chunks) * blockDim.x;
+  for (std::int64_t b = blockIdx.x; b < all; b += gridDim.x) {
+    const std::int64_t j = b / chunks, k = b % chunks;
+    const double sum = block_reduce(plan.partial(j, static_cast<unsigned>(k) * blockDim.x + threadIdx.x,
+                                                 virtual_threads),
+                                    plus_op{});
+    if (threadIdx.x == 0) sums[b] = sum;
+  }
+}
+
+template <class Plan>
+__global__ void finish_chunks_kernel(std::int64_t blocks, std::int64_t chunks, Plan plan, const double* sums) {
+  for (std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; j < blocks;
+       j += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    double total = 0;
+    for (std::int64_t k = 0; k < chunks; ++k) total += sums[j * chunks + k];
+    plan.finish(j, total);
+  }
+}
+
+/// reduce_blocks for few reduced elements of many terms each (`terms` each): each element's
+/// terms split over split_chunks(blocks, terms) blocks, chunk k's threads running the plan's
+/// partial as the virtual threads k * reduce_threads + t of chunks * reduce_threads, their
+/// sums written to a scratch buffer and added per element in chunk order by a second kernel
+/// that calls finish: deterministic, the same terms in another order of addition than one
+/// block's (simulate_split_reduce replays it on the host). For plans whose partial is a
+/// strided_fold over the element's terms (thread t of threads takes terms t, t + threads,
+/// ...), which is what makes the virtual threads cover every term once.
+template <class Plan>
+void reduce_blocks_split(const kernel_context& ctx, std::int64_t blocks, std::int64_t terms, const Plan& plan) {
+  const std::int64_t chunks = split_chunks(blocks, terms);
+  if (chunks <= 1) {
+    reduce_blocks(ctx, blocks, plan);
+    return;
+  }
+  tensor sums = scratch(ctx, dtype::fp64, {blocks * chunks});
+  reduce_chunks_kernel<<<static_cast<unsigned>(std::min(blocks * chunks, max_blocks)), reduce_threads, 0,
+                         cuda_stream_of(ctx)>>>(blocks, chunks, plan, sums.data<double>());
+  check_launch(ctx, "a split block reduction");
+  finish_chunks_kernel<<<static_cast<unsigned>(std::min((blocks + 127) / 128, max_blocks)), 128, 0,
+                         cuda_stream_of(ctx)>>>(blocks, chunks, plan, sums.data<double>());
+  check_launch(ctx, "a split block reduction's finish");
 }
 
 /// Grid size for kernels that give each of `count` lanes a block.
