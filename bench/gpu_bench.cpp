@@ -9,7 +9,8 @@
 //    step. One difference: the engine's feeds are host tensors, copied to the device every
 //    step (on the copy stream, overlapping compute), while PyTorch keeps its batch on the GPU.
 //  - two logical places on the one GPU (gpu:0x2, the shared-GPU communicator) against gpu:0
-//    at the same global batch (MLP, 512: 256 per place).
+//    at the same global batch (MLP, 512: 256 per place), with one all-reduce per gradient
+//    (the default) and with the gradients in 4 MB buckets (--fuse-allreduce-mb 4).
 //  - executor overhead: a chain of `scale` ops on a 1-element tensor (the idea of
 //    bench/overhead_bench.cpp), so that a step is almost all scheduling. Two figures per op:
 //    the untraced step time / ops (host scheduling and the GPU's launch and run of each tiny
@@ -59,12 +60,14 @@ benchmark::Counter seconds_per_step() {
                                    benchmark::Counter::kInvert);
 }
 
-void train_actor(benchmark::State& state, std::int64_t batch, int places) {
+void train_actor(benchmark::State& state, std::int64_t batch, int places, std::int64_t bucket_bytes) {
   const model_programs m = build_mlp(config);
   const feed_map feeds = bench::random_batch(m, {batch, config.input_width}, config.classes);
   std::vector<place> where;
   for (int p = 0; p < places; ++p) where.push_back(place::gpu(p, 0)); // logical place p on device 0
-  bench::time_actor_training(state, m, where, feeds, batch, warmup_steps);
+  build_strategy build;
+  build.fuse_all_reduce_bytes = bucket_bytes;
+  bench::time_actor_training(state, m, where, feeds, batch, warmup_steps, {}, build);
   state.counters["step_time"] = seconds_per_step();
 }
 
@@ -198,7 +201,7 @@ int main(int argc, char** argv) {
     const std::string b = std::to_string(batch);
     const std::string ours = "train_mlp/actor/gpu:0/batch:" + b;
     const std::string theirs = "train_mlp/torch/cuda/batch:" + b;
-    benchmark::RegisterBenchmark(ours.c_str(), train_actor, batch, 1)->UseRealTime();
+    benchmark::RegisterBenchmark(ours.c_str(), train_actor, batch, 1, std::int64_t{0})->UseRealTime();
     benchmark::RegisterBenchmark(theirs.c_str(), train_torch, std::string("mlp_torch.py"), batch, std::string())
         ->Iterations(1)
         ->Repetitions(1);
@@ -231,10 +234,16 @@ int main(int argc, char** argv) {
   // Two logical places on the one GPU at the same global batch as one place.
   const std::string shared = "train_mlp/actor/gpu:0x2/batch:512";
   const std::string single = "train_mlp/actor/gpu:0/batch:512";
-  benchmark::RegisterBenchmark(shared.c_str(), train_actor, 512, 2)->UseRealTime();
-  benchmark::RegisterBenchmark(single.c_str(), train_actor, 512, 1)->UseRealTime();
+  const std::string bucketed = "train_mlp/actor/gpu:0x2-4MB-buckets/batch:512";
+  benchmark::RegisterBenchmark(shared.c_str(), train_actor, 512, 2, std::int64_t{0})->UseRealTime();
+  benchmark::RegisterBenchmark(bucketed.c_str(), train_actor, 512, 2, std::int64_t{4} << 20)->UseRealTime();
+  benchmark::RegisterBenchmark(single.c_str(), train_actor, 512, 1, std::int64_t{0})->UseRealTime();
   rows.push_back({model + ", step time", "gpu:0x2 (256 per place) vs gpu:0, global batch 512",
                   shared, single, "gpu:0, one place", step_time});
+  rows.push_back({model + ", step time",
+                  "gpu:0x2 (256 per place), gradients all-reduced in 4 MB buckets (--fuse-allreduce-mb 4) vs gpu:0, "
+                  "global batch 512",
+                  bucketed, single, "gpu:0, one place", step_time});
 
   static const programs chain = scale_chain();
   const bench::metric op_time{"op_time", "ns/op", 1e9};

@@ -27,8 +27,9 @@ std::vector<place> cpu_places(int places) {
 
 void time_actor_training(benchmark::State& state, const model_programs& m,
                          const std::vector<place>& where, const feed_map& feeds,
-                         std::int64_t batch, int warmup_steps, execution_strategy exec) {
-  parallel_executor exe(where, m.startup, m.main, {}, std::move(exec));
+                         std::int64_t batch, int warmup_steps, execution_strategy exec,
+                         build_strategy build) {
+  parallel_executor exe(where, m.startup, m.main, build, std::move(exec));
   for (int i = 0; i < warmup_steps; ++i) exe.run(feeds, {m.loss});
   for (auto _ : state) exe.run(feeds, {m.loss});
   state.SetItemsProcessed(state.iterations() * batch);

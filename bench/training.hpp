@@ -28,6 +28,7 @@ std::vector<place> cpu_places(int places);
 /// executor's strategy (its defaults unless given).
 void time_actor_training(benchmark::State& state, const model_programs& m,
                          const std::vector<place>& where, const feed_map& feeds,
-                         std::int64_t batch, int warmup_steps = 1, execution_strategy exec = {});
+                         std::int64_t batch, int warmup_steps = 1, execution_strategy exec = {},
+                         build_strategy build = {});
 
 } // namespace pe::bench

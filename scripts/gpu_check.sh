@@ -73,13 +73,17 @@ mkdir -p "$logs"
 declare -A result
 failed=0
 save() { [[ -n ${OUT:-} && -d ${OUT:-} ]] && cp "$@" "$OUT/" 2>/dev/null; return 0; }
+# The stages' logs, not those of a build that passed: the device tool brings back 8 files at
+# most, and the trace archive matters more than a successful build's log.
+stage_logs() { find "$logs" -maxdepth 1 -name '*.log' ! -name configure.log ! -name build.log | sort; }
 stage() { # stage NAME STATUS
   result[$1]=$([[ $2 == 0 ]] && echo PASS || echo "FAIL ($2)")
   [[ $2 == 0 ]] || failed=1
   echo "gpu_check: $1: ${result[$1]}"
   # The logs so far, after every stage: a run the device tool stops at its time limit still
   # brings back what it did. Run again on the warm machine: the build is incremental.
-  compgen -G "$logs/*.log" >/dev/null && save "$logs"/*.log
+  mapfile -t saved < <(stage_logs)
+  (( ${#saved[@]} > 0 )) && save "${saved[@]}"
   return 0
 }
 
@@ -318,7 +322,8 @@ sanitize() { # sanitize TOOL: one compute-sanitizer run, stage TOOL
 sanitize racecheck
 sanitize memcheck
 
-save "$logs"/*.log
+mapfile -t saved < <(stage_logs)
+(( ${#saved[@]} > 0 )) && save "${saved[@]}"
 echo "gpu_check: summary:"
 for k in build gpu-tests all-tests trace api-count gpu-bench racecheck memcheck; do
   [[ -n ${result[$k]:-} ]] && echo "  $k: ${result[$k]}"

@@ -18,6 +18,8 @@ namespace pe {
 /// (fixed order rank 0, 1, ...: bit-identical results) on its stream after events on every
 /// rank's stream, and every rank's stream waits for it. Every place must be on that one GPU
 /// (the kernel reads every rank's buffer): a mix of shared and other GPUs is refused.
+class cuda_event_pool;
+
 class shared_gpu_communicator final : public communicator {
  public:
   explicit shared_gpu_communicator(const std::vector<device*>& devices);
@@ -31,6 +33,10 @@ class shared_gpu_communicator final : public communicator {
 
   std::vector<device*> devices_;
   collective_rendezvous meeting_;
+  /// The events that order the ranks' streams around each sum, reused: made and destroyed
+  /// per collective they cost more host time than the rest of its issue (3 of each for 2
+  /// ranks, 6 collectives a step on the MLP).
+  std::shared_ptr<cuda_event_pool> events_;
 };
 
 class cuda_stream;

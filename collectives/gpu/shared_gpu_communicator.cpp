@@ -3,6 +3,7 @@
 #include "collectives/gpu/gpu_communicators.hpp"
 #include "collectives/gpu/rank_sum.hpp"
 #include "core/error.hpp"
+#include "devices/cuda/cuda_event.hpp"
 #include "devices/cuda/cuda_stream.hpp"
 
 namespace pe {
@@ -13,19 +14,28 @@ void check(cudaError_t e, const std::string& what) {
   if (e != cudaSuccess) throw error(what + " failed: " + cudaGetErrorString(e));
 }
 
-/// An event that captures no timing (cheap to record), destroyed with its owner.
-struct sync_event {
-  cudaEvent_t handle = nullptr;
-  sync_event() { check(cudaEventCreateWithFlags(&handle, cudaEventDisableTiming), "cudaEventCreate"); }
-  ~sync_event() { cudaEventDestroy(handle); }
+/// An event of the communicator's pool (no timing: cheap to record) for one issue, given
+/// back when the issue ends: a cudaStreamWaitEvent already made waits for the record it saw,
+/// whatever later records of the event (CUDA's documented semantics), so it may be reused at
+/// once.
+class sync_event {
+ public:
+  explicit sync_event(cuda_event_pool& pool) : pool_(&pool), handle_(pool.take()) {}
+  ~sync_event() { pool_->give_back(handle_); }
   sync_event(const sync_event&) = delete;
   sync_event& operator=(const sync_event&) = delete;
+  cudaEvent_t get() const { return handle_; }
+
+ private:
+  cuda_event_pool* pool_;
+  cudaEvent_t handle_;
 };
 
 } // namespace
 
 shared_gpu_communicator::shared_gpu_communicator(const std::vector<device*>& devices)
-    : devices_(devices), meeting_(static_cast<int>(devices.size())) {
+    : devices_(devices), meeting_(static_cast<int>(devices.size())),
+      events_(std::make_shared<cuda_event_pool>(devices.empty() ? 0 : devices.front()->where().device)) {
   if (devices_.size() > static_cast<std::size_t>(max_rank_buffers))
     throw error("GPU collectives: " + std::to_string(devices_.size()) + " places share GPUs; at most " +
                 std::to_string(max_rank_buffers) + " can");
@@ -59,10 +69,10 @@ void shared_gpu_communicator::issue(std::vector<collective_rendezvous::arrival>&
   // rank's later work waits for the sums. The streams' host threads are all parked in the
   // meeting, so nothing else is enqueued on them meanwhile.
   auto stream_of = [&](std::size_t r) { return static_cast<cudaStream_t>(by_rank[r].stream); };
-  std::vector<sync_event> ready(ranks);
   for (std::size_t r = 1; r < ranks; ++r) {
-    check(cudaEventRecord(ready[r].handle, stream_of(r)), "cudaEventRecord");
-    check(cudaStreamWaitEvent(stream_of(0), ready[r].handle, 0), "cudaStreamWaitEvent");
+    const sync_event ready(*events_);
+    check(cudaEventRecord(ready.get(), stream_of(r)), "cudaEventRecord");
+    check(cudaStreamWaitEvent(stream_of(0), ready.get(), 0), "cudaStreamWaitEvent");
   }
   for (std::size_t v = 0; v < by_rank.front().buffers.size(); ++v) {
     std::vector<const float*> sources;
@@ -86,10 +96,10 @@ void shared_gpu_communicator::issue(std::vector<collective_rendezvous::arrival>&
     launch_rank_sum(sources.data(), static_cast<int>(sources.size()), destinations.data(),
                     static_cast<int>(destinations.size()), by_rank[root].buffers[v]->numel(), stream_of(0));
   }
-  sync_event finished;
-  check(cudaEventRecord(finished.handle, stream_of(0)), "cudaEventRecord");
+  const sync_event finished(*events_);
+  check(cudaEventRecord(finished.get(), stream_of(0)), "cudaEventRecord");
   for (std::size_t r = 1; r < ranks; ++r)
-    check(cudaStreamWaitEvent(stream_of(r), finished.handle, 0), "cudaStreamWaitEvent");
+    check(cudaStreamWaitEvent(stream_of(r), finished.get(), 0), "cudaStreamWaitEvent");
 }
 
 } // namespace pe
