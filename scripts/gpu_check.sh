@@ -26,12 +26,13 @@
 #      configure, build (or take --prebuilt's binaries)
 #   3. every gpu_* and cuda_* test binary (ctest -L gpu)
 #   4. a traced, hazard-checked run on gpu:0x2 (BUILD/gpu_check/gpu_trace.json), and traces
-#      of the MLP and the CNN on gpu:0 (trace_*.json; all three in traces.tar.gz)
+#      of the MLP, the CNN and a program Paddle saved (the ResNet fixture, its parameters and
+#      batch) on gpu:0 (trace_*.json; all of them in traces.tar.gz)
 #   5. the CUDA runtime calls of 50 training steps on gpu:0 and on gpu:0x2 (counted by
 #      bench/cuda_api_count, when the build has it): what a step costs the host
 #   6. the GPU benchmark (bench/gpu_bench), when the build has one
 #   7. compute-sanitizer --tool racecheck, then --tool memcheck, each on one training step
-#      of the MLP on gpu:0
+#      of the MLP, the CNN and the Paddle ResNet fixture on gpu:0
 # Logs go to BUILD/gpu_check/ (and to $OUT/ when that is set, as on the device tool).
 set -uo pipefail
 
@@ -250,10 +251,14 @@ if (( all_tests )); then
   tail -5 "$logs/all_tests.log"
 fi
 
+resnet=$root/tests/data/paddle_resnet_small
+resnet_flags=(--model "$resnet/main.pb" --startup "$resnet/startup.pb" --load-params "$resnet/params"
+              --data "npy:$resnet" --batch-size 32 --no-shuffle)
+
 # 4. Traced runs through the CLI: two logical places on gpu:0, their spans the device's
 # times, checked for hazards (exit 3 on a violation); and, unchecked, the MLP at the same
 # global batch on one place and the CNN at batch 64, to read where a step's time goes. The
-# three trace files come back as one archive (the device tool brings back 8 files at most)
+# trace files come back as one archive (the device tool brings back 8 files at most)
 # for Perfetto or pe-actor-trace.
 limited 60 "$build/apps/pe-actor-run" --places gpu:0x2 --steps 6 --batch-size 256 --trace "$logs/gpu_trace.json" \
   --trace-steps 4:5 --check-hazards >"$logs/trace.log" 2>&1
@@ -264,6 +269,11 @@ for run in "mlp gpu:0 256" "cnn gpu:0 64"; do
   limited 60 "$build/apps/pe-actor-run" --model "$model" --places "$places" --steps 6 --batch-size "$batch" \
     --trace "$logs/trace_${model}_${places/:/}.json" --trace-steps 4:5 >>"$logs/trace.log" 2>&1 || status=1
 done
+# A program Paddle saved, through the CLI on gpu:0: the ResNet fixture with Paddle's
+# parameters and batch (its losses are checked against Paddle's by gpu_paddle_programs_test).
+echo "== --model tests/data/paddle_resnet_small (Paddle's files) --places gpu:0" >>"$logs/trace.log"
+limited 60 "$build/apps/pe-actor-run" "${resnet_flags[@]}" --places gpu:0 --steps 6 \
+  --trace "$logs/trace_resnet_small_gpu0.json" --trace-steps 4:5 >>"$logs/trace.log" 2>&1 || status=1
 stage trace $status
 tail -3 "$logs/trace.log"
 traces=$(cd "$logs" && ls gpu_trace.json trace_*.json 2>/dev/null)
@@ -300,16 +310,22 @@ fi
 
 # 7. Races and memory errors in one training step on gpu:0, last: the sanitizers are the
 # slowest stage and the likeliest to meet the device tool's time limit.
-sanitize() { # sanitize TOOL: one compute-sanitizer run, stage TOOL
+sanitize() { # sanitize TOOL: compute-sanitizer on one step of the MLP, the CNN and the Paddle ResNet, stage TOOL
   local tool=$1
   if ! command -v compute-sanitizer >/dev/null; then
     echo "gpu_check: compute-sanitizer not found"
     stage "$tool" 127
     return
   fi
-  limited 120 compute-sanitizer --tool "$tool" --error-exitcode 99 \
-    "$build/apps/pe-actor-run" --places gpu:0 --steps 1 --batch-size 64 >"$logs/$tool.log" 2>&1
-  local status=$?
+  local status=0 run
+  : >"$logs/$tool.log"
+  for run in "--model mlp --batch-size 64" "--model cnn --batch-size 64" "resnet"; do
+    local flags
+    if [[ $run == resnet ]]; then flags=("${resnet_flags[@]}"); else read -r -a flags <<<"$run"; fi
+    echo "== ${flags[*]} --places gpu:0 --steps 1" >>"$logs/$tool.log"
+    limited 120 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+      "$build/apps/pe-actor-run" "${flags[@]}" --places gpu:0 --steps 1 >>"$logs/$tool.log" 2>&1 || status=1
+  done
   # Seen on the device tool's gVisor machines (KINDS.md): the sanitizer refuses the GPU, so
   # nothing was checked. Still a failure, named as the machine's, not the engine's.
   if grep -q "Device not supported" "$logs/$tool.log"; then
@@ -317,7 +333,7 @@ sanitize() { # sanitize TOOL: one compute-sanitizer run, stage TOOL
       "runtimes): nothing was checked; run on a machine where it works (the H100 kind, Firecracker)"
   fi
   stage "$tool" $status
-  tail -15 "$logs/$tool.log"
+  grep -E "^==|SUMMARY|^trained" "$logs/$tool.log"
 }
 sanitize racecheck
 sanitize memcheck
