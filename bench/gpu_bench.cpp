@@ -10,7 +10,8 @@
 //    step (on the copy stream, overlapping compute), while PyTorch keeps its batch on the GPU.
 //  - two logical places on the one GPU (gpu:0x2, the shared-GPU communicator) against gpu:0
 //    at the same global batch (MLP, 512: 256 per place), with one all-reduce per gradient
-//    (the default) and with the gradients in 4 MB buckets (--fuse-allreduce-mb 4).
+//    (the default) and with the gradients in 4 MB buckets (--fuse-allreduce-mb 4); and the
+//    CNN at global batch 128 (64 per place), device-bound where the MLP is launch-bound.
 //  - executor overhead: a chain of `scale` ops on a 1-element tensor (the idea of
 //    bench/overhead_bench.cpp), so that a step is almost all scheduling. Two figures per op:
 //    the untraced step time / ops (host scheduling and the GPU's launch and run of each tiny
@@ -73,11 +74,13 @@ void train_actor(benchmark::State& state, std::int64_t batch, int places, std::i
 
 const cnn_config cnn; // the defaults: 2 x conv-bn-relu-pool (32, 64), fc 120-84-10, momentum
 
-void train_cnn_actor(benchmark::State& state, std::int64_t batch) {
+void train_cnn_actor(benchmark::State& state, std::int64_t batch, int places) {
   const model_programs m = build_cnn(cnn);
   const feed_map feeds =
       bench::random_batch(m, {batch, 1, cnn.image_side, cnn.image_side}, cnn.classes);
-  bench::time_actor_training(state, m, {place::gpu(0, 0)}, feeds, batch, warmup_steps);
+  std::vector<place> where;
+  for (int p = 0; p < places; ++p) where.push_back(place::gpu(p, 0)); // logical place p on device 0
+  bench::time_actor_training(state, m, where, feeds, batch, warmup_steps);
   state.counters["step_time"] = seconds_per_step();
 }
 
@@ -213,7 +216,7 @@ int main(int argc, char** argv) {
   const std::string cnn_model = "cnn training on gpu:0 (2 x conv-bn-relu-pool, fc 120-84-10)";
   const std::string cnn_ours = "train_cnn/actor/gpu:0/batch:64";
   const std::string cnn_theirs = "train_cnn/torch/cuda/batch:64";
-  benchmark::RegisterBenchmark(cnn_ours.c_str(), train_cnn_actor, 64)->UseRealTime();
+  benchmark::RegisterBenchmark(cnn_ours.c_str(), train_cnn_actor, 64, 1)->UseRealTime();
   benchmark::RegisterBenchmark(cnn_theirs.c_str(), train_torch, std::string("cnn_torch.py"), 64, std::string())
       ->Iterations(1)
       ->Repetitions(1);
@@ -244,6 +247,15 @@ int main(int argc, char** argv) {
                   "gpu:0x2 (256 per place), gradients all-reduced in 4 MB buckets (--fuse-allreduce-mb 4) vs gpu:0, "
                   "global batch 512",
                   bucketed, single, "gpu:0, one place", step_time});
+
+  // The same for the CNN, whose step is device-bound at this size where the MLP's is
+  // launch-bound: the two places' kernels can share the GPU's multiprocessors.
+  const std::string cnn_shared = "train_cnn/actor/gpu:0x2/batch:128";
+  const std::string cnn_single = "train_cnn/actor/gpu:0/batch:128";
+  benchmark::RegisterBenchmark(cnn_shared.c_str(), train_cnn_actor, 128, 2)->UseRealTime();
+  benchmark::RegisterBenchmark(cnn_single.c_str(), train_cnn_actor, 128, 1)->UseRealTime();
+  rows.push_back({cnn_model + ", step time", "gpu:0x2 (64 per place) vs gpu:0, global batch 128", cnn_shared,
+                  cnn_single, "gpu:0, one place", step_time});
 
   static const programs chain = scale_chain();
   const bench::metric op_time{"op_time", "ns/op", 1e9};
