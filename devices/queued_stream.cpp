@@ -52,11 +52,17 @@ void stream_record::reach(stream_backend::marker m, bool failed) {
 }
 
 bool stream_record::wait_reached() const {
+  return *wait_reached_until(std::chrono::steady_clock::time_point::max());
+}
+
+std::optional<bool> stream_record::wait_reached_until(std::chrono::steady_clock::time_point deadline) const {
   if (reached()) return true;
   std::unique_lock<std::mutex> lock(mutex_);
   // Bounded waits: a stop of the recording stream sets stopped_ without this mutex.
-  while (!reached() && !stopped_->load())
+  while (!reached() && !stopped_->load()) {
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     reached_cv_.wait_for(lock, std::chrono::milliseconds(1));
+  }
   return reached();
 }
 
@@ -79,11 +85,20 @@ bool stream_record::query() const {
 }
 
 bool stream_record::synchronize() const {
-  if (!wait_reached() || marker_ == nullptr) return false;
+  return *synchronize_until(std::chrono::steady_clock::time_point::max());
+}
+
+std::optional<bool> stream_record::synchronize_until(std::chrono::steady_clock::time_point deadline) const {
+  const std::optional<bool> reached = wait_reached_until(deadline);
+  if (!reached) return std::nullopt;
+  if (!*reached || marker_ == nullptr) return false;
   // Poll rather than block in the device runtime: a stop (a dead peer, a destroyed
   // executor) must end the wait even when the device never finishes.
   if (!spin_until(std::chrono::microseconds(50), [this] { return query(); }))
-    while (!query()) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    while (!query()) {
+      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
   return !failed() && device_error().empty();
 }
 
@@ -158,6 +173,7 @@ void queued_stream::push(item it) {
       if (it.type == item::what::record || it.type == item::what::drain) it.rec->reach(nullptr, true);
       return; // a stopped stream drops work, as it dropped what was queued
     }
+    if (it.type != item::what::drain) enqueued_.fetch_add(1);
     queue_.push_back(std::move(it));
   }
   // seq_cst with run(), which sets sleeping_ and then looks at the queue under the mutex.
@@ -217,16 +233,32 @@ void queued_stream::wait(const event& e) {
   push(std::move(it));
 }
 
-bool queued_stream::synchronize() {
+std::shared_ptr<stream_record> queued_stream::push_drain() {
   item it;
   it.type = item::what::drain;
   it.rec = new_record();
   auto r = it.rec;
   push(std::move(it));
-  const bool ok = r->synchronize();
-  if (!ok && !r->device_error().empty()) fail({r->device_error(), pe::error_kind::ordinary});
+  return r;
+}
+
+bool queued_stream::after_drain(const stream_record& r, bool ok) {
+  if (!ok && !r.device_error().empty()) fail({r.device_error(), pe::error_kind::ordinary});
   resolve_spans(); // the device passed every span enqueued before: their sinks are told now
   return ok && !stopped_->load();
+}
+
+bool queued_stream::synchronize() {
+  const auto r = push_drain();
+  return after_drain(*r, r->synchronize());
+}
+
+std::optional<bool> queued_stream::synchronize_for(std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  const auto r = push_drain();
+  const std::optional<bool> ok = r->synchronize_until(deadline);
+  if (!ok) return std::nullopt;
+  return after_drain(*r, *ok);
 }
 
 std::optional<std::string> queued_stream::error() const {
@@ -378,8 +410,11 @@ void queued_stream::run(std::promise<void>* started) {
     }
     if (have) {
       execute(it);
+      const bool counted = it.type != item::what::drain;
+      it = item(); // what it captured is dropped after its launch code ran, before it counts
+      if (counted) completed_.fetch_add(1);
       resolve_spans();
-      continue; // what `it` captured is dropped here, after its launch code ran
+      continue;
     }
     const bool busy = spin_until(idle_spin, [this] {
       if (stopped_->load()) return true;

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <future>
 #include <memory>
@@ -84,6 +86,9 @@ class stream_record {
   /// Blocks until reach() or until the recording stream stops; true when reached.
   bool wait_reached() const;
 
+  /// wait_reached() that gives up at `deadline`: nullopt when neither happened by then.
+  std::optional<bool> wait_reached_until(std::chrono::steady_clock::time_point deadline) const;
+
   /// The captured work failed (or its stream stopped before reaching the record).
   bool failed() const { return failed_.load(std::memory_order_acquire) || stopped_->load(); }
 
@@ -101,6 +106,10 @@ class stream_record {
   /// Blocks (polling, so that a stop ends it) until the work finished; false when it
   /// failed, its stream stopped, or the device reported an error (kept in device_error()).
   bool synchronize() const;
+
+  /// synchronize() that gives up at `deadline`: nullopt when the record was not reached or
+  /// the device had not finished the work by then (a stall watch's wait).
+  std::optional<bool> synchronize_until(std::chrono::steady_clock::time_point deadline) const;
 
   /// What the device reported to query() or synchronize(), else empty.
   std::string device_error() const;
@@ -164,6 +173,15 @@ class queued_stream : public stream {
   void record(event& e) override;
   void wait(const event& e) override;
   bool synchronize() override;
+  /// synchronize() that gives up after `limit` (nullopt), so that a stall watch sees a GPU
+  /// stream that never finishes: its host thread stuck in launch code, or the device in a
+  /// kernel. Each call enqueues a drain of its own, as synchronize() does.
+  std::optional<bool> synchronize_for(std::chrono::milliseconds limit) override;
+  /// Items enqueued, and items the stream's thread has run (launched: the device may still
+  /// be running their work), for the stall watch and its reports. Not the drains of
+  /// synchronize() and synchronize_for(): a watch that waits with a drain per look would
+  /// otherwise count its own waiting as progress.
+  item_counts counts() const override { return {enqueued_.load(), completed_.load()}; }
   std::optional<std::string> error() const override;
   pe::error_kind error_kind() const override;
   void clear_error() override;
@@ -197,6 +215,11 @@ class queued_stream : public stream {
   void drop_spans();
   void fail(failure why);
   std::shared_ptr<stream_record> new_record();
+  /// Enqueues a drain (synchronize()'s record) and returns its record.
+  std::shared_ptr<stream_record> push_drain();
+  /// What synchronize() returns once drain `r` finished with `ok`: a device error fails the
+  /// stream, the spans the device passed are told.
+  bool after_drain(const stream_record& r, bool ok);
 
   place place_;
   stream_kind kind_;
@@ -206,6 +229,8 @@ class queued_stream : public stream {
   mutable std::mutex mutex_;
   std::condition_variable wakeup_;
   std::deque<item> queue_; // guarded by mutex_
+  std::atomic<std::uint64_t> enqueued_{0}; // written under mutex_
+  std::atomic<std::uint64_t> completed_{0};
   std::atomic<bool> sleeping_{false};
   first_failure failure_; // items are not numbered: every failure is at position 0
   std::mutex resolve_mutex_; // held by resolve_spans(), across its sinks

@@ -113,7 +113,7 @@ class stream {
   /// synchronize() that gives up after `limit`: nullopt when the work enqueued so far has
   /// not finished by then, else synchronize()'s answer. What a waiter that must notice a
   /// stall uses (the executor's stall watch). The default has no timed wait and blocks as
-  /// synchronize() does; the CPU stream overrides it.
+  /// synchronize() does; the CPU stream and the queued (GPU) stream override it.
   virtual std::optional<bool> synchronize_for(std::chrono::milliseconds limit);
 
   /// How many items were enqueued and how many have finished, both counted from the

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -288,6 +289,67 @@ TEST(QueuedStream, SynchronizeAfterAFailureStillWaitsForTheWorkLaunchedBeforeIt)
   waiter.join();
   EXPECT_FALSE(result);
   EXPECT_EQ(s.stream->error(), std::optional<std::string>("launch refused"));
+}
+
+TEST(QueuedStream, SynchronizeForGivesUpWhileTheDeviceOrTheLaunchCodeHasNotFinished) {
+  // What the executor's stall watch waits with: a GPU stream whose device never finishes,
+  // or whose thread is stuck in launch code, gives no answer after the limit instead of
+  // blocking the watch for ever.
+  fake_device dev;
+  dev.hold = true;
+  auto s = make(dev, "s");
+  s.stream->enqueue([] {});
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_FALSE(s.stream->synchronize_for(50ms).has_value()) << "the device has not finished";
+  auto waited = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(waited, 50ms);
+  EXPECT_LT(waited, 5s);
+  dev.hold = false;
+  dev.finish_all();
+  auto done = s.stream->synchronize_for(5000ms);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_TRUE(*done);
+
+  std::promise<void> go;
+  auto released = go.get_future().share();
+  s.stream->enqueue([released] { released.wait_for(5s); });
+  started = std::chrono::steady_clock::now();
+  EXPECT_FALSE(s.stream->synchronize_for(50ms).has_value()) << "the launch code has not returned";
+  waited = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(waited, 50ms);
+  EXPECT_LT(waited, 5s);
+  go.set_value();
+  done = s.stream->synchronize_for(5000ms);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_TRUE(*done);
+
+  s.stream->enqueue([] { throw error("launch refused"); });
+  done = s.stream->synchronize_for(5000ms);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_FALSE(*done) << "a failure is an answer, not a timeout";
+  EXPECT_EQ(s.stream->error(), std::optional<std::string>("launch refused"));
+}
+
+TEST(QueuedStream, CountsWhatWasEnqueuedAndWhatItsThreadRan) {
+  fake_device dev;
+  auto s = make(dev, "s");
+  EXPECT_EQ(s.stream->counts().enqueued, 0u);
+  std::promise<void> go;
+  auto released = go.get_future().share();
+  s.stream->enqueue([released] { released.wait_for(5s); });
+  s.stream->enqueue([] {});
+  queued_event e;
+  s.stream->record(e);
+  std::this_thread::sleep_for(20ms);
+  auto counts = s.stream->counts();
+  EXPECT_EQ(counts.enqueued, 3u);
+  EXPECT_EQ(counts.completed, 0u) << "the first item's launch code still runs";
+  go.set_value();
+  EXPECT_TRUE(s.stream->synchronize());
+  EXPECT_FALSE(s.stream->synchronize_for(5000ms) == std::nullopt);
+  counts = s.stream->counts();
+  EXPECT_EQ(counts.enqueued, 3u) << "the waits' drains are not work";
+  EXPECT_EQ(counts.completed, 3u);
 }
 
 TEST(QueuedStream, ADeviceErrorFailsSynchronizeAndNamesTheStream) {

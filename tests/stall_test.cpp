@@ -2,7 +2,8 @@
 // who waits for whom and the root cause, then fails (or, in report mode, keeps waiting); a
 // step that is slow but moving never does. Stalls are injected with a test op, "test_gate",
 // registered only in this binary: a pass-through whose kernel on a chosen place blocks until
-// the test releases it (bounded: every wait here has a way out).
+// the test releases it (bounded: every wait here has a way out). CPU places, and GPU places
+// simulated on the host (tests/support/host_gpu_device.hpp) for the GPU streams' timed wait.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -24,6 +25,7 @@
 #include "graph/op_registry.hpp"
 #include "kernels/kernel.hpp"
 #include "tests/support/batches.hpp"
+#include "tests/support/host_gpu_device.hpp"
 
 namespace {
 
@@ -355,6 +357,37 @@ TEST(stall, an_on_demand_report_leaves_the_step_alone) {
   // Taken whenever the flag was seen (cpu:1 may still be running its forward pass then):
   // the blocked gate is in the listing, whatever the chain's end at that moment.
   EXPECT_TRUE(has(r.text, "op #0 (test_gate) on cpu:0: running for")) << r.text;
+}
+
+TEST(stall, a_kernel_blocked_on_a_gpu_place_fails_the_step) {
+  // GPU places simulated on the host (queued streams with a host thread each, running the
+  // CPU's kernels): the step's end waits on their streams with synchronize_for, so a GPU
+  // stream whose launch code never returns is a stall with a report, not a wait for ever.
+  pe::testing::simulate_gpu_places();
+  auto m = gated_mlp(1);
+  report_log log;
+  parallel_executor exe({place::gpu(0, 0), place::gpu(1, 0)}, m.startup, m.main, {},
+                        watched(0.5, stall_action::fail, log));
+  const auto feed = argmax_feed(m, 8, 1);
+  exe.run(feed, {m.loss});
+  EXPECT_TRUE(log.all().empty());
+
+  gate().arm(0);
+  std::thread runner;
+  const auto outcome = step_within(exe, feed, m.loss, 20s, runner);
+  const bool blocked = gate().wait_until_blocked();
+  gate().release();
+  runner.join();
+  ASSERT_TRUE(blocked);
+  ASSERT_TRUE(outcome.has_value()) << "the stalled step on gpu:0 did not fail within 20 s";
+  EXPECT_TRUE(has(*outcome, "step 2 stalled")) << *outcome;
+  const auto reports = log.all();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_TRUE(has(reports[0].text, "gpu:0")) << reports[0].text;
+  EXPECT_TRUE(has(reports[0].text, "test_gate")) << reports[0].text;
+  // The next step waits for the stalled work (released above), rebuilds, and trains.
+  EXPECT_NO_THROW(exe.run(feed, {m.loss}));
+  EXPECT_FALSE(exe.stalled());
 }
 
 TEST(stall, a_stream_that_never_completes_times_out_its_timed_wait) {
