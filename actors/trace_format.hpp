@@ -65,6 +65,7 @@ inline constexpr const char* merged = "merged";
 inline constexpr const char* file = "file";
 inline constexpr const char* clocks = "clocks";
 inline constexpr const char* network_arrows = "network_arrows";
+inline constexpr const char* skew = "skew"; ///< merged: what the "collective skew" process shows
 // An event.
 inline constexpr const char* ph = "ph";
 inline constexpr const char* pid = "pid";
@@ -86,6 +87,10 @@ inline constexpr const char* outputs = "outputs";
 inline constexpr const char* thread = "thread";
 inline constexpr const char* enqueued_us = "enqueued_us";
 inline constexpr const char* collective = "collective";
+// A skew span's args (merged traces): the first and the latest process at a collective.
+inline constexpr const char* first_rank = "first_rank";
+inline constexpr const char* latest_rank = "latest_rank";
+inline constexpr const char* late_us = "late_us";
 // An instant event's args (a stall report).
 inline constexpr const char* report = "report";
 // A sort-index metadata event's args.
@@ -114,6 +119,7 @@ inline constexpr const char* step = "step";
 inline constexpr const char* message = "message"; ///< an arrow within a process; also its name
 inline constexpr const char* network = "network"; ///< an arrow between processes (merged)
 inline constexpr const char* stall = "stall";     ///< a stall report's instant event
+inline constexpr const char* skew = "skew";       ///< a collective's arrival skew (merged)
 } // namespace category
 
 /// "name" of the metadata events.

@@ -425,7 +425,7 @@ TEST(TraceToolMerge, TwoProcessesShareRankZerosClockWithArrowsBothWays) {
   auto r = trace_tool("merge -o " + dir.file("m.json") + " " + rank1 + " " + rank0, dir);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("merged 2 traces (ranks 0..1) into " + dir.file("m.json") +
-                       ": 24 events, 2 network arrows"),
+                       ": 28 events, 2 network arrows, the arrival skew of 1 collective"),
             std::string::npos) << r.out;
   auto merged = json::parse(slurp(dir.file("m.json")));
 
@@ -444,7 +444,7 @@ TEST(TraceToolMerge, TwoProcessesShareRankZerosClockWithArrowsBothWays) {
   std::set<int> pids;
   for (const auto& e : merged.at("traceEvents"))
     pids.insert(e.at("pid").get<int>());
-  EXPECT_EQ(pids, (std::set<int>{1, 2}));
+  EXPECT_EQ(pids, (std::set<int>{1, 2, 3})) << "the ranks, then the collective skew";
   for (int rank : {0, 1}) {
     auto names = events_of(merged, rank + 1, "M", "process_name");
     ASSERT_EQ(names.size(), 1u) << "the input's own \"pe-actor\" name is replaced";
@@ -534,6 +534,24 @@ TEST(TraceToolMerge, ThreeProcessesStartAtTheEarliestOriginWithAnArrowPerOrdered
     drawn.insert({a.from.at("pid").get<int>(), a.to.at("pid").get<int>(),
                   a.from.at("ts").get<double>(), a.to.at("ts").get<double>()});
   EXPECT_EQ(drawn, expected);
+
+  // The skew: per collective, rank 2 (shifted least) arrives first and rank 1 (shifted most)
+  // 1 ms later; a span of that length on the "collective skew" process after the ranks.
+  EXPECT_NE(r.out.find("the arrival skew of 2 collectives"), std::string::npos) << r.out;
+  EXPECT_EQ(events_of(merged, 4, "M", "process_name").at(0).at("args").at("name"), "collective skew");
+  const auto skew = events_of(merged, 4, "X", "rank 1 1.000 ms late");
+  ASSERT_EQ(skew.size(), 2u);
+  for (int c = 0; c < 2; ++c) {
+    const auto& span = skew.at(static_cast<std::size_t>(c));
+    EXPECT_EQ(span.at("cat"), "skew");
+    EXPECT_EQ(span.at("ts").get<double>(), 20 + 40 * c + shift_us[2]);
+    EXPECT_EQ(span.at("dur").get<double>(), shift_us[1] - shift_us[2]);
+    EXPECT_EQ(span.at("args").at("collective").get<int>(), c);
+    EXPECT_EQ(span.at("args").at("first_rank").get<int>(), 2);
+    EXPECT_EQ(span.at("args").at("latest_rank").get<int>(), 1);
+    EXPECT_EQ(span.at("args").at("late_us").get<double>(), 1000);
+  }
+  EXPECT_TRUE(merged.at("otherData").contains("skew"));
 }
 
 TEST(TraceToolMerge, OverEightProcessesLeavesTheNetworkArrowsOutAndSaysSo) {

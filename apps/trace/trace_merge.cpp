@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -47,6 +48,7 @@ struct collective_end {
   std::string name;
   double start_us;
   double end_us;
+  std::string label; ///< "all_reduce(fc_0.w_0@GRAD)"
 };
 
 /// Each process's spans of one collective, by (step, "collective" arg), in rank order.
@@ -166,8 +168,9 @@ void merge_events(const process_trace& trace, std::int64_t shift_ns, json& event
         throw error("collective " + std::to_string(which.second) + " of step " +
                     std::to_string(which.first) + " has two spans");
       double start = out.at(key::ts).get<double>();
-      ends.push_back({pid, out.at(key::tid), out.at(key::name).get<std::string>(), start,
-                      start + out.at(key::dur).get<double>()});
+      const std::string name = out.at(key::name).get<std::string>();
+      ends.push_back({pid, out.at(key::tid), name, start, start + out.at(key::dur).get<double>(),
+                      args.value(key::label, name)});
     }
     events.push_back(std::move(out));
   }
@@ -192,6 +195,52 @@ std::size_t add_network_arrows(const std::vector<collective_end>& ends, json& ev
       ++arrows;
     }
   return arrows;
+}
+
+/// The job's arrival skew at each collective every process traced: on a process of its own,
+/// "collective skew", sorted after the ranks, a span from the earliest process's arrival (the
+/// start of its span) to the latest one's, named after the latest and how late it came (ties:
+/// the higher rank, as pe-actor-trace stragglers counts). So the timeline shows where the
+/// processes drift apart; stragglers gives the statistics.
+std::size_t add_skew_spans(const collective_spans& collectives, int processes, json& events) {
+  const int pid = pid_of(processes);
+  events.push_back({{key::ph, phase::metadata}, {key::pid, pid}, {key::name, metadata::process_name},
+                    {key::args, {{key::name, "collective skew"}}}});
+  events.push_back({{key::ph, phase::metadata}, {key::pid, pid}, {key::name, metadata::process_sort_index},
+                    {key::args, {{key::sort_index, processes}}}});
+  events.push_back({{key::ph, phase::metadata}, {key::pid, pid}, {key::tid, 0},
+                    {key::name, metadata::thread_name}, {key::args, {{key::name, "arrivals"}}}});
+  std::size_t spans = 0;
+  for (const auto& [which, ends] : collectives) {
+    if (static_cast<int>(ends.size()) != processes)
+      continue; // a process did not trace it (--trace-steps differ)
+    const collective_end* first = &ends.front();
+    const collective_end* latest = &ends.front();
+    for (const auto& e : ends) {
+      if (e.start_us < first->start_us) first = &e;
+      if (e.start_us >= latest->start_us) latest = &e;
+    }
+    const double late_us = latest->start_us - first->start_us;
+    const int latest_rank = latest->pid - trace_format::first_pid;
+    char late_ms[32];
+    std::snprintf(late_ms, sizeof late_ms, "%.3f", late_us / 1000);
+    events.push_back({{key::ph, phase::span},
+                      {key::pid, pid},
+                      {key::tid, 0},
+                      {key::ts, first->start_us},
+                      {key::dur, late_us},
+                      {key::name, "rank " + std::to_string(latest_rank) + " " + late_ms + " ms late"},
+                      {key::cat, category::skew},
+                      {key::args,
+                       {{key::step, which.first},
+                        {key::collective, which.second},
+                        {key::label, latest->label},
+                        {key::first_rank, first->pid - trace_format::first_pid},
+                        {key::latest_rank, latest_rank},
+                        {key::late_us, late_us}}}});
+    ++spans;
+  }
+  return spans;
 }
 
 } // namespace
@@ -241,6 +290,7 @@ merge_report merge_traces(const std::vector<std::string>& paths, std::ostream& o
     arrows_note = "one per collective and ordered pair of processes, from the sender's span "
                   "start to the receiver's span end";
   }
+  report.skew_spans = add_skew_spans(collectives, static_cast<int>(traces.size()), events);
   report.events = events.size();
 
   json doc = {{key::trace_events, std::move(events)},
@@ -250,7 +300,10 @@ merge_report merge_traces(const std::vector<std::string>& paths, std::ostream& o
                 {key::origin_ns, origin_ns},
                 {key::merged, std::move(merged)},
                 {key::clocks, clocks_note},
-                {key::network_arrows, arrows_note}}}};
+                {key::network_arrows, arrows_note},
+                {key::skew, "the process \"collective skew\": per collective every process traced, a span "
+                            "from the earliest process's arrival (its span's start) to the latest's, named "
+                            "after the latest and how late it came"}}}};
   out << doc.dump() << '\n';
   return report;
 }

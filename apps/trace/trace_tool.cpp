@@ -76,7 +76,8 @@ po::options_description merge_options() {
     "Chrome trace: a process \"rank R\" per input, every time moved onto rank 0's clock by\n"
     "the clock offset each process estimated at rendezvous (off by up to half a round trip),\n"
     "and per collective an arrow from each process to every other one (up to " +
-    std::to_string(max_processes_with_network_arrows) + " processes).\n"
+    std::to_string(max_processes_with_network_arrows) + " processes) and, on a process\n"
+    "\"collective skew\", a span from the earliest process's arrival to the latest's.\n"
     "summarize and timeline read one process's trace, not a merged one\n\n"
     "Options");
   // clang-format off
@@ -205,10 +206,11 @@ int merge(int argc, const char* const* argv, std::ostream& out) {
   out << "merged " << inputs.size() << " traces (ranks 0.." << inputs.size() - 1 << ") into "
       << path << ": " << report.events << " events, ";
   if (report.network_arrows_left_out)
-    out << "no network arrows (more than " << max_processes_with_network_arrows
-        << " processes)\n";
+    out << "no network arrows (more than " << max_processes_with_network_arrows << " processes)";
   else
-    out << report.network_arrows << " network arrows\n";
+    out << report.network_arrows << " network arrows";
+  out << ", the arrival skew of " << report.skew_spans
+      << (report.skew_spans == 1 ? " collective\n" : " collectives\n");
   return 0;
 }
 
