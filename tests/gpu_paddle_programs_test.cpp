@@ -32,12 +32,8 @@ class GpuPaddlePrograms : public ::testing::TestWithParam<std::tuple<std::string
 
 TEST_P(GpuPaddlePrograms, TrainAsPaddleDid) {
   const auto& [name, places] = GetParam();
-  const std::string dir = testing::paddle_training_fixture(name);
-  const std::vector<float> paddle = testing::paddles_losses(dir, places);
+  const auto [paddle, ours] = testing::paddle_and_gpu0_losses(name, places);
   ASSERT_EQ(paddle.size(), 20u);
-  std::vector<place> where;
-  for (int p = 0; p < places; ++p) where.push_back(place::gpu(p, 0));
-  const std::vector<float> ours = testing::paddle_fixture_losses(dir, where, 20);
   ASSERT_EQ(ours.size(), paddle.size());
   double worst = 0;
   for (std::size_t s = 0; s < ours.size(); ++s) {

@@ -28,12 +28,8 @@ class HostGpuPaddlePrograms : public ::testing::TestWithParam<std::tuple<std::st
 
 TEST_P(HostGpuPaddlePrograms, TrainAsPaddleDid) {
   const auto& [name, places] = GetParam();
-  const std::string dir = testing::paddle_training_fixture(name);
-  const std::vector<float> paddle = testing::paddles_losses(dir, places);
+  const auto [paddle, ours] = testing::paddle_and_gpu0_losses(name, places);
   ASSERT_EQ(paddle.size(), 20u);
-  std::vector<place> where;
-  for (int p = 0; p < places; ++p) where.push_back(place::gpu(p, 0));
-  const std::vector<float> ours = testing::paddle_fixture_losses(dir, where, 20);
   ASSERT_EQ(ours.size(), paddle.size());
   for (std::size_t s = 0; s < ours.size(); ++s)
     EXPECT_NEAR(ours[s], paddle[s], 1e-4 * std::abs(paddle[s])) << name << " on gpu:0x" << places << ", step " << s + 1;

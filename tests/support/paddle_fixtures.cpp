@@ -39,4 +39,14 @@ std::vector<float> paddles_losses(const std::string& dir, int places) {
   return {v.begin(), v.end()};
 }
 
+fixture_losses paddle_and_gpu0_losses(const std::string& name, int places) {
+  const std::string dir = paddle_training_fixture(name);
+  fixture_losses l;
+  l.paddle = paddles_losses(dir, places);
+  std::vector<place> where;
+  for (int p = 0; p < places; ++p) where.push_back(place::gpu(p, 0));
+  l.ours = paddle_fixture_losses(dir, where, static_cast<std::int64_t>(l.paddle.size()));
+  return l;
+}
+
 } // namespace pe::testing

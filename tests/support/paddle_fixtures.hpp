@@ -38,4 +38,12 @@ std::vector<float> paddle_fixture_losses(const std::string& dir, const std::vect
 /// Paddle's losses of the training fixture in `dir` on `places` places (losses_<places>p.npy).
 std::vector<float> paddles_losses(const std::string& dir, int places);
 
+/// Paddle's losses of the training fixture `name` on `places` places, and ours over as many
+/// steps on as many logical places of GPU 0 (gpu:0xN: a real GPU, or one simulated on the
+/// host where a test made GPU places open so).
+struct fixture_losses {
+  std::vector<float> paddle, ours;
+};
+fixture_losses paddle_and_gpu0_losses(const std::string& name, int places);
+
 } // namespace pe::testing
