@@ -146,10 +146,10 @@ TEST(NetCollectiveFaults, DifferentSizesFailNamingTheProcess) {
   for (auto ok : j.sync_all()) EXPECT_EQ(ok, false);
   // Whichever process checks first names the other; the other learns it from that one.
   const std::string e = j.error(0);
-  EXPECT_TRUE(e.find("process rank 1 sent 48 bytes for collective #0 test#0 where this process has 40") !=
-                  std::string::npos ||
-              e.find("process rank 1 failed: process rank 0 sent 40 bytes for collective #0 test#0 where this "
-                     "process has 48") != std::string::npos)
+  EXPECT_TRUE(e.find("process rank 1 sent 48 bytes (12 FP32 values) for collective #0 test#0 where this process "
+                     "has 40 bytes (10 FP32 values)") != std::string::npos ||
+              e.find("process rank 1 failed: process rank 0 sent 40 bytes (10 FP32 values) for collective #0 test#0 "
+                     "where this process has 48 bytes (12 FP32 values)") != std::string::npos)
       << e;
 }
 

@@ -276,10 +276,14 @@ void net_communicator::check(const exchange& x, int from, const net_payload& got
                 (known ? to_string(static_cast<kind>(got.kind)) : "kind " + std::to_string(got.kind)) + " " +
                 got.label + " with root " + std::to_string(got.root) + ", this process as " +
                 to_string(call.what) + " " + mine + " with root " + std::to_string(call.root));
+  // Dense payloads are FP32 values (check_buffers refuses any other dtype on either side), so
+  // the byte count is the element count, named as such.
+  auto values = [](std::uint64_t bytes) {
+    return std::to_string(bytes) + " bytes (" + std::to_string(bytes / sizeof(float)) + " FP32 values)";
+  };
   if (expected && got.total != *expected)
-    throw error(peer + " sent " + std::to_string(got.total) + " bytes for collective #" +
-                std::to_string(call.sequence) + " " + call.label + " where this process has " +
-                std::to_string(*expected));
+    throw error(peer + " sent " + values(got.total) + " for collective #" + std::to_string(call.sequence) + " " +
+                call.label + " where this process has " + values(*expected));
 }
 
 bool net_communicator::direct(exchange& x) {
