@@ -12,7 +12,7 @@ build=${1:-build-bench}
 places=${PLACES:-2}
 read -r -a flags <<<"${BENCH_FLAGS:---benchmark_repetitions=3 --benchmark_min_time=0.2}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
-cmake --build "$build" -j2 --target benchmarks >&2
+cmake --build "$build" -j2 --target benchmarks pe-actor-run >&2
 
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 rows=""
@@ -27,6 +27,14 @@ for source in bench/*_bench.cpp; do
   table=$("$build/bench/$name" "${args[@]}" 2>"$log") || { cat "$log" >&2; exit 1; }
   rows+=$(tail -n +3 <<<"$table")$'\n' # without the table header
 done
+
+# The stall watch's cost in instructions (callgrind), which this noisy machine cannot time.
+if command -v valgrind >/dev/null; then
+  echo "running stall_watch_instructions.sh (callgrind, several minutes)" >&2
+  rows+=$(bench/stall_watch_instructions.sh "$build/apps/pe-actor-run")$'\n'
+else
+  echo "no valgrind: bench/stall_watch_instructions.sh left out" >&2
+fi
 
 cpu=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 echo "Machine: $(nproc) cores, ${cpu:-unknown CPU}; load average before the run: $load"

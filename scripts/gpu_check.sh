@@ -158,9 +158,11 @@ for t in "${gpu_tests[@]}"; do binaries+=("tests/$t"); done
 
 # --prebuilt: every binary must be there and find all its libraries here.
 if [[ $prebuilt == *.tar.gz ]]; then
-  rm -rf /tmp/pe-gpu-prebuilt && mkdir -p /tmp/pe-gpu-prebuilt &&
-    tar -xzf "$prebuilt" -C /tmp/pe-gpu-prebuilt ||
-    { echo "gpu_check: --prebuilt $prebuilt: cannot unpack it into /tmp/pe-gpu-prebuilt" >&2; exit 1; }
+  if ! { rm -rf /tmp/pe-gpu-prebuilt && mkdir -p /tmp/pe-gpu-prebuilt &&
+          tar -xzf "$prebuilt" -C /tmp/pe-gpu-prebuilt; }; then
+    echo "gpu_check: --prebuilt $prebuilt: cannot unpack it into /tmp/pe-gpu-prebuilt" >&2
+    exit 1
+  fi
   prebuilt=$(find /tmp/pe-gpu-prebuilt -mindepth 1 -maxdepth 1 -type d | head -1)
 fi
 use_prebuilt=0
@@ -276,8 +278,8 @@ limited 60 "$build/apps/pe-actor-run" "${resnet_flags[@]}" --places gpu:0 --step
   --trace "$logs/trace_resnet_small_gpu0.json" --trace-steps 4:5 >>"$logs/trace.log" 2>&1 || status=1
 stage trace $status
 tail -3 "$logs/trace.log"
-traces=$(cd "$logs" && ls gpu_trace.json trace_*.json 2>/dev/null)
-[[ -n $traces ]] && tar -czf "$logs/traces.tar.gz" -C "$logs" $traces && save "$logs/traces.tar.gz"
+mapfile -t traces < <(cd "$logs" && ls gpu_trace.json trace_*.json 2>/dev/null)
+(( ${#traces[@]} > 0 )) && tar -czf "$logs/traces.tar.gz" -C "$logs" "${traces[@]}" && save "$logs/traces.tar.gz"
 
 # 5. CUDA runtime calls per training step (the MLP at global batch 512), one place and two
 # logical places on the one GPU, those with their gradients' all-reduces in 4 MB buckets too.
