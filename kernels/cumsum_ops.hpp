@@ -41,19 +41,21 @@ cumsum_geometry cumsum_geometry_of(const C& ctx, const shape_t& x, std::int32_t 
 }
 
 /// The scan of lane `lane` (of outer * inner): out[k] = x[0] + ... + x[k] along the axis
-/// (exclusive: up to x[k - 1], 0 first; reverse: from the far end), summed in FP32 in scan
+/// (exclusive: up to x[k - 1], 0 first; reverse: from the far end), summed in T (FP32, or
+/// INT64/INT32 for the position ids BERT code computes as cumsum(ones_like(ids))) in scan
 /// order as Paddle. Correct in place: each element is read before it is written.
+template <class T>
 struct cumsum_lanes {
-  const float* x;
-  float* out;
+  const T* x;
+  T* out;
   std::int64_t length, inner;
   bool exclusive, reverse;
   PE_HOST_DEVICE void operator()(std::int64_t lane) const {
     const std::int64_t base = lane / inner * length * inner + lane % inner;
-    float acc = 0.f;
+    T acc = 0;
     for (std::int64_t k = 0; k < length; ++k) {
       const std::int64_t p = base + (reverse ? length - 1 - k : k) * inner;
-      const float v = x[p];
+      const T v = x[p];
       out[p] = exclusive ? acc : acc + v;
       acc += v;
     }
@@ -66,5 +68,21 @@ struct cumsum_front {
   bool exclusive, reverse;
 };
 cumsum_front cumsum_front_of(const kernel_context& ctx, const tensor& x);
+
+/// Whether cumsum scans `type`: FP32, INT64 or INT32 (as Paddle's CPU and GPU kernels).
+constexpr bool cumsum_dtype(dtype type) {
+  return type == dtype::fp32 || type == dtype::int64 || type == dtype::int32;
+}
+
+/// Calls `f(T{})` with X's element type T; fails naming the dtype cumsum does not scan.
+template <class F>
+void with_cumsum_dtype(dtype type, F&& f) {
+  switch (type) {
+    case dtype::fp32: return f(float{});
+    case dtype::int64: return f(std::int64_t{});
+    case dtype::int32: return f(std::int32_t{});
+    default: throw error("cumsum: X must be FP32, INT64 or INT32, got " + to_string(type));
+  }
+}
 
 } // namespace pe

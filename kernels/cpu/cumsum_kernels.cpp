@@ -3,21 +3,24 @@
 #include <cstdint>
 
 #include "kernels/cpu/cpu_kernels.hpp"
-#include "kernels/cpu/math_kernels.hpp"
 #include "kernels/cumsum_ops.hpp"
 
 namespace pe {
 
 namespace {
 
-/// Out = the scan of X along the axis (or of X flattened); in place over X is fine.
+/// Out = the scan of X along the axis (or of X flattened), in X's dtype; in place over X is
+/// fine.
 void cumsum(kernel_context& ctx) {
-  const tensor& x = fp32_input(ctx, "X");
+  const tensor& x = ctx.input("X");
   const cumsum_front f = cumsum_front_of(ctx, x);
   tensor& out = ctx.output("Out");
-  out.resize(dtype::fp32, f.g.out_dims); // keeps X's buffer in place: same element count
-  const cumsum_lanes scan{x.data<float>(), out.data<float>(), f.g.length, f.g.inner, f.exclusive, f.reverse};
-  for (std::int64_t lane = 0; lane < f.g.outer * f.g.inner; ++lane) scan(lane);
+  with_cumsum_dtype(x.type(), [&]<class T>(T) {
+    const T* in = x.data<T>();
+    out.resize(x.type(), f.g.out_dims); // keeps X's buffer in place: same element count
+    const cumsum_lanes<T> scan{in, out.data<T>(), f.g.length, f.g.inner, f.exclusive, f.reverse};
+    for (std::int64_t lane = 0; lane < f.g.outer * f.g.inner; ++lane) scan(lane);
+  });
 }
 
 } // namespace
