@@ -8,7 +8,9 @@ weight decay on every parameter and ClipGradByGlobalNorm.
 
 Saved as scripts/make_paddle_fixture.py saves its training fixtures (startup.pb, main.pb,
 params/, the batch as input_ids.npy and label.npy, Paddle's losses of 20 steps on 1 place and
-on Paddle's own 2-place ParallelExecutor).
+on Paddle's own 2-place ParallelExecutor); and infer/, the inference model of its logits
+with Paddle's initial parameters (save_inference_model: model.pdmodel, model.pdiparams), the
+batch's input_ids.npy and Paddle's logits on it, output_0.npy.
 
 Run once by hand (needs `pip install paddlepaddle==2.6.2`); the outputs are committed.
 """
@@ -63,14 +65,38 @@ def encoder_fixture(seed):
     with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
         ids = paddle.static.data("input_ids", [-1, WORDS], "int64")
         label = paddle.static.data("label", [-1, 1], "int64")
-        per_sample = F.cross_entropy(EncoderClassifier()(ids), label, reduction="none")
+        logits = EncoderClassifier()(ids)
+        per_sample = F.cross_entropy(logits, label, reduction="none")
         loss = paddle.mean(per_sample)
+        test = main.clone(for_test=True)
         paddle.optimizer.AdamW(learning_rate=0.002, weight_decay=0.01,
                                grad_clip=paddle.nn.ClipGradByGlobalNorm(1.0)).minimize(loss)
     print("ops:", sorted({op.type for op in main.global_block().ops}))
     x, y = encoder_batch(seed)
-    save_training_fixture(os.path.join(out_dir, "paddle_encoder_classifier"), main, startup, loss,
-                          per_sample, {"input_ids": x, "label": y})
+    d = os.path.join(out_dir, "paddle_encoder_classifier")
+    save_training_fixture(d, main, startup, loss, per_sample, {"input_ids": x, "label": y})
+    save_inference_fixture(os.path.join(d, "infer"), startup, test, ids, logits, x)
+
+
+def save_inference_fixture(d, startup, test, ids, logits, x):
+    """d/: the inference model of `logits` (fed `ids`) with the initial parameters, the batch
+    `x` as input_ids.npy and Paddle's logits on it as output_0.npy."""
+    os.makedirs(d, exist_ok=True)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    with paddle.static.scope_guard(paddle.static.Scope()):
+        exe.run(startup)
+        paddle.static.save_inference_model(os.path.join(d, "model"), [ids], [logits], exe, program=test)
+    with paddle.static.scope_guard(paddle.static.Scope()):
+        program, feeds, fetches = paddle.static.load_inference_model(os.path.join(d, "model"), exe)
+        for op in program.global_block().ops:
+            op.desc.remove_attr("op_callstack")
+        (out,) = exe.run(program, feed={feeds[0]: x}, fetch_list=fetches)
+    # The saved program without the ops' Python call stacks (write_program's reason).
+    with open(os.path.join(d, "model.pdmodel"), "wb") as f:
+        f.write(program.desc.serialize_to_string())
+    np.save(os.path.join(d, feeds[0] + ".npy"), x)
+    np.save(os.path.join(d, "output_0.npy"), out)
+    print("inference:", feeds, [t.name for t in fetches], out.shape)
 
 
 if __name__ == "__main__":
