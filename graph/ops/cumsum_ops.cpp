@@ -1,7 +1,7 @@
 // Schema of cumsum (paddle.cumsum): Out = the running sum of X along `axis` (of X flattened
 // under `flatten`), `exclusive` leaving each element out of its own sum, `reverse` summing
-// from the far end. Computes in X's dtype (FP32, INT64, INT32). Its grad is, as Paddle's CumsumGradMaker emits it, a
-// cumsum of Out@GRAD into X@GRAD with `reverse` flipped.
+// from the far end. Computes in X's dtype (FP32, INT64, INT32). Its grad is, as Paddle's
+// CumsumGradMaker emits it, a cumsum of Out@GRAD into X@GRAD with `reverse` flipped.
 #include "graph/op_registry.hpp"
 
 #include <cstdint>
