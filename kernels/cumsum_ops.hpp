@@ -62,27 +62,17 @@ struct cumsum_lanes {
   }
 };
 
-/// cumsum's geometry and scan from the kernel context's X dims and attributes.
-struct cumsum_front {
-  cumsum_geometry g;
-  bool exclusive, reverse;
-};
-cumsum_front cumsum_front_of(const kernel_context& ctx, const tensor& x);
-
 /// Whether cumsum scans `type`: FP32, INT64 or INT32 (as Paddle's CPU and GPU kernels).
 constexpr bool cumsum_dtype(dtype type) {
   return type == dtype::fp32 || type == dtype::int64 || type == dtype::int32;
 }
 
-/// Calls `f(T{})` with X's element type T; fails naming the dtype cumsum does not scan.
-template <class F>
-void with_cumsum_dtype(dtype type, F&& f) {
-  switch (type) {
-    case dtype::fp32: return f(float{});
-    case dtype::int64: return f(std::int64_t{});
-    case dtype::int32: return f(std::int32_t{});
-    default: throw error("cumsum: X must be FP32, INT64 or INT32, got " + to_string(type));
-  }
-}
+/// cumsum's geometry and scan from the kernel context's X dims and attributes, after
+/// checking that X's dtype is one cumsum_dtype accepts.
+struct cumsum_front {
+  cumsum_geometry g;
+  bool exclusive, reverse;
+};
+cumsum_front cumsum_front_of(const kernel_context& ctx, const tensor& x);
 
 } // namespace pe
