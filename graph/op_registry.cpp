@@ -175,6 +175,7 @@ const op_registry& op_registry::global() {
     register_embedding_ops(r);
     register_global_norm_ops(r);
     register_cumsum_ops(r);
+    register_slice_ops(r);
     register_condition_ops(r);
     register_control_flow_ops(r);
     op_extensions& e = extensions();

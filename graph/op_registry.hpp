@@ -177,6 +177,7 @@ void register_norm_ops(op_registry& r);      // batch_norm, layer_norm
 void register_embedding_ops(op_registry& r); // lookup_table_v2
 void register_global_norm_ops(op_registry& r); // sqrt, squared_l2_norm
 void register_cumsum_ops(op_registry& r);    // cumsum
+void register_slice_ops(op_registry& r);     // slice
 void register_condition_ops(op_registry& r); // less_than, less_equal, greater_than, greater_equal, equal, not_equal, logical_not, logical_and, logical_or, logical_xor
 void register_control_flow_ops(op_registry& r); // conditional_block, select_input, increment
 

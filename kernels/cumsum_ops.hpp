@@ -41,26 +41,34 @@ cumsum_geometry cumsum_geometry_of(const C& ctx, const shape_t& x, std::int32_t 
 }
 
 /// The scan of lane `lane` (of outer * inner): out[k] = x[0] + ... + x[k] along the axis
-/// (exclusive: up to x[k - 1], 0 first; reverse: from the far end), summed in FP32 in scan
+/// (exclusive: up to x[k - 1], 0 first; reverse: from the far end), summed in T (FP32, or
+/// INT64/INT32 for the position ids BERT code computes as cumsum(ones_like(ids))) in scan
 /// order as Paddle. Correct in place: each element is read before it is written.
+template <class T>
 struct cumsum_lanes {
-  const float* x;
-  float* out;
+  const T* x;
+  T* out;
   std::int64_t length, inner;
   bool exclusive, reverse;
   PE_HOST_DEVICE void operator()(std::int64_t lane) const {
     const std::int64_t base = lane / inner * length * inner + lane % inner;
-    float acc = 0.f;
+    T acc = 0;
     for (std::int64_t k = 0; k < length; ++k) {
       const std::int64_t p = base + (reverse ? length - 1 - k : k) * inner;
-      const float v = x[p];
+      const T v = x[p];
       out[p] = exclusive ? acc : acc + v;
       acc += v;
     }
   }
 };
 
-/// cumsum's geometry and scan from the kernel context's X dims and attributes.
+/// Whether cumsum scans `type`: FP32, INT64 or INT32 (as Paddle's CPU and GPU kernels).
+constexpr bool cumsum_dtype(dtype type) {
+  return type == dtype::fp32 || type == dtype::int64 || type == dtype::int32;
+}
+
+/// cumsum's geometry and scan from the kernel context's X dims and attributes, after
+/// checking that X's dtype is one cumsum_dtype accepts.
 struct cumsum_front {
   cumsum_geometry g;
   bool exclusive, reverse;

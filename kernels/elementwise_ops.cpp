@@ -14,6 +14,14 @@ std::vector<bool> broadcast_axes(const kernel_context& ctx, const tensor& x, con
   return repeated;
 }
 
+dtype elementwise_integer_dtype(const kernel_context& ctx, const tensor& x, const tensor& y) {
+  if (x.type() != dtype::int64 && x.type() != dtype::int32) return dtype::fp32;
+  if (y.type() != x.type())
+    ctx.fail("X is " + to_string(x.type()) + " but Y is " + to_string(y.type()) +
+             ": integer operands must share their dtype");
+  return x.type();
+}
+
 elementwise_grad_front elementwise_grad_front_of(const kernel_context& ctx, input_fn fp32_input) {
   const tensor& x = fp32_input(ctx, "X", 0);
   const tensor& y = fp32_input(ctx, "Y", 0);

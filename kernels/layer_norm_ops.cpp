@@ -1,5 +1,8 @@
 #include "kernels/layer_norm_ops.hpp"
 
+#include <string>
+#include <utility>
+
 #include "kernels/cpu/math_kernels.hpp"
 
 namespace pe {
@@ -39,9 +42,11 @@ layer_norm_grad_front layer_norm_grad_front_of(const kernel_context& ctx, input_
   const tensor* scale = param_input(ctx, fp32_input, "Scale", d);
   const tensor* bias = param_input(ctx, fp32_input, "Bias", d);
   const tensor& mean = fp32_input(ctx, "Mean", 0);
-  expect_dims(ctx, "Mean", mean, {d.left});
   const tensor& variance = fp32_input(ctx, "Variance", 0);
-  expect_dims(ctx, "Variance", variance, {d.left});
+  for (const auto& [slot, t] : {std::pair{"Mean", &mean}, std::pair{"Variance", &variance}})
+    if (t->numel() != d.left)
+      ctx.fail(std::string(slot) + " must hold left = " + std::to_string(d.left) +
+               " elements (the product of X's dims before begin_norm_axis), got " + to_string(t->shape()));
   return {x,
           dy,
           d,

@@ -22,9 +22,13 @@
 
 namespace pe {
 
-/// X seen as [left, n]: `left` rows of `n` normalised elements; -1 where unknown.
+/// X seen as [left, n]: `left` rows of `n` normalised elements; -1 where unknown. `stats`:
+/// the dims of Mean and Variance, X's dims before begin_norm_axis as Paddle 2.6's
+/// LayerNormInferMeta declares them ([left] itself for a 2-D X; [batch, words] for the
+/// [batch, words, hidden] of a transformer).
 struct ln_dims {
   std::int64_t left, n;
+  shape_t stats;
 };
 
 /// X's dims cut at begin_norm_axis, which must lie in [1, rank) as in Paddle (its attribute
@@ -37,7 +41,8 @@ ln_dims layer_norm_dims(const C& ctx, const shape_t& x, std::int32_t begin_norm_
              to_string(x) + " of rank " + std::to_string(rank) + " (valid: [1, " +
              std::to_string(rank) + "))");
   const auto axis = static_cast<std::size_t>(begin_norm_axis);
-  return {known_product(x, 0, axis), known_product(x, axis, x.size())};
+  return {known_product(x, 0, axis), known_product(x, axis, x.size()),
+          shape_t(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(axis))};
 }
 
 /// Fails unless `dims` (those of input `slot`, Scale or Bias) hold N = `n` elements; passes
@@ -64,7 +69,7 @@ struct layer_norm_front {
 layer_norm_front layer_norm_front_of(const kernel_context& ctx, input_fn fp32_input);
 
 /// layer_norm_grad's inputs, read with `fp32_input`: X, Y@GRAD (checked to have X's dims),
-/// Mean and Variance (the forward's, checked to be [left]), and Scale and Bias when bound
+/// Mean and Variance (the forward's, checked to hold `left` elements: [left] or d.stats), and Scale and Bias when bound
 /// (null otherwise; Bias is read for its dims only). The dims of Scale@GRAD and Bias@GRAD are
 /// those of Scale and Bias, or [N] where the input is not bound.
 struct layer_norm_grad_front {

@@ -181,6 +181,24 @@ TEST(CliParams, InferenceMatchesPaddle) {
   }
 }
 
+TEST(CliParams, EncoderInferenceMatchesPaddle) {
+  // The BERT-style classifier's inference model (tests/data/paddle_encoder_classifier/infer,
+  // scripts/make_paddle_encoder_fixture.py): position ids computed in the program, two
+  // transformer encoder layers, the first token's logits, on 16 sentences fed as input_ids.
+  temp_dir dir("cli_params_encoder_infer");
+  const std::string model = testing::paddle_training_fixture("encoder_classifier") + "/infer";
+  for (const std::string setup : {"--places cpu:1 --batch-size 16", "--places cpu:2 --batch-size 5"}) {
+    const fs::path out = dir.path() / "out" / std::to_string(std::hash<std::string>{}(setup));
+    auto r = run(setup + " --infer --model " + model + "/model.pdmodel --params " + model +
+                     "/model.pdiparams --data npy:" + model + " --output " + out.string(),
+                 dir);
+    ASSERT_EQ(r.status, 0) << setup << ": " << r.err;
+    EXPECT_TRUE(contains(r.out, "inferred 16 rows")) << r.out;
+    expect_near(read_npy((out / "save_infer_model/scale_0.tmp_0.npy").string()),
+                read_npy(model + "/output_0.npy"), setup + " logits");
+  }
+}
+
 TEST(CliParams, InferenceRejectsMissingAndMisfitInputs) {
   temp_dir dir("cli_params_infer_bad");
   const fs::path in = dir.path() / "in";

@@ -297,6 +297,55 @@ TEST_P(CudaKernels, CumsumLanes) {
   const attrs flat = {{"axis", std::int32_t{-1}}, {"flatten", true}, {"exclusive", false}, {"reverse", true}};
   expect_match({"cumsum", {{"X", x}}, {"Out"}, flat});
   expect_match({.op = "cumsum", .inputs = {{"X", x}}, .outputs = {"Out"}, .as = flat, .in_place = {{0, 0}}});
+  // INT64 and INT32 scan in their type (BERT's position ids: cumsum of ones along the words).
+  const attrs last = {{"axis", std::int32_t{-1}}, {"flatten", false}, {"exclusive", false}, {"reverse", false}};
+  expect_match({"cumsum", {{"X", labels({16, 8}, 1000, 242)}}, {"Out"}, last});
+  std::vector<std::int32_t> small(5 * 7);
+  for (std::size_t i = 0; i < small.size(); ++i) small[i] = static_cast<std::int32_t>(i * 37 % 11) - 5;
+  expect_match({"cumsum", {{"X", tensor::from_vector(small, {5, 7})}}, {"Out"}, last});
+}
+
+TEST_P(CudaKernels, IntegerAddSubMul) {
+  // elementwise_add, _sub and _mul on INT64 (Y broadcast) and INT32, in their type.
+  const tensor x = labels({6, 8}, 1000, 243), y = labels({8}, 50, 244);
+  for (const std::string op : {"elementwise_add", "elementwise_sub", "elementwise_mul"}) {
+    expect_match({op, {{"X", x}, {"Y", y}}, {"Out"}, {{"axis", std::int32_t{-1}}}});
+    expect_match({op,
+                  {{"X", tensor::from_vector<std::int32_t>({1, -2, 3, 40000}, {2, 2})},
+                   {"Y", tensor::from_vector<std::int32_t>({7, 50000}, {2})}},
+                  {"Out"},
+                  {{"axis", std::int32_t{-1}}}});
+  }
+}
+
+TEST_P(CudaKernels, SliceAndItsGrad) {
+  // slice_kernels.cu: a thread per element of the box, FP32 and INT64 words; the grad zeroes
+  // Input@GRAD and scatters Out@GRAD into the box.
+  using longs = std::vector<std::int64_t>;
+  const tensor x = random({9, 8, 33}, -1.f, 1.f, 245);
+  struct box {
+    std::vector<std::int32_t> axes;
+    longs starts, ends;
+    std::vector<std::int32_t> decrease;
+  };
+  for (const box& b : {box{{1}, {0}, {1}, {1}}, box{{0, 2}, {-4, 3}, {100, -5}, {}},
+                       box{{2}, {10}, {11}, {}}, box{{0, 1, 2}, {2, 3, 4}, {3, 4, 5}, {0, 1, 2}}}) {
+    const attrs as = {{"axes", b.axes}, {"starts", b.starts}, {"ends", b.ends}, {"decrease_axis", b.decrease}};
+    expect_match({"slice", {{"Input", x}}, {"Out"}, as});
+    tensor out_cpu;
+    {
+      kernel_context::slot_map in{{"Input", {const_cast<tensor*>(&x)}}}, out{{"Out", {&out_cpu}}};
+      attribute_map a;
+      for (const auto& [name, value] : as) a.set(name, value);
+      kernel_context ctx("slice", in, out, a, place::cpu(0));
+      (*kernel_registry::global().find("slice", place::kind::cpu))(ctx);
+    }
+    expect_match({"slice_grad", {{"Input", x}, {"Out@GRAD", random(out_cpu.shape(), -1.f, 1.f, 246)}},
+                  {"Input@GRAD"}, as});
+  }
+  expect_match({"slice", {{"Input", labels({4, 6}, 100, 247)}}, {"Out"},
+                {{"axes", std::vector<std::int32_t>{1}}, {"starts", longs{1}}, {"ends", longs{4}},
+                 {"decrease_axis", std::vector<std::int32_t>{}}}});
 }
 
 TEST_P(CudaKernels, ElementwiseWithBroadcast) {

@@ -99,7 +99,8 @@ TEST(Cumsum, GradIsCumsumWithReverseFlipped) {
 TEST(Cumsum, InfersShapesAndRefusesBadAxis) {
   const pe::var_table vars = {{"x", {pe::dtype::fp32, {-1, 3}}},
                               {"k", {pe::dtype::fp32, {2, 3}}},
-                              {"i", {pe::dtype::int64, {2, 3}}}};
+                              {"i", {pe::dtype::int64, {2, 3}}},
+                              {"b", {pe::dtype::boolean, {2, 3}}}};
   EXPECT_EQ(infer(cumsum_op(along(0)), vars).at("out").dims, (shape_t{-1, 3}));
   EXPECT_EQ(infer(cumsum_op({{"flatten", true}}), vars).at("out").dims, (shape_t{-1}));
   EXPECT_EQ(infer(make_op("cumsum", {{"X", "k"}}, {{"Out", "out"}}, {{"flatten", true}}), vars).at("out").dims,
@@ -108,14 +109,37 @@ TEST(Cumsum, InfersShapesAndRefusesBadAxis) {
   EXPECT_TRUE(contains(message, "op #0 (cumsum)") &&
               contains(message, "axis 2 is out of range for X of rank 2 (valid: [-2, 2))"))
       << message;
-  message = infer_error(make_op("cumsum", {{"X", "i"}}, {{"Out", "out"}}), vars);
-  EXPECT_TRUE(contains(message, "X must be FP32, got INT64")) << message;
+  // INT64 (position ids) scans in INT64; BOOL is refused.
+  const auto ints_out = infer(make_op("cumsum", {{"X", "i"}}, {{"Out", "out"}}), vars);
+  EXPECT_EQ(ints_out.at("out").type, pe::dtype::int64);
+  EXPECT_EQ(ints_out.at("out").dims, (shape_t{2, 3}));
+  message = infer_error(make_op("cumsum", {{"X", "b"}}, {{"Out", "out"}}), vars);
+  EXPECT_TRUE(contains(message, "X must be FP32, INT64 or INT32, got BOOL")) << message;
 
   pe::scope scope_vars;
   scope_vars.var("x") = iota({2, 3});
   message = error_of(cumsum_op(along(-3)), scope_vars);
   EXPECT_TRUE(contains(message, "cumsum") && contains(message, "axis -3 is out of range for X of rank 2"))
       << message;
+}
+
+TEST(Cumsum, IntegersScanInTheirType) {
+  // BERT's position ids: cumsum(ones_like(ids)) along the words, in INT64.
+  pe::scope vars;
+  vars.var("x") = tensor::from_vector<std::int64_t>({1, 1, 1, 1, 1, 1, 1, 1}, {2, 4});
+  run_op(cumsum_op(), vars);
+  EXPECT_EQ(vars.get("out").type(), pe::dtype::int64);
+  EXPECT_EQ((elements_of<std::int64_t>(vars.get("out"))), (std::vector<std::int64_t>{1, 2, 3, 4, 1, 2, 3, 4}));
+  // INT32, exclusive and reversed, past 2^24 where FP32 would round.
+  vars.var("x") = tensor::from_vector<std::int32_t>({1 << 24, 1, 3}, {3});
+  run_op(cumsum_op(along(0, true, true)), vars);
+  EXPECT_EQ((elements_of<std::int32_t>(vars.get("out"))), (std::vector<std::int32_t>{4, 3, 0}));
+  vars.var("x") = tensor::from_vector<std::int32_t>({1 << 24, 1, 3}, {3});
+  run_op(cumsum_op(along(0)), vars);
+  EXPECT_EQ((elements_of<std::int32_t>(vars.get("out"))), (std::vector<std::int32_t>{1 << 24, (1 << 24) + 1, (1 << 24) + 4}));
+  // A dtype it does not scan is refused by the kernel too.
+  vars.var("x") = tensor::zeros(pe::dtype::boolean, {3});
+  EXPECT_TRUE(contains(error_of(cumsum_op(), vars), "X must be FP32, INT64 or INT32, got BOOL"));
 }
 
 TEST(CumsumGrad, MatchesCentralDifferences) {

@@ -1,6 +1,7 @@
 // elementwise_sub, elementwise_mul, elementwise_div: forward values on hand-computed cases
 // with Y broadcast at an axis, grad ops and their makers, shape inference, the errors users
-// see, and gradients against central differences (elementwise_add: math_ops_test.cpp).
+// see, and gradients against central differences (elementwise_add: math_ops_test.cpp); add,
+// sub and mul on INT64 and INT32 operands (BERT's position ids), computed in their type.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -124,6 +125,45 @@ TEST(ElementwiseOps, InferShapesWithAxisAndUnknownBatch) {
     EXPECT_EQ(grads.at("x@GRAD").dims, (shape_t{-1, 3, 4}));
     EXPECT_EQ(grads.at("y@GRAD").dims, (shape_t{3}));
   }
+}
+
+TEST(ElementwiseOps, AddSubMulComputeOnIntegersInTheirType) {
+  using longs = std::vector<std::int64_t>;
+  // cumsum(ones) - ones: the position ids BERT code computes, Y broadcast along the rows.
+  const tensor x = tensor::from_vector<std::int64_t>({1, 2, 3, 4, 5, 6}, {2, 3});
+  const tensor y = tensor::from_vector<std::int64_t>({1, 1, 1}, {3});
+  const tensor big = tensor::from_vector<std::int64_t>({(1LL << 40) + 1, 3, 5, 7, 9, 11}, {2, 3});
+  const tensor sub = forward("elementwise_sub", x, y);
+  EXPECT_EQ(sub.type(), pe::dtype::int64);
+  EXPECT_EQ((elements_of<std::int64_t>(sub)), (longs{0, 1, 2, 3, 4, 5}));
+  // Exact past 2^24 and 2^53, where an FP32 round trip would not be.
+  EXPECT_EQ((elements_of<std::int64_t>(forward("elementwise_add", big, y))),
+            (longs{(1LL << 40) + 2, 4, 6, 8, 10, 12}));
+  EXPECT_EQ((elements_of<std::int64_t>(forward("elementwise_mul", x, tensor::from_vector<std::int64_t>({2, -1}, {2}),
+                                               {{"axis", std::int32_t{0}}}))),
+            (longs{2, 4, 6, -4, -5, -6}));
+  const tensor i32 = forward("elementwise_add", tensor::from_vector<std::int32_t>({1, 2}, {2}),
+                             tensor::from_vector<std::int32_t>({10, 20}, {2}));
+  EXPECT_EQ(i32.type(), pe::dtype::int32);
+  EXPECT_EQ((elements_of<std::int32_t>(i32)), (std::vector<std::int32_t>{11, 22}));
+
+  // Shape inference gives Out X's integer dtype; mixed dtypes and integer division are refused.
+  const pe::var_table vars = {{"x", {pe::dtype::int64, {-1, 8}}},
+                              {"y", {pe::dtype::int64, {-1, 8}}},
+                              {"f", {pe::dtype::fp32, {-1, 8}}}};
+  const auto out = infer(binary_op("elementwise_sub"), vars);
+  EXPECT_EQ(out.at("out").type, pe::dtype::int64);
+  EXPECT_EQ(out.at("out").dims, (shape_t{-1, 8}));
+  std::string message = infer_error(make_op("elementwise_add", {{"X", "x"}, {"Y", "f"}}, {{"Out", "out"}}), vars);
+  EXPECT_TRUE(contains(message, "X is INT64 but Y is FP32: integer operands must share their dtype")) << message;
+  message = infer_error(binary_op("elementwise_div"), vars);
+  EXPECT_TRUE(contains(message, "X must be FP32, got INT64")) << message;
+  message = error_of([&] { forward("elementwise_mul", x, values({1, 2, 3}, {3})); });
+  EXPECT_TRUE(contains(message, "elementwise_mul") &&
+              contains(message, "X is INT64 but Y is FP32: integer operands must share their dtype"))
+      << message;
+  message = error_of([&] { forward("elementwise_max", x, y); });
+  EXPECT_TRUE(contains(message, "elementwise_max") && contains(message, "FP32")) << message;
 }
 
 TEST(ElementwiseOps, RejectBadShapes) {

@@ -39,7 +39,8 @@ TEST_P(HostGpuPaddlePrograms, TrainAsPaddleDid) {
 INSTANTIATE_TEST_SUITE_P(
     fixtures, HostGpuPaddlePrograms,
     ::testing::Combine(::testing::Values("mlp_cross_entropy2", "mlp_dropout_l2decay", "lenet_batch_norm",
-                                         "resnet_small", "bow_classifier", "lr_schedule"),
+                                         "resnet_small", "bow_classifier", "lr_schedule",
+                                         "encoder_classifier"),
                        ::testing::Values(1, 2)),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "p"; });
 

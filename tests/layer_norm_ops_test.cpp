@@ -130,7 +130,9 @@ TEST(LayerNorm, MatchesTheReferenceWithAndWithoutScaleAndBias) {
   // X [2, 3, 4]: begin_norm_axis 1 gives 2 rows of 12, 2 gives 6 rows of 4.
   const tensor x = random_tensor({2, 3, 4}, 11, -2.f, 3.f);
   for (const std::int32_t axis : {1, 2}) {
-    const std::int64_t n = axis == 1 ? 12 : 4, left = 24 / n;
+    const std::int64_t n = axis == 1 ? 12 : 4;
+    // Mean and Variance have X's dims before begin_norm_axis, as Paddle 2.6 declares them.
+    const shape_t stats = axis == 1 ? shape_t{2} : shape_t{2, 3};
     const tensor scale = random_tensor({n}, 12, 0.5f, 1.5f), bias = random_tensor({n}, 13);
     for (const bool with_scale : {false, true})
       for (const bool with_bias : {false, true}) {
@@ -144,8 +146,8 @@ TEST(LayerNorm, MatchesTheReferenceWithAndWithoutScaleAndBias) {
         const ln_reference r =
             reference(x, n, with_scale ? &scale : nullptr, with_bias ? &bias : nullptr, 1e-3);
         EXPECT_TRUE(tensor_is(vars.get("y"), {2, 3, 4}, floats(r.y)));
-        EXPECT_TRUE(tensor_is(vars.get("mean"), {left}, floats(r.mean)));
-        EXPECT_TRUE(tensor_is(vars.get("var"), {left}, floats(r.var)));
+        EXPECT_TRUE(tensor_is(vars.get("mean"), stats, floats(r.mean)));
+        EXPECT_TRUE(tensor_is(vars.get("var"), stats, floats(r.var)));
       }
   }
 }
@@ -391,7 +393,7 @@ TEST(LayerNorm, AppendBackwardEmitsItsGrad) {
   EXPECT_EQ(std::count(types.begin(), types.end(), "layer_norm_grad"), 1)
       << ::testing::PrintToString(types);
   const pe::var_table declared = pe::validate_program(main);
-  EXPECT_EQ(declared.at("ln.mean").dims, (shape_t{-1}));
+  EXPECT_EQ(declared.at("ln.mean").dims, (shape_t{-1, 3})); // X [-1, 3, 4] before axis 2
   EXPECT_EQ(declared.at(pe::grad_name(scale)).dims, (shape_t{4}));
 
   pe::scope vars;
@@ -414,10 +416,12 @@ TEST(LayerNorm, InfersShapes) {
       {"s58", {pe::dtype::fp32, {5, 8}}}};
   auto dims = infer(ln_op_at("x", "s8", "s8", 2), vars);
   EXPECT_EQ(dims.at("y").dims, (shape_t{-1, 5, 8}));
-  EXPECT_EQ(dims.at("mean").dims, (shape_t{-1}));
-  EXPECT_EQ(dims.at("var").dims, (shape_t{-1}));
+  // Mean and Variance: X's dims before begin_norm_axis (Paddle 2.6's LayerNormInferMeta, as
+  // the programs it writes declare them), not their product.
+  EXPECT_EQ(dims.at("mean").dims, (shape_t{-1, 5}));
+  EXPECT_EQ(dims.at("var").dims, (shape_t{-1, 5}));
   dims = infer(ln_op_at("x3", "s8", nullptr, 2), vars);
-  EXPECT_EQ(dims.at("mean").dims, (shape_t{15}));
+  EXPECT_EQ(dims.at("mean").dims, (shape_t{3, 5}));
   // begin_norm_axis 1: N = 40, which Scale [40] and Bias [5, 8] both hold.
   dims = infer(ln_op_at("x3", "s40", "s58", 1), vars);
   EXPECT_EQ(dims.at("y").dims, (shape_t{3, 5, 8}));
@@ -470,13 +474,21 @@ TEST(LayerNorm, RefusesBadAxesParametersAndDtypes) {
   scope.var("mean") = tensor::zeros(pe::dtype::fp32, {3});
   scope.var("var") = tensor::zeros(pe::dtype::fp32, {15});
   message = error_of(ln_grad_op(false, false, {"X"}, axis_attrs(2)), scope);
-  EXPECT_TRUE(contains(message, "layer_norm_grad: Mean has dims [3], expected [15]")) << message;
+  EXPECT_TRUE(contains(message, "layer_norm_grad: Mean must hold left = 15 elements")) << message;
   const pe::var_table grad_vars = {{"x", {pe::dtype::fp32, {3, 5, 8}}},
                                    {"dy", {pe::dtype::fp32, {3, 5, 8}}},
                                    {"mean", {pe::dtype::fp32, {3}}},
                                    {"var", {pe::dtype::fp32, {15}}}};
   message = infer_error(ln_grad_op(false, false, {"X"}, axis_attrs(2)), grad_vars);
-  EXPECT_TRUE(contains(message, "op #0 (layer_norm_grad): Mean must be [left] = [15]")) << message;
+  EXPECT_TRUE(contains(message, "op #0 (layer_norm_grad): Mean must be [left] = [15] or X's dims "
+                                "before begin_norm_axis [3, 5]"))
+      << message;
+  // Both forms are the grad's statistics: [left] and X's leading dims.
+  const pe::var_table both = {{"x", {pe::dtype::fp32, {3, 5, 8}}},
+                              {"dy", {pe::dtype::fp32, {3, 5, 8}}},
+                              {"mean", {pe::dtype::fp32, {15}}},
+                              {"var", {pe::dtype::fp32, {3, 5}}}};
+  EXPECT_EQ(infer_error(ln_grad_op(false, false, {"X"}, axis_attrs(2)), both), "");
 }
 
 } // namespace

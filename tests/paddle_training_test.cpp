@@ -18,6 +18,13 @@
 //   lr_schedule:         an MLP whose learning rate is computed in the program
 //                        (linear_lr_warmup(polynomial_decay)): counter, conditional_blocks,
 //                        select_input (tests/paddle_lr_schedule_test.cpp checks the rates)
+//   encoder_classifier:  a BERT-style classifier from paddle.nn (scripts/
+//                        make_paddle_encoder_fixture.py): word and position embeddings (the
+//                        position ids computed in the program: fill_any_like, INT64 cumsum
+//                        and elementwise_sub), 2 TransformerEncoderLayers (4-D matmul_v2 with
+//                        trans_y, reshape2 with 0 dims, transpose2, softmax, gelu, 3-D
+//                        layer_norm), the first token (slice with decrease_axis), AdamW with
+//                        weight decay and ClipGradByGlobalNorm (in-place gradient scaling)
 // and pe-actor-run on the ResNet's files (--data npy:DIR --load-params): with --no-shuffle
 // its 2-place losses are Paddle's 2-place ones (shuffled, the places' rows differ, and so do
 // their batch_norm statistics).
@@ -56,7 +63,7 @@ INSTANTIATE_TEST_SUITE_P(
     fixtures, paddle_training,
     ::testing::Combine(::testing::Values("mlp_cross_entropy2", "mlp_dropout_l2decay",
                                          "lenet_batch_norm", "resnet_small", "bow_classifier",
-                                         "lr_schedule"),
+                                         "lr_schedule", "encoder_classifier"),
                        ::testing::Values(1, 2)),
     [](const auto& info) {
       return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "p";

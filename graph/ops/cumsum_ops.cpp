@@ -1,7 +1,7 @@
 // Schema of cumsum (paddle.cumsum): Out = the running sum of X along `axis` (of X flattened
 // under `flatten`), `exclusive` leaving each element out of its own sum, `reverse` summing
-// from the far end. Computes in FP32. Its grad is, as Paddle's CumsumGradMaker emits it, a
-// cumsum of Out@GRAD into X@GRAD with `reverse` flipped.
+// from the far end. Computes in X's dtype (FP32, INT64, INT32). Its grad is, as Paddle's
+// CumsumGradMaker emits it, a cumsum of Out@GRAD into X@GRAD with `reverse` flipped.
 #include "graph/op_registry.hpp"
 
 #include <cstdint>
@@ -17,12 +17,15 @@ namespace pe {
 
 namespace {
 
+/// Out has X's dtype: FP32, or INT64/INT32 (position ids as cumsum(ones_like(ids))).
 void infer_cumsum(shape_context& ctx) {
   const attribute_map& a = ctx.attrs();
-  const shape_t& x = fp32_dims(ctx, "X");
+  const dtype type = ctx.input_dtype("X");
+  ctx.expect(cumsum_dtype(type), "X must be FP32, INT64 or INT32, got " + to_string(type));
+  const shape_t& x = ctx.input_dims("X");
   ctx.set_outputs("Out",
                   cumsum_geometry_of(ctx, x, a.get<std::int32_t>("axis"), a.get<bool>("flatten")).out_dims,
-                  dtype::fp32);
+                  type);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // Schemas of the broadcasting binary ops elementwise_add, elementwise_sub, elementwise_mul,
 // elementwise_div, elementwise_max, elementwise_min, elementwise_pow and their grad ops. Y is broadcast against X by kernels/math_shapes.hpp's
-// infer_broadcast, the rule the CPU kernels apply; Out has X's dims. All compute in FP32.
+// infer_broadcast, the rule the CPU kernels apply; Out has X's dims. All compute in FP32;
+// add, sub and mul also on INT64/INT32 operands (in their type), as BERT's position ids do.
 #include "graph/op_registry.hpp"
 
 #include <cstdint>
@@ -8,13 +9,26 @@
 #include <vector>
 
 #include "graph/ops/op_helpers.hpp"
+#include "kernels/elementwise_ops.hpp"
 #include "kernels/math_shapes.hpp"
 
 namespace pe {
 
 namespace {
 
+/// Out has X's dims and dtype: FP32, or INT64/INT32 (shared with Y) for the ops that compute
+/// on integers (kernels/elementwise_ops.hpp's elementwise_integer_op: add, sub, mul).
 void infer_elementwise(shape_context& ctx) {
+  const dtype type = ctx.input_dtype("X");
+  if ((type == dtype::int64 || type == dtype::int32) && elementwise_integer_op(ctx.op().type())) {
+    ctx.expect(ctx.input_dtype("Y") == type, "X is " + to_string(type) + " but Y is " +
+                                                 to_string(ctx.input_dtype("Y")) +
+                                                 ": integer operands must share their dtype");
+    const shape_t& x = ctx.input_dims("X");
+    infer_broadcast(ctx, x, ctx.input_dims("Y"), ctx.attrs().get<std::int32_t>("axis"));
+    ctx.set_outputs("Out", x, type);
+    return;
+  }
   const shape_t& x = fp32_dims(ctx, "X");
   infer_broadcast(ctx, x, fp32_dims(ctx, "Y"), ctx.attrs().get<std::int32_t>("axis"));
   ctx.set_outputs("Out", x, dtype::fp32);

@@ -75,8 +75,8 @@ ln_dims layer_norm_input(const shape_context& ctx) {
 void infer_layer_norm(shape_context& ctx) {
   const ln_dims d = layer_norm_input(ctx);
   ctx.set_outputs("Y", ctx.input_dims("X"), dtype::fp32);
-  ctx.set_outputs("Mean", {d.left}, dtype::fp32);
-  ctx.set_outputs("Variance", {d.left}, dtype::fp32);
+  ctx.set_outputs("Mean", d.stats, dtype::fp32);
+  ctx.set_outputs("Variance", d.stats, dtype::fp32);
 }
 
 /// The grad of Scale or Bias gets that input's dims, or [N] where the op binds none.
@@ -91,9 +91,9 @@ void infer_layer_norm_grad(shape_context& ctx) {
   ctx.expect(dims_compatible(fp32_dims(ctx, "Y@GRAD"), x),
              "Y@GRAD " + to_string(ctx.input_dims("Y@GRAD")) + " does not match X " + to_string(x));
   for (const char* slot : {"Mean", "Variance"})
-    ctx.expect(dims_compatible(fp32_dims(ctx, slot), {d.left}),
+    ctx.expect(dims_compatible(fp32_dims(ctx, slot), {d.left}) || dims_compatible(ctx.input_dims(slot), d.stats),
                std::string(slot) + " must be [left] = [" + std::to_string(d.left) +
-                   "] (the product of X's dims before begin_norm_axis), got " +
+                   "] or X's dims before begin_norm_axis " + to_string(d.stats) + ", got " +
                    to_string(ctx.input_dims(slot)));
   ctx.set_outputs(grad_name("X"), x, dtype::fp32);
   set_param_grad(ctx, "Scale", d);

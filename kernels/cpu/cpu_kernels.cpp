@@ -16,6 +16,7 @@ void register_cpu_kernels(kernel_registry& r) {
   register_lookup_table_kernels(r);
   register_global_norm_kernels(r);
   register_cumsum_kernels(r);
+  register_slice_kernels(r);
   register_condition_kernels(r);
   register_control_flow_kernels(r);
   register_cpu_finite_check(r);

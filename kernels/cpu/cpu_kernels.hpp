@@ -52,6 +52,9 @@ void register_global_norm_kernels(kernel_registry& r);
 /// cumsum, whose grad is a cumsum (cumsum_kernels.cpp).
 void register_cumsum_kernels(kernel_registry& r);
 
+/// slice and slice_grad (slice_kernels.cpp).
+void register_slice_kernels(kernel_registry& r);
+
 /// less_than, less_equal, greater_than, greater_equal, equal, not_equal, logical_not,
 /// logical_and, logical_or, logical_xor (condition_kernels.cpp).
 void register_condition_kernels(kernel_registry& r);

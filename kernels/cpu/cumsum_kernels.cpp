@@ -10,14 +10,25 @@ namespace pe {
 
 namespace {
 
-/// Out = the scan of X along the axis (or of X flattened); in place over X is fine.
-void cumsum(kernel_context& ctx) {
-  const tensor& x = fp32_input(ctx, "X");
-  const cumsum_front f = cumsum_front_of(ctx, x);
+template <class T>
+void scan(kernel_context& ctx, const tensor& x, const cumsum_front& f) {
   tensor& out = ctx.output("Out");
-  out.resize(dtype::fp32, f.g.out_dims); // keeps X's buffer in place: same element count
-  const cumsum_lanes scan{x.data<float>(), out.data<float>(), f.g.length, f.g.inner, f.exclusive, f.reverse};
-  for (std::int64_t lane = 0; lane < f.g.outer * f.g.inner; ++lane) scan(lane);
+  const T* in = x.data<T>();
+  out.resize(x.type(), f.g.out_dims); // keeps X's buffer in place: same element count
+  const cumsum_lanes<T> lanes{in, out.data<T>(), f.g.length, f.g.inner, f.exclusive, f.reverse};
+  for (std::int64_t lane = 0; lane < f.g.outer * f.g.inner; ++lane) lanes(lane);
+}
+
+/// Out = the scan of X along the axis (or of X flattened), in X's dtype (FP32, INT64 or
+/// INT32); in place over X is fine.
+void cumsum(kernel_context& ctx) {
+  const tensor& x = ctx.input("X");
+  const cumsum_front f = cumsum_front_of(ctx, x);
+  switch (x.type()) {
+    case dtype::int64: return scan<std::int64_t>(ctx, x, f);
+    case dtype::int32: return scan<std::int32_t>(ctx, x, f);
+    default: return scan<float>(ctx, fp32_input(ctx, "X"), f);
+  }
 }
 
 } // namespace

@@ -22,20 +22,34 @@ broadcast_layout elementwise_layout(const kernel_context& ctx, const tensor& x, 
   return {x.shape(), broadcast_axes(ctx, x, y)};
 }
 
-/// Out = f(X, Y), Y broadcast. In place on X is fine (each element is read, then written);
-/// Out aliasing Y is not, as Y is re-read across rows.
-template <class F>
-void elementwise_forward(kernel_context& ctx, F f) {
-  const tensor& x = fp32_input(ctx, "X");
-  const tensor& y = fp32_input(ctx, "Y");
+/// Out = f(X, Y) in T, Y broadcast. In place on X is fine (each element is read, then
+/// written); Out aliasing Y is not, as Y is re-read across rows.
+template <class T, class F>
+void forward_in(kernel_context& ctx, const tensor& x, const tensor& y, F f) {
   const broadcast_layout layout = elementwise_layout(ctx, x, y);
   write_unaliased(ctx.output("Out"), {&y}, [&](tensor& out) {
-    out.resize(dtype::fp32, x.shape());
-    const float* xs = x.data<float>();
-    const float* ys = y.data<float>();
-    float* os = out.data<float>();
-    layout.for_each_element([&](std::int64_t i, std::int64_t j) { os[i] = f(xs[i], ys[j]); });
+    out.resize(x.type(), x.shape());
+    const T* xs = x.data<T>();
+    const T* ys = y.data<T>();
+    T* os = out.data<T>();
+    layout.for_each_element([&](std::int64_t i, std::int64_t j) { os[i] = static_cast<T>(f(xs[i], ys[j])); });
   });
+}
+
+/// Out = f(X, Y) in FP32, or in INT64/INT32 where the op takes integers
+/// (elementwise_integer_op: add, sub, mul).
+template <class F>
+void elementwise_forward(kernel_context& ctx, F f) {
+  const tensor& x = ctx.input("X");
+  if (elementwise_integer_op(ctx.op_type())) {
+    const tensor& y = ctx.input("Y");
+    switch (elementwise_integer_dtype(ctx, x, y)) {
+      case dtype::int64: return forward_in<std::int64_t>(ctx, x, y, f);
+      case dtype::int32: return forward_in<std::int32_t>(ctx, x, y, f);
+      default: break;
+    }
+  }
+  forward_in<float>(ctx, fp32_input(ctx, "X"), fp32_input(ctx, "Y"), f);
 }
 
 /// What the backward pass of one element sees: the forward operands, the forward result
@@ -91,13 +105,13 @@ void add_elementwise(kernel_registry& r, const std::string& type, Forward forwar
 
 void register_elementwise_kernels(kernel_registry& r) {
   add_elementwise(
-      r, "elementwise_add", std::plus<float>(), [](const grad_element& e) { return e.dout; },
+      r, "elementwise_add", std::plus<>(), [](const grad_element& e) { return e.dout; },
       [](const grad_element& e) { return e.dout; });
   add_elementwise(
-      r, "elementwise_sub", std::minus<float>(), [](const grad_element& e) { return e.dout; },
+      r, "elementwise_sub", std::minus<>(), [](const grad_element& e) { return e.dout; },
       [](const grad_element& e) { return -e.dout; });
   add_elementwise(
-      r, "elementwise_mul", std::multiplies<float>(),
+      r, "elementwise_mul", std::multiplies<>(),
       [](const grad_element& e) { return e.dout * e.y; },
       [](const grad_element& e) { return e.dout * e.x; });
   // As Paddle: Y@GRAD = -Out@GRAD * Out / Y, reusing the forward result.

@@ -63,8 +63,8 @@ void layer_norm_forward(kernel_context& ctx) {
   const std::int64_t left = f.d.left, n = f.d.n;
   const float* scale = f.scale != nullptr ? f.scale->data<float>() : nullptr;
   const float* bias = f.bias != nullptr ? f.bias->data<float>() : nullptr;
-  float* mean = bound_output(ctx, "Mean", {left});
-  float* variance = bound_output(ctx, "Variance", {left});
+  float* mean = bound_output(ctx, "Mean", f.d.stats);
+  float* variance = bound_output(ctx, "Variance", f.d.stats);
   tensor& y_out = ctx.output("Y");
   y_out.resize(dtype::fp32, f.x.shape()); // in place on X is fine: a row is read before written
   const float* x = f.x.data<float>();

@@ -14,12 +14,12 @@
 
 namespace pe::cuda {
 
-/// out[i] = f(x[i], y[small_index(i)]).
-template <class F>
+/// out[i] = f(x[i], y[small_index(i)]), in T (FP32; INT64 or INT32 for add, sub and mul).
+template <class F, class T = float>
 struct broadcast_forward_map {
-  const float* x;
-  const float* y;
-  float* out;
+  const T* x;
+  const T* y;
+  T* out;
   reduce_geometry g;
   F f;
   PE_HOST_DEVICE void operator()(std::int64_t i) const { out[i] = f(x[i], y[g.small_index(i)]); }

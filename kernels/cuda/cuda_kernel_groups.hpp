@@ -44,6 +44,8 @@ void register_lookup_table_kernels(kernel_registry& r);
 void register_global_norm_kernels(kernel_registry& r);
 /// cumsum, whose grad is a cumsum (cumsum_kernels.cu).
 void register_cumsum_kernels(kernel_registry& r);
+/// slice and slice_grad (slice_kernels.cu).
+void register_slice_kernels(kernel_registry& r);
 /// less_than, less_equal, greater_than, greater_equal, equal, not_equal, logical_not,
 /// logical_and, logical_or, logical_xor (condition_kernels.cu).
 void register_condition_kernels(kernel_registry& r);

@@ -99,14 +99,18 @@ struct scale_fn {
 
 // --- binary elementwise ops (kernels/cpu/elementwise_kernels.cpp) -----------------------
 
+// add, sub and mul also run on INT64 and INT32 (elementwise_integer_op), in that type.
 struct add_fn {
-  PE_HOST_DEVICE float operator()(float x, float y) const { return x + y; }
+  template <class T>
+  PE_HOST_DEVICE T operator()(T x, T y) const { return x + y; }
 };
 struct sub_fn {
-  PE_HOST_DEVICE float operator()(float x, float y) const { return x - y; }
+  template <class T>
+  PE_HOST_DEVICE T operator()(T x, T y) const { return x - y; }
 };
 struct mul_fn {
-  PE_HOST_DEVICE float operator()(float x, float y) const { return x * y; }
+  template <class T>
+  PE_HOST_DEVICE T operator()(T x, T y) const { return x * y; }
 };
 struct div_fn {
   PE_HOST_DEVICE float operator()(float x, float y) const { return x / y; }

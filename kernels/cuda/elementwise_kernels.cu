@@ -25,17 +25,31 @@ reduce_geometry elementwise_geometry(const kernel_context& ctx, const tensor& x,
   }
 }
 
-/// Out = F(X, Y); in place on X is fine, Out aliasing Y is not (Y is re-read).
-template <class F>
-void elementwise_forward(kernel_context& ctx) {
-  const tensor& x = gpu_fp32_input(ctx, "X");
-  const tensor& y = gpu_fp32_input(ctx, "Y");
+/// Out = F(X, Y) in T; in place on X is fine, Out aliasing Y is not (Y is re-read).
+template <class F, class T>
+void forward_in(kernel_context& ctx, const tensor& x, const tensor& y) {
   const reduce_geometry g = elementwise_geometry(ctx, x, y);
   write_unaliased(ctx.output("Out"), {&y}, [&](tensor& out) {
-    resize_output(ctx, out, dtype::fp32, x.shape());
+    resize_output(ctx, out, x.type(), x.shape());
     for_each(ctx, g.full_numel(),
-             broadcast_forward_map<F>{x.data<float>(), y.data<float>(), out.data<float>(), g, F{}});
+             broadcast_forward_map<F, T>{x.data<T>(), y.data<T>(), out.data<T>(), g, F{}});
   });
+}
+
+/// Out = F(X, Y) in FP32, or in INT64/INT32 where the op takes integers
+/// (elementwise_integer_op: add, sub, mul).
+template <class F>
+void elementwise_forward(kernel_context& ctx) {
+  const tensor& x = gpu_input(ctx, "X");
+  if (elementwise_integer_op(ctx.op_type())) {
+    const tensor& y = gpu_input(ctx, "Y");
+    switch (elementwise_integer_dtype(ctx, x, y)) {
+      case dtype::int64: return forward_in<F, std::int64_t>(ctx, x, y);
+      case dtype::int32: return forward_in<F, std::int32_t>(ctx, x, y);
+      default: break;
+    }
+  }
+  forward_in<F, float>(ctx, gpu_fp32_input(ctx, "X"), gpu_fp32_input(ctx, "Y"));
 }
 
 /// X@GRAD and Y@GRAD, each when bound; Y@GRAD first, as X@GRAD may overwrite Out@GRAD or X.

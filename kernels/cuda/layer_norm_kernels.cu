@@ -188,8 +188,8 @@ const float* data_or_null(const tensor* t) { return t != nullptr ? t->data<float
 void layer_norm_forward(kernel_context& ctx) {
   const layer_norm_front f = layer_norm_front_of(ctx, gpu_fp32_input);
   const std::int64_t left = f.d.left;
-  float* mean = bound_output(ctx, "Mean", {left});
-  float* variance = bound_output(ctx, "Variance", {left});
+  float* mean = bound_output(ctx, "Mean", f.d.stats);
+  float* variance = bound_output(ctx, "Variance", f.d.stats);
   tensor& y = ctx.output("Y");
   resize_output(ctx, y, dtype::fp32, f.x.shape()); // in place on X is fine (layer_norm_kernel)
   if (left == 0) return;
