@@ -50,13 +50,8 @@ TEST_P(GpuPaddlePrograms, TrainAsPaddleDid) {
             << worst << " (20 steps)\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    fixtures, GpuPaddlePrograms,
-    ::testing::Combine(::testing::Values("mlp_cross_entropy2", "mlp_dropout_l2decay", "lenet_batch_norm",
-                                         "resnet_small", "bow_classifier", "lr_schedule",
-                                         "encoder_classifier"),
-                       ::testing::Values(1, 2)),
-    [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "p"; });
+INSTANTIATE_TEST_SUITE_P(fixtures, GpuPaddlePrograms,
+                         testing::paddle_training_cases(), testing::paddle_training_case_name);
 
 } // namespace
 } // namespace pe

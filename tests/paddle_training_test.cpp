@@ -59,15 +59,8 @@ TEST_P(paddle_training, twenty_steps_equal_paddles_losses) {
         << name << " on " << places << " place(s), step " << s + 1;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    fixtures, paddle_training,
-    ::testing::Combine(::testing::Values("mlp_cross_entropy2", "mlp_dropout_l2decay",
-                                         "lenet_batch_norm", "resnet_small", "bow_classifier",
-                                         "lr_schedule", "encoder_classifier"),
-                       ::testing::Values(1, 2)),
-    [](const auto& info) {
-      return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "p";
-    });
+INSTANTIATE_TEST_SUITE_P(fixtures, paddle_training,
+                         pe::testing::paddle_training_cases(), pe::testing::paddle_training_case_name);
 
 /// pe-actor-run's 20 losses on the fixture's files, from its --metrics file.
 std::vector<double> cli_losses(const std::string& name, const std::string& flags) {

@@ -2,7 +2,10 @@
 
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "actors/parallel_executor.hpp"
 
@@ -25,6 +28,22 @@ inline std::string paddle_fixture(const std::string& name) { return test_data_di
 /// Paddle's initial parameters in params/, one batch as <feed>.npy, Paddle's losses in
 /// losses_<places>p.npy), from scripts/make_paddle_fixture.py.
 inline std::string paddle_training_fixture(const std::string& name) { return test_data_dir() + "/paddle_" + name; }
+
+/// The training fixtures (tests/data/paddle_<name>/) every executor and place kind is held to
+/// Paddle's losses on, on 1 and on 2 places: the parameters of those tests.
+inline const std::vector<std::string> paddle_training_fixtures = {
+    "mlp_cross_entropy2", "mlp_dropout_l2decay", "lenet_batch_norm", "resnet_small",
+    "bow_classifier",     "lr_schedule",         "encoder_classifier"};
+
+/// Every (fixture, places) pair of paddle_training_fixtures on 1 and 2 places.
+inline auto paddle_training_cases() {
+  return ::testing::Combine(::testing::ValuesIn(paddle_training_fixtures), ::testing::Values(1, 2));
+}
+
+/// "<fixture>_<places>p": a test name for one of those pairs.
+inline std::string paddle_training_case_name(const ::testing::TestParamInfo<std::tuple<std::string, int>>& info) {
+  return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "p";
+}
 
 /// Every feed of `main` from the fixture folder `dir`'s <feed>.npy files, whole.
 feed_map paddle_fixture_feeds(const std::string& dir, const proto::ProgramDesc& main);
