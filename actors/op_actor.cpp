@@ -30,7 +30,12 @@ void fail_stream(stream& s) {
 /// ran (on a GPU place, once the device finished it).
 stream::span_sink trace_sink(trace_recorder* t, const step_node& n) {
   return [t, step = n.fired_step, id = n.id, enqueued = n.enqueued_ns](const stream::work_span& span) {
-    t->record(step, id, enqueued, t->from_steady(span.start_ns), t->from_steady(span.end_ns));
+    if (span.launch_end_ns == 0) {
+      t->record(step, id, enqueued, t->from_steady(span.start_ns), t->from_steady(span.end_ns));
+      return;
+    }
+    t->record_launched(step, id, enqueued, t->from_steady(span.start_ns), t->from_steady(span.end_ns),
+                       t->from_steady(span.launch_start_ns), t->from_steady(span.launch_end_ns));
   };
 }
 

@@ -49,7 +49,16 @@ trace_recorder::thread_buffer& trace_recorder::local_buffer() {
 void trace_recorder::record(std::uint64_t step, int op, std::int64_t enqueued_ns,
                             std::int64_t start_ns, std::int64_t end_ns, bool dense_fallback) {
   thread_buffer& b = local_buffer();
-  b.events.push_back({step, op, b.thread, enqueued_ns, start_ns, end_ns, dense_fallback});
+  trace_event e{step, op, b.thread, enqueued_ns, start_ns, end_ns};
+  e.dense_fallback = dense_fallback;
+  b.events.push_back(e);
+}
+
+void trace_recorder::record_launched(std::uint64_t step, int op, std::int64_t enqueued_ns,
+                                     std::int64_t start_ns, std::int64_t end_ns,
+                                     std::int64_t launch_start_ns, std::int64_t launch_end_ns) {
+  thread_buffer& b = local_buffer();
+  b.events.push_back({step, op, b.thread, enqueued_ns, start_ns, end_ns, launch_start_ns, launch_end_ns});
 }
 
 std::vector<trace_event> trace_recorder::events() const {

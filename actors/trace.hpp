@@ -24,6 +24,11 @@ struct trace_event {
   std::int64_t enqueued_ns = 0; ///< steady clock, relative to the recorder's creation
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
+  /// When the stream's host thread ran the launch code (0 0 where not known, as for
+  /// collectives): on a GPU place, a device span that begins right after launch_end_ns
+  /// means the device waited for the host.
+  std::int64_t launch_start_ns = 0;
+  std::int64_t launch_end_ns = 0;
   /// A SELECTED_ROWS gradient's all_gather that ran as a dense all-reduce this step
   /// (collective_span::dense_fallback): the trace names it so.
   bool dense_fallback = false;
@@ -81,6 +86,10 @@ class trace_recorder {
 
   void record(std::uint64_t step, int op, std::int64_t enqueued_ns, std::int64_t start_ns,
               std::int64_t end_ns, bool dense_fallback = false);
+  /// record() of a task whose launch code ran on a stream's host thread from
+  /// `launch_start_ns` to `launch_end_ns` (the recorder's scale).
+  void record_launched(std::uint64_t step, int op, std::int64_t enqueued_ns, std::int64_t start_ns,
+                       std::int64_t end_ns, std::int64_t launch_start_ns, std::int64_t launch_end_ns);
 
   /// Every event recorded so far, ordered by start time.
   std::vector<trace_event> events() const;

@@ -144,6 +144,10 @@ void write_chrome_trace(std::ostream& out, const trace_source& source,
            {key::thread, e.thread},
            {key::enqueued_us, to_us(e.enqueued_ns)}}}});
     if (collective) trace_events.back()[key::args][key::collective] = collective_index.at(e.op);
+    if (e.launch_end_ns != 0) {
+      trace_events.back()[key::args][key::launched_us] = to_us(e.launch_start_ns);
+      trace_events.back()[key::args][key::launch_us] = to_us(e.launch_end_ns - e.launch_start_ns);
+    }
   }
 
   // One arrow per message: every output edge of a fired op to a reader fired in the same step.

@@ -20,8 +20,9 @@
 /// Events, all with "pid" 1:
 /// - "ph": "X" spans: one per op firing on its track ("tid"), named by op type, "cat"
 ///   "computation", "collective" or "engine", "args" {step, op (graph id), label
-///   ("op #3 (mul) on cpu:1"), inputs and outputs ("x@2"), thread, enqueued_us} and, for a
-///   collective, "collective": its position among the step's collectives, the same on every
+///   ("op #3 (mul) on cpu:1"), inputs and outputs ("x@2"), thread, enqueued_us}, where the
+///   stream's host thread ran the launch code apart from the span (a GPU place) also
+///   launched_us (when it began) and launch_us (how long it took) and, for a collective, "collective": its position among the step's collectives, the same on every
 ///   process of a job; one span per step ("cat" "step", "args" {step}) on the "steps" track;
 /// - "ph": "s" / "f" flow arrows ("cat" "message", "bp" "e" on the end), one per message:
 ///   from the sender's span end to the receiver's span start, paired by "id";
@@ -86,6 +87,8 @@ inline constexpr const char* inputs = "inputs";
 inline constexpr const char* outputs = "outputs";
 inline constexpr const char* thread = "thread";
 inline constexpr const char* enqueued_us = "enqueued_us";
+inline constexpr const char* launched_us = "launched_us";
+inline constexpr const char* launch_us = "launch_us";
 inline constexpr const char* collective = "collective";
 // A skew span's args (merged traces): the first and the latest process at a collective.
 inline constexpr const char* first_rank = "first_rank";

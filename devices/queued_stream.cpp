@@ -1,9 +1,12 @@
 #include "devices/queued_stream.hpp"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include "core/error.hpp"
 #include "core/spin_wait.hpp"
+#include "core/steady_clock.hpp"
 
 namespace pe {
 
@@ -14,6 +17,21 @@ constexpr auto idle_spin = std::chrono::microseconds(50);
 
 /// How often an idle stream thread looks at the device for the ends of pending spans.
 constexpr auto span_poll = std::chrono::microseconds(200);
+
+/// PE_STREAM_PROFILE=1: streams keep and print their host_profile.
+bool profiling() {
+  static const bool on = [] {
+    const char* v = std::getenv("PE_STREAM_PROFILE");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }();
+  return on;
+}
+
+/// Adds the nanoseconds since `since` and one call to a profile's pair.
+void count(std::atomic<std::uint64_t>& ns, std::atomic<std::uint64_t>& calls, std::int64_t since) {
+  ns.fetch_add(static_cast<std::uint64_t>(steady_ns() - since), std::memory_order_relaxed);
+  calls.fetch_add(1, std::memory_order_relaxed);
+}
 
 const queued_event& as_queued(const event& e) {
   auto* q = dynamic_cast<const queued_event*>(&e);
@@ -150,11 +168,13 @@ queued_stream::~queued_stream() {
 }
 
 void queued_stream::stop() {
-  if (!stopped_->exchange(true)) {
+  const bool first = !stopped_->exchange(true);
+  if (first) {
     std::lock_guard<std::mutex> guard(mutex_);
     wakeup_.notify_all();
   }
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  if (first && profiling()) std::fprintf(stderr, "%s\n", profile_line().c_str());
   std::deque<item> dropped;
   {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -273,6 +293,21 @@ void queued_stream::clear_error() {
   failure_.clear();
 }
 
+std::string queued_stream::profile_line() const {
+  const auto part = [](const char* what, const std::atomic<std::uint64_t>& ns,
+                       const std::atomic<std::uint64_t>& n) {
+    char text[160];
+    const double us = static_cast<double>(ns.load()) / 1e3;
+    std::snprintf(text, sizeof text, " %s %.0f us in %llu (%.2f us each)", what, us,
+                  static_cast<unsigned long long>(n.load()), n.load() > 0 ? us / static_cast<double>(n.load()) : 0.0);
+    return std::string(text);
+  };
+  return "stream profile: " + backend_->describe() + ":" +
+         part("launch code", profile_.launch_ns, profile_.launches) + ";" +
+         part("blocked on other streams", profile_.blocked_ns, profile_.waits) + ";" +
+         part("device calls", profile_.device_call_ns, profile_.device_calls);
+}
+
 void queued_stream::fail(failure why) {
   failure_.record(0, std::move(why));
 }
@@ -291,8 +326,10 @@ void queued_stream::execute(item& it) {
         return;
       }
       stream_backend::marker m = nullptr;
+      const std::int64_t since = profiling() ? steady_ns() : 0;
       try {
         m = backend_->record();
+        if (since != 0) count(profile_.device_call_ns, profile_.device_calls, since);
       } catch (const std::exception& x) {
         fail({x.what(), pe::error_kind::ordinary});
       }
@@ -301,12 +338,19 @@ void queued_stream::execute(item& it) {
     }
     case item::what::wait: {
       if (failure_.failed()) return; // poisoned already: nothing after this runs anyway
-      if (!it.rec->wait_reached() || it.rec->failed()) {
+      std::int64_t since = profiling() ? steady_ns() : 0;
+      const bool reached = it.rec->wait_reached();
+      if (since != 0) {
+        count(profile_.blocked_ns, profile_.waits, since);
+        since = steady_ns();
+      }
+      if (!reached || it.rec->failed()) {
         fail({"waited on failed work of " + it.rec->origin(), pe::error_kind::consequence});
         return;
       }
       try {
         backend_->wait(it.rec->handle());
+        if (since != 0) count(profile_.device_call_ns, profile_.device_calls, since);
       } catch (const std::exception& x) {
         fail({x.what(), pe::error_kind::ordinary});
       }
@@ -327,9 +371,16 @@ void queued_stream::execute(item& it) {
 }
 
 void queued_stream::run_work(item& it, bool failed) {
+  std::int64_t launch_start = 0, launch_end = 0;
   const auto work = [&] {
+    if (profiling() || it.timed) launch_start = steady_ns();
     if (it.type == item::what::work) it.work();
     else it.always(failed);
+    if (launch_start != 0) launch_end = steady_ns();
+    if (profiling()) {
+      profile_.launch_ns.fetch_add(static_cast<std::uint64_t>(launch_end - launch_start), std::memory_order_relaxed);
+      profile_.launches.fetch_add(1, std::memory_order_relaxed);
+    }
   };
   if (!it.timed) return work();
   stream_backend::marker begin = backend_->record_timed();
@@ -343,7 +394,7 @@ void queued_stream::run_work(item& it, bool failed) {
     throw;
   }
   std::lock_guard<std::mutex> guard(spans_mutex_);
-  spans_.push_back({begin, end, std::move(it.timed)});
+  spans_.push_back({begin, end, launch_start, launch_end, std::move(it.timed)});
   spans_pending_.store(true);
 }
 
@@ -372,6 +423,8 @@ void queued_stream::resolve_spans() {
       }
       try {
         span = backend_->take_span(p.begin, p.end);
+        span.launch_start_ns = p.launch_start_ns;
+        span.launch_end_ns = p.launch_end_ns;
       } catch (const std::exception& x) {
         fail({x.what(), pe::error_kind::ordinary});
         continue;

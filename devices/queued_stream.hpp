@@ -156,6 +156,10 @@ class queued_event final : public event {
 /// device clock once the device passed the second, by the stream's thread polling between
 /// items (it naps instead of sleeping while spans are pending) or by synchronize(), so
 /// neither a CAF worker nor the launch code ever blocks on the device for it.
+///
+/// With PE_STREAM_PROFILE=1 in the environment, each stream prints when it stops where its
+/// thread spent its time: launch code, blocked on another stream's thread (a wait whose
+/// record that thread had not reached), and the backend's record and wait calls.
 class queued_stream : public stream {
  public:
   /// Starts the thread and the backend on it; throws what backend->start() threw.
@@ -203,7 +207,15 @@ class queued_stream : public stream {
   /// Timed work launched, its span still to be read from the device.
   struct pending_span {
     stream_backend::marker begin = nullptr, end = nullptr;
+    std::int64_t launch_start_ns = 0, launch_end_ns = 0;
     span_sink timed;
+  };
+  /// Where the stream's thread spent its time (PE_STREAM_PROFILE=1; printed by stop()):
+  /// nanoseconds and counts, written by the thread only.
+  struct host_profile {
+    std::atomic<std::uint64_t> launch_ns{0}, launches{0};
+    std::atomic<std::uint64_t> blocked_ns{0}, waits{0}; // a wait for another stream's thread
+    std::atomic<std::uint64_t> device_call_ns{0}, device_calls{0}; // record, wait, timed markers
   };
 
   void push(item it);
@@ -214,6 +226,8 @@ class queued_stream : public stream {
   void resolve_spans();
   void drop_spans();
   void fail(failure why);
+  /// One line of host_profile for stderr.
+  std::string profile_line() const;
   std::shared_ptr<stream_record> new_record();
   /// Enqueues a drain (synchronize()'s record) and returns its record.
   std::shared_ptr<stream_record> push_drain();
@@ -237,6 +251,7 @@ class queued_stream : public stream {
   std::mutex spans_mutex_;
   std::deque<pending_span> spans_; // guarded by spans_mutex_
   std::atomic<bool> spans_pending_{false};
+  host_profile profile_;
   std::thread thread_;
 };
 

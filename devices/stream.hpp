@@ -60,6 +60,12 @@ class stream {
   struct work_span {
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
+    /// When the stream's host thread ran the task's launch code (steady clock; 0 where
+    /// not known). On a GPU place the device span above can start long after the launch
+    /// (queued behind earlier kernels) or stretch over it (the device idling while the
+    /// host launches): the two together say which side set the pace.
+    std::int64_t launch_start_ns = 0;
+    std::int64_t launch_end_ns = 0;
   };
   /// Told a timed task's span once its work has finished; runs on the stream's thread or in
   /// synchronize(), never for work that was skipped or threw.

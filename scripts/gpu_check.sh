@@ -29,7 +29,8 @@
 #      of the MLP, the CNN and a program Paddle saved (the ResNet fixture, its parameters and
 #      batch) on gpu:0 (trace_*.json; all of them in traces.tar.gz)
 #   5. the CUDA runtime calls of 50 training steps on gpu:0 and on gpu:0x2 (counted by
-#      bench/cuda_api_count, when the build has it): what a step costs the host
+#      bench/cuda_api_count, when the build has it): what a step costs the host, and where
+#      each stream's host thread spent its time (PE_STREAM_PROFILE=1)
 #   6. the GPU benchmark (bench/gpu_bench), when the build has one
 #   7. compute-sanitizer --tool racecheck, then --tool memcheck, each on one training step
 #      of the MLP, the CNN and the Paddle ResNet fixture on gpu:0
@@ -286,15 +287,20 @@ mapfile -t traces < <(cd "$logs" && ls gpu_trace.json trace_*.json 2>/dev/null)
 if [[ -f $build/bench/libpe_cuda_api_count.so ]]; then
   status=0
   : >"$logs/api_count.log"
-  for flags in "--places gpu:0" "--places gpu:0x2" "--places gpu:0x2 --fuse-allreduce-mb 4"; do
-    echo "== $flags --steps 50 --batch-size 512" >>"$logs/api_count.log"
+  # The last two: host-to-device copies straight from pageable memory, as before
+  # devices/cuda/pinned_staging (PE_PINNED_STAGING=0), for comparison.
+  for run in "--places gpu:0" "--places gpu:0x2" "--places gpu:0x2 --fuse-allreduce-mb 4" \
+      "PE_PINNED_STAGING=0 --places gpu:0" "PE_PINNED_STAGING=0 --places gpu:0x2"; do
+    staging=1 flags=$run
+    [[ $run == PE_PINNED_STAGING=0* ]] && staging=0 flags=${run#PE_PINNED_STAGING=0 }
+    echo "== $run --steps 50 --batch-size 512" >>"$logs/api_count.log"
     # shellcheck disable=SC2086 # the flags are words
-    LD_PRELOAD=$build/bench/libpe_cuda_api_count.so PE_CUDA_API_COUNT_STEPS=50 \
-      limited 60 "$build/apps/pe-actor-run" $flags --steps 50 --batch-size 512 \
+    LD_PRELOAD=$build/bench/libpe_cuda_api_count.so PE_CUDA_API_COUNT_STEPS=50 PE_STREAM_PROFILE=1 \
+      PE_PINNED_STAGING=$staging limited 60 "$build/apps/pe-actor-run" $flags --steps 50 --batch-size 512 \
       >>"$logs/api_count.log" 2>&1 || status=1
   done
   stage api-count $status
-  grep -E "^==|per_step|^trained" "$logs/api_count.log"
+  grep -E "^==|per_step|^trained|^stream profile" "$logs/api_count.log"
 fi
 
 # 6. The GPU benchmark.

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -69,6 +70,37 @@ TEST_F(GpuDevice, CopiesRoundTripThroughTheDeviceAcrossStreams) {
   EXPECT_TRUE(computed->query());
 }
 
+TEST_F(GpuDevice, HostCopiesOfTwoPlacesThroughReusedPinnedBuffersArriveIntact) {
+  // devices/cuda/pinned_staging: copies from the host go through pinned buffers of the GPU
+  // (one pool for its places) that are reused once their transfer ended. Many copies of different data and sizes, from two
+  // places' copy streams at once, each read back: a buffer reused too early, or shared by
+  // two threads, shows as another copy's data.
+  auto a = open_device(place::gpu(0, 0));
+  auto b = open_device(place::gpu(1, 0));
+  constexpr int copies = 24;
+  std::vector<tensor> src, on_gpu(copies), back(copies);
+  for (int i = 0; i < copies; ++i) src.push_back(host_iota((1 << 16) + 4099 * i, 1000.0f * i));
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < copies; ++i) {
+      device& d = i % 2 == 0 ? *a : *b;
+      d.copy(d.get_stream(stream_kind::copy), on_gpu[i], src[i]);
+    }
+    for (auto* d : {a.get(), b.get()}) ASSERT_TRUE(d->get_stream(stream_kind::copy).synchronize());
+    for (int i = 0; i < copies; ++i) {
+      device& d = i % 2 == 0 ? *a : *b;
+      back[i] = tensor();
+      d.copy(d.get_stream(stream_kind::copy), back[i], on_gpu[i]);
+    }
+    for (auto* d : {a.get(), b.get()}) ASSERT_TRUE(d->get_stream(stream_kind::copy).synchronize());
+    for (int i = 0; i < copies; ++i) {
+      ASSERT_EQ(back[i].shape(), src[i].shape()) << i;
+      EXPECT_TRUE(std::equal(src[i].values<float>().begin(), src[i].values<float>().end(),
+                             back[i].values<float>().begin()))
+          << "copy " << i << " of round " << round;
+    }
+  }
+}
+
 TEST_F(GpuDevice, AThrowingTaskFailsItsStreamAndEveryWaiter) {
   auto dev = open_device(place::gpu(0));
   stream& compute = dev->get_stream(stream_kind::compute);
@@ -128,6 +160,33 @@ TEST_F(GpuDevice, AWaitKeepsTheRecordItSawAndEnqueueNeverBlocks) {
   EXPECT_FALSE(e->query()); // the second record is still ahead
   EXPECT_TRUE(e->synchronize());
   EXPECT_EQ(stage.load(), 2);
+}
+
+TEST_F(GpuDevice, ATimedSynchronizeGivesUpOnAStuckStreamAndCountsItsItems) {
+  // The stall watch's look at a GPU stream (queued_stream::synchronize_for): a stream whose
+  // host thread is held in launch code is not done within the limit, and says so at once
+  // after it, with the item it holds still counted as enqueued, not completed.
+  auto dev = open_device(place::gpu(0));
+  stream& s = dev->get_stream(stream_kind::compute);
+  const stream::item_counts before = s.counts();
+  std::atomic<bool> release{false};
+  s.enqueue([&] {
+    while (!release.load()) std::this_thread::sleep_for(1ms);
+  });
+  s.enqueue([] {});
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(s.synchronize_for(50ms).has_value());
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, 50ms);
+  EXPECT_LT(waited, 2s);
+  const stream::item_counts stuck = s.counts();
+  EXPECT_EQ(stuck.enqueued - before.enqueued, 2u);
+  EXPECT_EQ(stuck.completed, before.completed);
+  release = true;
+  const std::optional<bool> done = s.synchronize_for(10s);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_TRUE(*done);
+  EXPECT_EQ(s.counts().completed - before.completed, 2u);
 }
 
 TEST_F(GpuDevice, StopDropsQueuedWorkAndEndsWaits) {

@@ -11,16 +11,19 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "actors/hazard_check.hpp"
 #include "actors/parallel_executor.hpp"
 #include "actors/trace.hpp"
+#include "actors/trace_export.hpp"
 #include "core/error.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/models/cnn.hpp"
@@ -169,12 +172,33 @@ TEST_F(HostGpuExecutor, TracedSpansComeFromTheDeviceClockAndPassTheHazardChecker
   // Every firing of steps 2..4, each span read from the device's markers by its stream.
   ASSERT_EQ(events.size(), 3 * exe.graph().ops.size());
   EXPECT_EQ(spans_read, static_cast<int>(events.size()));
+  std::size_t launched = 0;
   for (const trace_event& e : events) {
     EXPECT_LE(e.start_ns, e.end_ns);
     EXPECT_LE(e.enqueued_ns, e.start_ns); // launched by the actor before it ran
+    if (e.launch_end_ns == 0) continue;
+    // The stream's thread ran the launch code after the actor enqueued it; the device
+    // (300 us behind) finished its work after that.
+    ++launched;
+    EXPECT_LE(e.enqueued_ns, e.launch_start_ns);
+    EXPECT_LE(e.launch_start_ns, e.launch_end_ns);
+    EXPECT_LE(e.launch_end_ns, e.end_ns);
   }
+  EXPECT_EQ(launched, events.size()); // one place: every firing is a task on its stream
   for (const auto& v : check_hazards({exe.graph(), exe.program(), exe.place_names()}, events))
     ADD_FAILURE() << v.message;
+  // The Chrome trace carries the launch beside the device span.
+  std::stringstream out;
+  write_chrome_trace(out, {exe.graph(), exe.program(), exe.place_names()}, events);
+  std::size_t with_launch = 0;
+  const auto doc = nlohmann::json::parse(out.str());
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X" || !e["args"].contains("launched_us")) continue;
+    ++with_launch;
+    EXPECT_GE(e["args"]["launch_us"].get<double>(), 0.0);
+    EXPECT_LE(e["args"]["launched_us"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>());
+  }
+  EXPECT_EQ(with_launch, events.size());
 }
 
 /// Two logical places on simulated GPU 0, or two CPU places.

@@ -486,8 +486,15 @@ TEST(QueuedStream, ATimedSpanIsTheDevicesTimeKnownOnceTheDeviceFinished) {
     for (const stream::work_span& span : seen.spans) {
       EXPECT_GE(span.start_ns, finished_after); // the device's stamps, not the launch times
       EXPECT_LE(span.start_ns, span.end_ns);
+      // ...which the span carries beside them: the host ran the launch code long before.
+      EXPECT_GT(span.launch_start_ns, 0);
+      EXPECT_LE(span.launch_start_ns, span.launch_end_ns);
+      EXPECT_LT(span.launch_end_ns, finished_after);
     }
     EXPECT_LT(launched, finished_after);
+    EXPECT_LE(seen.spans[0].launch_start_ns, launched);
+    EXPECT_GE(seen.spans[0].launch_end_ns, launched);
+    EXPECT_LE(seen.spans[0].launch_end_ns, seen.spans[1].launch_start_ns);
   }
   EXPECT_EQ(dev.released.load(), dev.recorded.load()); // 4 timed markers and the sync's
 }

@@ -151,8 +151,10 @@ void merge_events(const process_trace& trace, std::int64_t shift_ns, json& event
     out[key::pid] = pid;
     if (out.contains(key::ts))
       out[key::ts] = shifted(out.at(key::ts));
-    if (out.contains(key::args) && out[key::args].contains(key::enqueued_us))
-      out[key::args][key::enqueued_us] = shifted(out[key::args][key::enqueued_us]);
+    if (out.contains(key::args))
+      for (const char* host_time : {key::enqueued_us, key::launched_us})
+        if (out[key::args].contains(host_time))
+          out[key::args][host_time] = shifted(out[key::args][host_time]);
     if (ph == phase::flow_start || ph == phase::flow_end) {
       auto [id, added] = flow_ids.try_emplace(e.at(key::id).get<std::uint64_t>(), next_flow_id);
       next_flow_id += added;

@@ -1,5 +1,8 @@
 #include "devices/cuda/cuda_device.hpp"
 
+#include <cstdlib>
+#include <string>
+
 #include "core/tensor.hpp"
 #include "devices/cuda/cuda_check.hpp"
 #include "devices/cuda/cuda_device_factory.hpp"
@@ -31,6 +34,12 @@ void check_present(place where) {
 
 bool on_gpu(const tensor& t) { return t.where().type == place::kind::gpu; }
 
+/// PE_PINNED_STAGING=0 turns the staging of host-to-device copies off (to measure it).
+bool staging_wanted() {
+  const char* v = std::getenv("PE_PINNED_STAGING");
+  return v == nullptr || std::string(v) != "0";
+}
+
 } // namespace
 
 std::unique_ptr<device> open_cuda_device(place where) {
@@ -41,6 +50,7 @@ cuda_device::cuda_device(place where) : place_(where) {
   check_present(where);
   memory_ = cuda_memory(where.device);
   events_ = event_pool(where.device);
+  if (staging_wanted()) staging_ = pinned_staging_of(where.device, events_);
   clock_ = clock_of_device(where.device);
   for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy})
     streams_[static_cast<std::size_t>(kind)] = std::make_unique<cuda_stream>(where, kind, events_, clock_);
@@ -67,7 +77,8 @@ stream::task cuda_device::copy_work(stream& on, tensor& dst, const tensor& src) 
   cudaStream_t handle = cuda_handle(on);
   const place here = place_;
   allocator* memory = memory_.get();
-  return [&dst, &src, handle, here, memory] {
+  pinned_staging* staging = staging_.get();
+  return [&dst, &src, handle, here, memory, staging] {
     if (!src.initialized()) throw error("copy: the source tensor has no value");
     const bool from_gpu = on_gpu(src);
     const bool to_gpu = dst.initialized() ? on_gpu(dst) : !from_gpu;
@@ -85,6 +96,10 @@ stream::task cuda_device::copy_work(stream& on, tensor& dst, const tensor& src) 
     if (from_gpu && to_gpu && src.where().device != here.device) {
       check_cuda(cudaMemcpyPeerAsync(to, here.device, from, src.where().device, bytes, handle),
                  what);
+      return;
+    }
+    if (to_gpu && !from_gpu && staging != nullptr) {
+      staging->copy_to_device(to, from, bytes, handle, what);
       return;
     }
     const cudaMemcpyKind kind = from_gpu ? (to_gpu ? cudaMemcpyDeviceToDevice

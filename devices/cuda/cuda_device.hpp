@@ -6,6 +6,7 @@
 #include "devices/caching_allocator.hpp"
 #include "devices/cuda/cuda_event.hpp"
 #include "devices/cuda/cuda_stream.hpp"
+#include "devices/cuda/pinned_staging.hpp"
 #include "devices/device.hpp"
 
 namespace pe {
@@ -29,8 +30,10 @@ class cuda_device final : public device {
   /// Direction: from `src`'s memory into `dst`'s. An initialised `dst` stays where it is
   /// (this device's place, or the host); an uninitialised one takes the other side from
   /// `src`: a host `src` is copied to this place, a GPU `src` to the host. A GPU `src` on
-  /// another CUDA device is copied peer to peer. Host memory is pageable, so a copy to the
-  /// host holds the stream's host thread until it is done.
+  /// another CUDA device is copied peer to peer. Host memory is pageable: a copy to the
+  /// host holds the stream's host thread until it is done; a copy from the host goes through
+  /// the device's pinned_staging (PE_PINNED_STAGING=0: straight from pageable memory, as
+  /// before, for comparison).
   stream::task copy_work(stream& on, tensor& dst, const tensor& src) override;
   void stop() override;
 
@@ -41,6 +44,7 @@ class cuda_device final : public device {
   place place_;
   std::shared_ptr<caching_allocator> memory_;
   std::shared_ptr<cuda_event_pool> events_;
+  std::shared_ptr<pinned_staging> staging_; // null: PE_PINNED_STAGING=0
   std::shared_ptr<cuda_clock> clock_;
   std::array<std::unique_ptr<cuda_stream>, 3> streams_; // by stream_kind
 };

@@ -1,0 +1,68 @@
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "devices/cuda/cuda_event.hpp"
+
+namespace pe {
+
+/// Page-locked host buffers that copies from pageable host memory to a GPU go through.
+///
+/// Why: a cudaMemcpyAsync from pageable memory is staged by the driver itself, and
+/// synchronously: the launching thread (a copy stream's thread, which the compute stream
+/// waits for at the start of every step) waits for the stream's earlier work and for the
+/// transfer, and the copy threads of several places on one GPU take turns in the driver.
+/// Staged here, a copy is a memcpy into a pinned buffer on the calling thread (the places'
+/// threads in parallel) and an asynchronous transfer; the buffer is reused once the event
+/// recorded after its transfer has completed (no host callback on the stream, which would
+/// hold the stream until a driver thread ran it).
+///
+/// One per CUDA device (shared_per_device), shared by its places' copy streams.
+class pinned_staging {
+ public:
+  /// Copies larger than this go straight from pageable memory: pinning that much host
+  /// memory for one copy (a checkpoint's tensor) costs more than it saves.
+  static constexpr std::size_t largest_staged = std::size_t{64} << 20;
+  /// Pinned memory the pool keeps at most; a copy that would need more goes straight.
+  static constexpr std::size_t most_held = std::size_t{512} << 20;
+
+  explicit pinned_staging(std::shared_ptr<cuda_event_pool> events);
+  ~pinned_staging();
+  pinned_staging(const pinned_staging&) = delete;
+  pinned_staging& operator=(const pinned_staging&) = delete;
+
+  /// Copies `bytes` from host memory `src` to device memory `dst`, ordered on `stream` (of
+  /// this pool's device): through a pinned buffer when one can be had, else directly.
+  /// `src` may be reused as soon as this returns. Throws pe::error naming `what`.
+  void copy_to_device(void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
+                      const std::string& what);
+
+
+ private:
+  struct buffer {
+    void* host = nullptr;
+    std::size_t bytes = 0;
+    cudaEvent_t in_flight = nullptr; ///< recorded after the last transfer from it; null: free
+  };
+
+  /// A free buffer of at least `bytes` (made when none is), marked taken; -1 when the pool
+  /// may not grow that far. Caller holds mutex_.
+  int take(std::size_t bytes);
+
+  std::shared_ptr<cuda_event_pool> events_;
+  mutable std::mutex mutex_;
+  std::vector<buffer> buffers_;  // guarded by mutex_
+  std::vector<bool> taken_;      // guarded by mutex_: being filled by a copy right now
+  std::size_t held_ = 0;         // guarded by mutex_
+};
+
+/// The pinned_staging of CUDA device `device`.
+std::shared_ptr<pinned_staging> pinned_staging_of(int device, std::shared_ptr<cuda_event_pool> events);
+
+} // namespace pe
