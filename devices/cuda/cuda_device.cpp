@@ -98,8 +98,9 @@ stream::task cuda_device::copy_work(stream& on, tensor& dst, const tensor& src) 
                  what);
       return;
     }
-    if (to_gpu && !from_gpu && staging != nullptr) {
-      staging->copy_to_device(to, from, bytes, handle, what);
+    if (staging != nullptr && to_gpu != from_gpu) {
+      if (to_gpu) staging->copy_to_device(to, from, bytes, handle, what);
+      else staging->copy_to_host(to, from, bytes, handle, what);
       return;
     }
     const cudaMemcpyKind kind = from_gpu ? (to_gpu ? cudaMemcpyDeviceToDevice

@@ -30,10 +30,9 @@ class cuda_device final : public device {
   /// Direction: from `src`'s memory into `dst`'s. An initialised `dst` stays where it is
   /// (this device's place, or the host); an uninitialised one takes the other side from
   /// `src`: a host `src` is copied to this place, a GPU `src` to the host. A GPU `src` on
-  /// another CUDA device is copied peer to peer. Host memory is pageable: a copy to the
-  /// host holds the stream's host thread until it is done; a copy from the host goes through
-  /// the device's pinned_staging (PE_PINNED_STAGING=0: straight from pageable memory, as
-  /// before, for comparison).
+  /// another CUDA device is copied peer to peer. Host memory is pageable: copies between it
+  /// and the GPU go through the device's pinned_staging (PE_PINNED_STAGING=0: straight, for
+  /// comparison); a copy to the host holds the stream's host thread until it is done.
   stream::task copy_work(stream& on, tensor& dst, const tensor& src) override;
   void stop() override;
 

@@ -64,45 +64,74 @@ int pinned_staging::take(std::size_t bytes) {
   return best;
 }
 
+int pinned_staging::acquire(std::size_t bytes, void*& host) {
+  if (bytes > largest_staged) return -1;
+  std::lock_guard<std::mutex> guard(mutex_);
+  const int i = take(bytes);
+  if (i >= 0) host = buffers_[static_cast<std::size_t>(i)].host;
+  return i;
+}
+
+void pinned_staging::release(int i, cudaEvent_t in_flight) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  taken_[static_cast<std::size_t>(i)] = false;
+  buffers_[static_cast<std::size_t>(i)].in_flight = in_flight;
+}
+
+cudaEvent_t pinned_staging::mark_end(cudaStream_t stream, cudaError_t& status) {
+  cudaEvent_t done = nullptr;
+  try {
+    done = events_->take();
+    status = cudaEventRecord(done, stream);
+  } catch (const error&) {
+    status = cudaErrorUnknown; // no event to be had
+  }
+  if (status == cudaSuccess) return done;
+  // The transfer may still use the buffer and nothing marks its end: wait for it here.
+  (void)cudaStreamSynchronize(stream);
+  if (done != nullptr) events_->give_back(done);
+  return nullptr;
+}
+
 void pinned_staging::copy_to_device(void* dst, const void* src, std::size_t bytes,
                                     cudaStream_t stream, const std::string& what) {
   if (bytes == 0) return;
-  int i = -1;
   void* host = nullptr;
-  if (bytes <= largest_staged) {
-    std::lock_guard<std::mutex> guard(mutex_);
-    i = take(bytes);
-    if (i >= 0) host = buffers_[static_cast<std::size_t>(i)].host;
-  }
+  const int i = acquire(bytes, host);
   if (i < 0) {
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), what);
     return;
   }
   std::memcpy(host, src, bytes); // outside the lock: several places' threads at once
   cudaError_t status = cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream);
-  cudaEvent_t done = nullptr;
-  bool enqueued = status == cudaSuccess;
-  if (enqueued) {
-    try {
-      done = events_->take();
-      status = cudaEventRecord(done, stream);
-    } catch (const error&) {
-      status = cudaErrorUnknown; // no event: treated as a failed record below
-    }
-    if (status != cudaSuccess) {
-      // The transfer may still read the buffer and nothing marks its end: wait for it
-      // before the buffer is reused.
-      (void)cudaStreamSynchronize(stream);
-      if (done != nullptr) events_->give_back(done);
-      done = nullptr;
-    }
-  }
-  {
-    std::lock_guard<std::mutex> guard(mutex_);
-    taken_[static_cast<std::size_t>(i)] = false;
-    buffers_[static_cast<std::size_t>(i)].in_flight = done;
-  }
+  const bool enqueued = status == cudaSuccess;
+  cudaEvent_t done = enqueued ? mark_end(stream, status) : nullptr;
+  release(i, done); // reused once `done` is
   check_cuda(status, what + (enqueued ? " (marking the end of a staged copy)" : " (from a pinned buffer)"));
+}
+
+void pinned_staging::copy_to_host(void* dst, const void* src, std::size_t bytes,
+                                  cudaStream_t stream, const std::string& what) {
+  if (bytes == 0) return;
+  void* host = nullptr;
+  const int i = acquire(bytes, host);
+  if (i < 0) {
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream), what);
+    return;
+  }
+  cudaError_t status = cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream);
+  if (status == cudaSuccess) {
+    cudaEvent_t done = mark_end(stream, status);
+    if (done != nullptr) {
+      // Waits for the transfer only: no driver lock is held meanwhile, as it would be by a
+      // copy into pageable memory.
+      status = cudaEventSynchronize(done);
+      events_->give_back(done);
+    }
+  }
+  if (status == cudaSuccess) std::memcpy(dst, host, bytes);
+  release(i, nullptr); // the transfer has ended (or failed)
+  check_cuda(status, what + " (through a pinned buffer)");
 }
 
 std::shared_ptr<pinned_staging> pinned_staging_of(int device, std::shared_ptr<cuda_event_pool> events) {

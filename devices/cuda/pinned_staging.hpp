@@ -12,7 +12,7 @@
 
 namespace pe {
 
-/// Page-locked host buffers that copies from pageable host memory to a GPU go through.
+/// Page-locked host buffers that copies between pageable host memory and a GPU go through.
 ///
 /// Why: a cudaMemcpyAsync from pageable memory is staged by the driver itself, and
 /// synchronously: the launching thread (a copy stream's thread, which the compute stream
@@ -21,7 +21,10 @@ namespace pe {
 /// Staged here, a copy is a memcpy into a pinned buffer on the calling thread (the places'
 /// threads in parallel) and an asynchronous transfer; the buffer is reused once the event
 /// recorded after its transfer has completed (no host callback on the stream, which would
-/// hold the stream until a driver thread ran it).
+/// hold the stream until a driver thread ran it). A copy to the host (a fetch) lands in a
+/// pinned buffer and waits for its event before the memcpy out: a copy into pageable memory
+/// holds a lock of the driver meanwhile, which stalled the other places' launches (seen in
+/// traces on an H100: a place's kernel launches stretched 2-7x during the other's fetch).
 ///
 /// One per CUDA device (shared_per_device), shared by its places' copy streams.
 class pinned_staging {
@@ -43,6 +46,10 @@ class pinned_staging {
   void copy_to_device(void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
                       const std::string& what);
 
+  /// Copies `bytes` from device memory `src` to host memory `dst`, ordered on `stream`, and
+  /// returns once `dst` holds them (as a copy into pageable memory does). Throws pe::error.
+  void copy_to_host(void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
+                    const std::string& what);
 
  private:
   struct buffer {
@@ -54,6 +61,14 @@ class pinned_staging {
   /// A free buffer of at least `bytes` (made when none is), marked taken; -1 when the pool
   /// may not grow that far. Caller holds mutex_.
   int take(std::size_t bytes);
+  /// take() under the lock, for a copy of `bytes` (-1 when it is too large to stage); sets
+  /// `host` to the buffer.
+  int acquire(std::size_t bytes, void*& host);
+  /// Gives buffer `i` back, reusable once `in_flight` (null: at once) has completed.
+  void release(int i, cudaEvent_t in_flight);
+  /// An event recorded after the work on `stream`; null when none could be recorded
+  /// (`status` says why), after waiting for the stream instead.
+  cudaEvent_t mark_end(cudaStream_t stream, cudaError_t& status);
 
   std::shared_ptr<cuda_event_pool> events_;
   mutable std::mutex mutex_;
