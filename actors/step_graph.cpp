@@ -1,6 +1,7 @@
 #include "actors/step_graph.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -90,6 +91,15 @@ collective_call step_node::call() const {
 
 namespace {
 
+/// PE_GPU_OPTIMIZER_STREAM=compute keeps GPU places' optimizers on the compute stream.
+bool optimizers_behind_collectives() {
+  static const bool behind = [] {
+    const char* v = std::getenv("PE_GPU_OPTIMIZER_STREAM");
+    return v == nullptr || std::string(v) != "compute";
+  }();
+  return behind;
+}
+
 /// Whether op `h` reads a variable version that a collective wrote.
 bool reads_collective_result(const ssa_graph& g, const op_handle& h) {
   for (int v : h.inputs) {
@@ -148,8 +158,10 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
         // stream's thread (a queued stream's wait blocks its thread until the record it
         // waits for is reached, and a collective's only once every place reached it), and
         // with it the backward ops queued behind: two places on one GPU then took turns
-        // (seen in H100 traces). CPU places keep every computation on the compute stream.
-        if (d.where().type == place::kind::gpu && reads_collective_result(graph_, h))
+        // (seen in H100 traces). CPU places keep every computation on the compute stream,
+        // and so do GPU places with PE_GPU_OPTIMIZER_STREAM=compute (to compare).
+        if (d.where().type == place::kind::gpu && optimizers_behind_collectives() &&
+            reads_collective_result(graph_, h))
           n.runs_on = stream_kind::communication;
         n.op_.emplace(main, 0, h.op_index, *scopes[static_cast<std::size_t>(h.place)], d.where(),
                       check_nan_inf, d.kernel_kind());

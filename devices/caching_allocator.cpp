@@ -1,8 +1,12 @@
 #include "devices/caching_allocator.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 
 #include "core/error.hpp"
+#include "core/host_profile.hpp"
+#include "core/steady_clock.hpp"
 
 namespace pe {
 
@@ -43,6 +47,26 @@ struct caching_allocator::state {
   std::size_t pending_bytes = 0;            // their bytes
   std::deque<batch> fenced;                 // behind fences not yet seen done
   stats counts;
+  // With host_profiling(): the lock's takings, those that found it taken and how long they
+  // waited, and how long allocate() held it (reclaiming, fencing, reserving).
+  std::atomic<std::uint64_t> takings{0}, contended{0}, waited_ns{0}, allocate_held_ns{0};
+
+  /// The lock, its waits counted when profiling.
+  std::unique_lock<std::mutex> lock() {
+    std::unique_lock<std::mutex> l(mutex, std::try_to_lock);
+    if (!host_profiling()) {
+      if (!l.owns_lock()) l.lock();
+      return l;
+    }
+    takings.fetch_add(1, std::memory_order_relaxed);
+    if (!l.owns_lock()) {
+      const std::int64_t since = steady_ns();
+      l.lock();
+      contended.fetch_add(1, std::memory_order_relaxed);
+      waited_ns.fetch_add(static_cast<std::uint64_t>(steady_ns() - since), std::memory_order_relaxed);
+    }
+    return l;
+  }
 
   ~state() {
     // The last buffer is gone: nothing new can be launched on this memory, but launched
@@ -56,6 +80,13 @@ struct caching_allocator::state {
     } catch (...) {
       // At exit the device may already be gone; its memory goes with it.
     }
+    if (host_profiling() && takings.load() > 0)
+      std::fprintf(stderr,
+                   "allocator profile: lock taken %llu times, found taken %llu times, %.0f us "
+                   "waiting; allocate held it %.0f us in %llu reserves\n",
+                   static_cast<unsigned long long>(takings.load()),
+                   static_cast<unsigned long long>(contended.load()), waited_ns.load() / 1e3,
+                   allocate_held_ns.load() / 1e3, static_cast<unsigned long long>(counts.reserves));
   }
 
   /// Moves the blocks of every batch whose fence is done to the bins. With mutex held.
@@ -122,7 +153,7 @@ struct caching_allocator::state {
   }
 
   void free(void* p, std::size_t bytes) {
-    std::lock_guard<std::mutex> guard(mutex);
+    const auto guard = lock();
     pending.push_back({p, bytes});
     pending_bytes += bytes;
     ++counts.pending_blocks;
@@ -147,7 +178,8 @@ caching_allocator::~caching_allocator() = default;
 std::shared_ptr<std::byte> caching_allocator::allocate(std::size_t bytes) {
   const std::size_t size = round_size(bytes);
   state& s = *state_;
-  std::lock_guard<std::mutex> guard(s.mutex);
+  const auto guard = s.lock();
+  const std::int64_t held_since = host_profiling() ? steady_ns() : 0;
   s.reclaim();
   // Fence a batch of frees as soon as the last fence is passed, not only at a miss: a fence
   // put at a miss covers work just launched, is not passed yet on a busy device, and every
@@ -175,6 +207,8 @@ std::shared_ptr<std::byte> caching_allocator::allocate(std::size_t bytes) {
     ++s.counts.reserves;
   }
   s.counts.in_use_bytes += got;
+  if (held_since != 0)
+    s.allocate_held_ns.fetch_add(static_cast<std::uint64_t>(steady_ns() - held_since), std::memory_order_relaxed);
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
                                     [keep = state_, got](std::byte* q) { keep->free(q, got); });
 }

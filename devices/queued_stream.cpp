@@ -2,9 +2,9 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/host_profile.hpp"
 #include "core/spin_wait.hpp"
 #include "core/steady_clock.hpp"
 
@@ -19,13 +19,7 @@ constexpr auto idle_spin = std::chrono::microseconds(50);
 constexpr auto span_poll = std::chrono::microseconds(200);
 
 /// PE_STREAM_PROFILE=1: streams keep and print their host_profile.
-bool profiling() {
-  static const bool on = [] {
-    const char* v = std::getenv("PE_STREAM_PROFILE");
-    return v != nullptr && *v != '\0' && std::string(v) != "0";
-  }();
-  return on;
-}
+bool profiling() { return host_profiling(); }
 
 /// Adds the nanoseconds since `since` and one call to a profile's pair.
 void count(std::atomic<std::uint64_t>& ns, std::atomic<std::uint64_t>& calls, std::int64_t since) {

@@ -30,7 +30,9 @@
 #      batch) on gpu:0 (trace_*.json; all of them in traces.tar.gz)
 #   5. the CUDA runtime calls of 50 training steps on gpu:0 and on gpu:0x2 (counted by
 #      bench/cuda_api_count, when the build has it): what a step costs the host, and where
-#      each stream's host thread spent its time (PE_STREAM_PROFILE=1)
+#      each stream's host thread spent its time (PE_STREAM_PROFILE=1); then how CUDA calls
+#      scale with host threads (bench/cuda_launch_threads) and the MLP on gpu:0 against
+#      gpu:0x2 (optimizers on either stream), interleaved
 #   6. the GPU benchmark (bench/gpu_bench), when the build has one
 #   7. compute-sanitizer --tool racecheck, then --tool memcheck, each on one training step
 #      of the MLP, the CNN and the Paddle ResNet fixture on gpu:0
@@ -156,6 +158,7 @@ binaries=(apps/pe-actor-run)
 for t in "${gpu_tests[@]}"; do binaries+=("tests/$t"); done
 [[ -f $root/bench/gpu_bench.cpp ]] && binaries+=(bench/gpu_bench)
 [[ -f $root/bench/cuda_api_count/cuda_api_count.cpp ]] && binaries+=(bench/libpe_cuda_api_count.so)
+[[ -f $root/bench/cuda_launch_threads.cu ]] && binaries+=(bench/cuda_launch_threads)
 
 # --prebuilt: every binary must be there and find all its libraries here.
 if [[ $prebuilt == *.tar.gz ]]; then
@@ -301,6 +304,31 @@ if [[ -f $build/bench/libpe_cuda_api_count.so ]]; then
   done
   stage api-count $status
   grep -E "^==|per_step|^trained|^stream profile" "$logs/api_count.log"
+fi
+
+# 5b. Whether host threads launching into one GPU at once slow each other down
+# (bench/cuda_launch_threads), then the MLP at global batch 512 on gpu:0, on gpu:0x2, and on
+# gpu:0x2 with its optimizers on the compute stream (PE_GPU_OPTIMIZER_STREAM=compute), three
+# rounds interleaved, so that the ratios come from the same minutes of the same machine.
+# Into api_count.log: the device tool brings back 8 files at most.
+if [[ -x $build/bench/cuda_launch_threads ]]; then
+  status=0
+  {
+    echo "== bench/cuda_launch_threads"
+    limited 60 "$build/bench/cuda_launch_threads" | tee /dev/stderr | grep -q "no GPU" && status=1
+    for round in 1 2 3; do
+      for run in "--places gpu:0" "--places gpu:0x2" "PE_GPU_OPTIMIZER_STREAM=compute --places gpu:0x2"; do
+        optimizer=communication flags=$run
+        [[ $run == PE_GPU_OPTIMIZER_STREAM=compute* ]] && optimizer=compute flags=${run#* }
+        echo "== round $round: $run --steps 300 --batch-size 512"
+        # shellcheck disable=SC2086 # the flags are words
+        PE_GPU_OPTIMIZER_STREAM=$optimizer PE_STREAM_PROFILE=1 limited 60 "$build/apps/pe-actor-run" \
+          $flags --steps 300 --batch-size 512 2>&1 | grep -E "^trained|profile|error" || status=1
+      done
+    done
+  } >>"$logs/api_count.log" 2>&1
+  stage launch-threads $status
+  sed -n '/^== bench\/cuda_launch_threads/,$p' "$logs/api_count.log"
 fi
 
 # 6. The GPU benchmark.

@@ -32,6 +32,8 @@ targets=()
 for b in "${binaries[@]}"; do targets+=("$(basename "$b")"); done
 binaries+=(bench/libpe_cuda_api_count.so) # the LD_PRELOAD counter of CUDA runtime calls
 targets+=(pe_cuda_api_count)
+binaries+=(bench/cuda_launch_threads) # how CUDA calls scale with host threads
+targets+=(cuda_launch_threads)
 cmake --build "$build" -j 2 --target "${targets[@]}"
 
 rm -rf "$dir"
