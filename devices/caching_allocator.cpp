@@ -142,6 +142,11 @@ struct caching_allocator::state {
   void empty_cache() {
     if (!pending.empty()) put_fence();
     for (batch& b : fenced) b.fence->wait();
+    release_cached();
+  }
+
+  /// Gives back every cached block and those whose fence is done. With mutex held.
+  void release_cached() {
     reclaim();
     for (auto& [bytes, ptr] : cached) {
       backend->unreserve(ptr, bytes);
@@ -216,14 +221,13 @@ std::shared_ptr<std::byte> caching_allocator::allocate(std::size_t bytes) {
 void caching_allocator::release_cached() {
   state& s = *state_;
   std::lock_guard<std::mutex> guard(s.mutex);
-  s.reclaim();
-  for (auto& [bytes, ptr] : s.cached) {
-    s.backend->unreserve(ptr, bytes);
-    s.counts.reserved_bytes -= bytes;
-    ++s.counts.unreserves;
-  }
-  s.counts.cached_blocks = 0;
-  s.cached.clear();
+  s.release_cached();
+}
+
+void caching_allocator::try_release_cached() {
+  state& s = *state_;
+  std::unique_lock<std::mutex> guard(s.mutex, std::try_to_lock);
+  if (guard.owns_lock()) s.release_cached();
 }
 
 caching_allocator::stats caching_allocator::statistics() const {

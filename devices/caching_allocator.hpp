@@ -77,6 +77,9 @@ class caching_allocator final : public allocator {
 
   /// Gives every cached block (and those whose fence is done) back to the backend.
   void release_cached();
+  /// release_cached() unless another thread holds the allocator right now (then nothing):
+  /// for another allocator of the same device that ran out of memory.
+  void try_release_cached();
 
   stats statistics() const;
 

@@ -1,5 +1,6 @@
 // The caching allocator's logic (size classes, stream-ordered reuse behind fences, the
 // out-of-memory path) with a fake device backend: it runs on any machine.
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -267,6 +268,66 @@ TEST(CachingAllocator, ConcurrentAllocationsAndFrees) {
   EXPECT_EQ(s.in_use_bytes, 0u);
   // At most four blocks live at once, plus at most a batch of eight frees not yet fenced.
   EXPECT_LE(s.reserves, 4u + 8u);
+}
+
+} // namespace
+} // namespace pe
+
+namespace pe {
+namespace {
+
+/// A backend whose reservations wait until the test lets them go: an allocator inside one
+/// holds its lock meanwhile.
+class held_backend final : public memory_backend {
+ public:
+  explicit held_backend(fake_device& d) : inner_(d) {}
+  void* reserve(std::size_t bytes) override {
+    if (hold.load()) {
+      entered = true;
+      while (hold.load()) std::this_thread::yield();
+    }
+    return inner_.reserve(bytes);
+  }
+  void unreserve(void* block, std::size_t bytes) override { inner_.unreserve(block, bytes); }
+  std::unique_ptr<memory_fence> fence() override { return inner_.fence(); }
+
+  std::atomic<bool> hold{false};
+  std::atomic<bool> entered{false};
+
+ private:
+  fake_backend inner_;
+};
+
+TEST(CachingAllocator, TryReleaseCachedGivesTheCacheBackUnlessTheAllocatorIsBusy) {
+  // What another place on the same GPU asks of this allocator when it runs out of memory
+  // (devices/cuda/cuda_memory.cpp): its cached blocks, but never a wait for its lock.
+  fake_device dev;
+  dev.fences_done_at_once = true;
+  auto backend = std::make_unique<held_backend>(dev);
+  held_backend& held = *backend;
+  caching_allocator a(std::move(backend));
+  {
+    std::vector<std::shared_ptr<std::byte>> blocks;
+    for (int i = 0; i < 8; ++i) blocks.push_back(a.allocate(1000));
+  }
+  auto kept = a.allocate(1000); // fences the batch of eight: seven come back to the cache
+  ASSERT_EQ(a.statistics().cached_blocks, 7u);
+
+  // Busy: a reservation in progress holds the allocator; the call returns at once, taking nothing.
+  held.hold = true;
+  std::thread busy([&] { auto big = a.allocate(std::size_t{4} << 20); });
+  while (!held.entered.load()) std::this_thread::yield();
+  a.try_release_cached();
+  EXPECT_EQ(dev.live.size(), 8u); // the seven cached and the one kept: none given back
+  held.hold = false;
+  busy.join();
+  EXPECT_EQ(a.statistics().cached_blocks, 7u);
+
+  // Idle: the cache goes back to the device.
+  const std::uint64_t unreserves = a.statistics().unreserves;
+  a.try_release_cached();
+  EXPECT_EQ(a.statistics().cached_blocks, 0u);
+  EXPECT_GE(a.statistics().unreserves, unreserves + 7);
 }
 
 } // namespace

@@ -41,7 +41,9 @@ TEST_F(GpuDevice, LogicalPlacesShareTheGpuButNotTheirStreams) {
   EXPECT_EQ(b->where(), place::gpu(1, 0));
   EXPECT_NE(&a->get_stream(stream_kind::compute), &b->get_stream(stream_kind::compute));
   EXPECT_NE(&a->get_stream(stream_kind::compute), &a->get_stream(stream_kind::copy));
-  EXPECT_EQ(&a->memory(), &b->memory()); // one caching allocator per GPU
+  EXPECT_NE(&a->memory(), &b->memory()); // a caching allocator per place (cuda_memory)
+  auto a_again = open_device(place::gpu(0));
+  EXPECT_EQ(&a->memory(), &a_again->memory()); // ...which the place's devices share
   EXPECT_EQ(a->get_stream(stream_kind::communication).where(), place::gpu(0));
 }
 

@@ -48,7 +48,7 @@ std::unique_ptr<device> open_cuda_device(place where) {
 
 cuda_device::cuda_device(place where) : place_(where) {
   check_present(where);
-  memory_ = cuda_memory(where.device);
+  memory_ = cuda_memory(where);
   events_ = event_pool(where.device);
   if (staging_wanted()) staging_ = pinned_staging_of(where.device, events_);
   clock_ = clock_of_device(where.device);

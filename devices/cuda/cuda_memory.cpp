@@ -72,17 +72,48 @@ class cuda_fence final : public memory_fence {
   std::size_t next_ = 0; // events before it are done
 };
 
+/// The caching allocators of the live places, by (CUDA device, place index).
+struct allocator_registry {
+  std::mutex mutex;
+  std::map<std::pair<int, int>, std::weak_ptr<caching_allocator>> allocators;
+};
+
+allocator_registry& allocators() {
+  static allocator_registry* r = new allocator_registry; // never destroyed: devices may close at exit
+  return *r;
+}
+
+/// Gives back what the other places on `device` cache and can spare right now (those whose
+/// allocator is busy are skipped: waiting for one could deadlock two places running out of
+/// memory at once).
+void release_siblings(int device, int except_index) {
+  std::vector<std::shared_ptr<caching_allocator>> siblings;
+  {
+    std::lock_guard<std::mutex> guard(allocators().mutex);
+    for (auto& [key, weak] : allocators().allocators)
+      if (key.first == device && key.second != except_index)
+        if (auto a = weak.lock()) siblings.push_back(std::move(a));
+  }
+  for (auto& a : siblings) a->try_release_cached();
+}
+
 class cuda_backend final : public memory_backend {
  public:
-  explicit cuda_backend(int device) : device_(device) {}
+  cuda_backend(int device, int place_index) : device_(device), place_index_(place_index) {}
 
   void* reserve(std::size_t bytes) override {
     return on_device(device_, [&]() -> void* {
       void* p = nullptr;
-      const cudaError_t status = cudaMalloc(&p, bytes);
+      cudaError_t status = cudaMalloc(&p, bytes);
+      if (status == cudaErrorMemoryAllocation) {
+        // The other places on this GPU may cache what this one needs.
+        (void)cudaGetLastError();
+        release_siblings(device_, place_index_);
+        status = cudaMalloc(&p, bytes);
+      }
       if (status == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();
-        return nullptr; // the allocator empties its cache and tries again
+        return nullptr; // the allocator empties its own cache and tries again
       }
       check_cuda(status, "cudaMalloc of " + std::to_string(bytes) + " bytes on CUDA device " +
                              std::to_string(device_));
@@ -98,6 +129,7 @@ class cuda_backend final : public memory_backend {
 
  private:
   int device_;
+  int place_index_;
 };
 
 std::unique_ptr<memory_fence> cuda_backend::fence() {
@@ -129,10 +161,14 @@ void untrack_stream(cuda_stream_backend* s) {
   streams().streams.erase(s);
 }
 
-std::shared_ptr<caching_allocator> cuda_memory(int device) {
-  return shared_per_device<caching_allocator>(device, [device] {
-    return std::make_shared<caching_allocator>(std::make_unique<cuda_backend>(device));
-  });
+std::shared_ptr<caching_allocator> cuda_memory(place where) {
+  allocator_registry& r = allocators();
+  std::lock_guard<std::mutex> guard(r.mutex);
+  std::weak_ptr<caching_allocator>& slot = r.allocators[{where.device, where.index}];
+  if (auto existing = slot.lock()) return existing;
+  auto fresh = std::make_shared<caching_allocator>(std::make_unique<cuda_backend>(where.device, where.index));
+  slot = fresh;
+  return fresh;
 }
 
 } // namespace pe
