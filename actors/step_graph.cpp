@@ -1,7 +1,6 @@
 #include "actors/step_graph.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -91,24 +90,6 @@ collective_call step_node::call() const {
 
 namespace {
 
-/// PE_GPU_OPTIMIZER_STREAM=compute keeps GPU places' optimizers on the compute stream.
-bool optimizers_behind_collectives() {
-  static const bool behind = [] {
-    const char* v = std::getenv("PE_GPU_OPTIMIZER_STREAM");
-    return v == nullptr || std::string(v) != "compute";
-  }();
-  return behind;
-}
-
-/// Whether op `h` reads a variable version that a collective wrote.
-bool reads_collective_result(const ssa_graph& g, const op_handle& h) {
-  for (int v : h.inputs) {
-    const int writer = g.vars[static_cast<std::size_t>(v)].generated_op;
-    if (writer >= 0 && is_collective(g.ops[static_cast<std::size_t>(writer)].what)) return true;
-  }
-  return false;
-}
-
 /// fill_constant's shape attribute (LONGS, or INTS in Paddle 1.x programs).
 shape_t fill_shape(const proto::OpDesc& fill) {
   const auto* a = find_attr(fill, "shape");
@@ -152,20 +133,9 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
     switch (h.what) {
       case op_handle::kind::computation: {
         device& d = *devices[static_cast<std::size_t>(h.place)];
-        // On a GPU place an op that reads a collective's result (the optimizer behind its
-        // gradient's all-reduce) runs on the communication stream, right after the
-        // collective. On the compute stream its wait for the collective would hold that
-        // stream's thread (a queued stream's wait blocks its thread until the record it
-        // waits for is reached, and a collective's only once every place reached it), and
-        // with it the backward ops queued behind: two places on one GPU then took turns
-        // (seen in H100 traces). CPU places keep every computation on the compute stream,
-        // and so do GPU places with PE_GPU_OPTIMIZER_STREAM=compute (to compare).
-        if (d.where().type == place::kind::gpu && optimizers_behind_collectives() &&
-            reads_collective_result(graph_, h))
-          n.runs_on = stream_kind::communication;
         n.op_.emplace(main, 0, h.op_index, *scopes[static_cast<std::size_t>(h.place)], d.where(),
                       check_nan_inf, d.kernel_kind());
-        n.op_->bind(&d, &d.get_stream(n.runs_on));
+        n.op_->bind(&d, &d.get_stream(stream_kind::compute));
         break;
       }
       case op_handle::kind::scale_loss_grad: {

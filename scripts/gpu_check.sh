@@ -32,7 +32,7 @@
 #      bench/cuda_api_count, when the build has it): what a step costs the host, and where
 #      each stream's host thread spent its time (PE_STREAM_PROFILE=1); then how CUDA calls
 #      scale with host threads (bench/cuda_launch_threads) and the MLP on gpu:0 against
-#      gpu:0x2 (optimizers on either stream), interleaved
+#      gpu:0x2, interleaved
 #   6. the GPU benchmark (bench/gpu_bench), when the build has one
 #   7. compute-sanitizer --tool racecheck, then --tool memcheck, each on one training step
 #      of the MLP, the CNN and the Paddle ResNet fixture on gpu:0
@@ -307,23 +307,20 @@ if [[ -f $build/bench/libpe_cuda_api_count.so ]]; then
 fi
 
 # 5b. Whether host threads launching into one GPU at once slow each other down
-# (bench/cuda_launch_threads), then the MLP at global batch 512 on gpu:0, on gpu:0x2, and on
-# gpu:0x2 with its optimizers on the compute stream (PE_GPU_OPTIMIZER_STREAM=compute), three
-# rounds interleaved, so that the ratios come from the same minutes of the same machine.
-# Into api_count.log: the device tool brings back 8 files at most.
+# (bench/cuda_launch_threads), then the MLP at global batch 512 on gpu:0 and on gpu:0x2,
+# three rounds interleaved, so that the ratio comes from the same minutes of the same
+# machine, with the stream and allocator profiles. Into api_count.log: the device tool
+# brings back 8 files at most.
 if [[ -x $build/bench/cuda_launch_threads ]]; then
   status=0
   {
     echo "== bench/cuda_launch_threads"
     limited 60 "$build/bench/cuda_launch_threads" | tee /dev/stderr | grep -q "no GPU" && status=1
     for round in 1 2 3; do
-      for run in "--places gpu:0" "--places gpu:0x2" "PE_GPU_OPTIMIZER_STREAM=compute --places gpu:0x2"; do
-        optimizer=communication flags=$run
-        [[ $run == PE_GPU_OPTIMIZER_STREAM=compute* ]] && optimizer=compute flags=${run#* }
-        echo "== round $round: $run --steps 300 --batch-size 512"
-        # shellcheck disable=SC2086 # the flags are words
-        PE_GPU_OPTIMIZER_STREAM=$optimizer PE_STREAM_PROFILE=1 limited 60 "$build/apps/pe-actor-run" \
-          $flags --steps 300 --batch-size 512 2>&1 | grep -E "^trained|profile|error" || status=1
+      for places in gpu:0 gpu:0x2; do
+        echo "== round $round: --places $places --steps 300 --batch-size 512"
+        PE_STREAM_PROFILE=1 limited 60 "$build/apps/pe-actor-run" --places $places --steps 300 \
+          --batch-size 512 2>&1 | grep -E "^trained|profile|error" || status=1
       done
     done
   } >>"$logs/api_count.log" 2>&1
