@@ -315,7 +315,9 @@ if [[ -x $build/bench/cuda_launch_threads ]]; then
   status=0
   {
     echo "== bench/cuda_launch_threads"
-    limited 60 "$build/bench/cuda_launch_threads" | tee /dev/stderr | grep -q "no GPU" && status=1
+    threads_table=$(limited 60 "$build/bench/cuda_launch_threads") || status=1
+    echo "$threads_table"
+    [[ $threads_table == *"no GPU"* ]] && status=1
     for round in 1 2 3; do
       for places in gpu:0 gpu:0x2; do
         echo "== round $round: --places $places --steps 300 --batch-size 512"
