@@ -28,6 +28,10 @@ for source in bench/*_bench.cpp; do
   rows+=$(tail -n +3 <<<"$table")$'\n' # without the table header
 done
 
+# Programs Paddle saved, against Paddle's own executors and PyTorch (where those are installed).
+echo "running paddle_programs_bench.py (Paddle and PyTorch where installed)" >&2
+rows+=$(python3 bench/paddle_programs_bench.py "$build/apps/pe-actor-run")$'\n'
+
 # The stall watch's cost in instructions (callgrind), which this noisy machine cannot time.
 if command -v valgrind >/dev/null; then
   echo "running stall_watch_instructions.sh (callgrind, several minutes)" >&2

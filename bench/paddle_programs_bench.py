@@ -1,0 +1,108 @@
+"""Training programs that Paddle saved, on 1 and 2 CPU places: the engine (pe-actor-run on the
+fixture's main.pb, startup.pb, Paddle's parameters and batch) against Paddle 2.6's own Executor
+and ParallelExecutor on the same program and batch, and against PyTorch eager on the same
+model (1 thread against 1 place, 2 threads against 2 places), each measured in this run.
+scripts/bench.sh runs it; it prints markdown rows of scripts/bench.sh's table (samples/s, the
+ratio engine / baseline) and says on stderr what it could not measure. Standard library only:
+Paddle and PyTorch run in the interpreters that have them (PE_PADDLE_PYTHON, PE_TORCH_PYTHON,
+else the first of python3, /usr/bin/python3 and /var/tmp/paddle-venv/bin/python that imports
+them).
+
+    python3 bench/paddle_programs_bench.py PE_ACTOR_RUN [STEPS]
+
+The fixtures are the test fixtures (tests/data/paddle_*): small batches (8 and 16 rows), so
+per-step overhead weighs more than it would on a real batch.
+"""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# (fixture, the model's name in paddle_programs_torch.py, what it is)
+FIXTURES = [
+    ("paddle_resnet_small", "resnet_small", "ResNet (3 BasicBlock stages, batch_norm, Momentum)"),
+    ("paddle_encoder_classifier", "encoder_classifier",
+     "BERT-style encoder (2 layers, AdamW, global-norm clip)"),
+    ("paddle_lr_schedule", "lr_schedule", "MLP with its learning-rate schedule in the program"),
+]
+
+
+def python_with(module, variable):
+    candidates = [os.environ[variable]] if os.environ.get(variable) else \
+        ["python3", "/usr/bin/python3", "/var/tmp/paddle-venv/bin/python"]
+    for python in candidates:
+        try:
+            if subprocess.run([python, "-c", f"import {module}"], capture_output=True,
+                              timeout=120).returncode == 0:
+                return python
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return None
+
+
+def rows_of(fixture):
+    # The .npy header is read by hand: this script needs no numpy.
+    path = os.path.join(ROOT, "tests", "data", fixture, "label.npy")
+    with open(path, "rb") as f:
+        header = f.read(256).decode("latin1")
+    return int(re.search(r"'shape': \((\d+)", header).group(1))
+
+
+def ms_per_step(command, env=None):
+    out = subprocess.run(command, capture_output=True, text=True, timeout=900,
+                         env={**os.environ, **(env or {})})
+    found = re.search(r"ms_per_step ([0-9.]+)", out.stdout)
+    if out.returncode != 0 or not found:
+        raise RuntimeError(f"{' '.join(command)}: {(out.stderr or out.stdout)[-400:]}")
+    return float(found.group(1))
+
+
+def engine_ms(binary, fixture, batch, places, steps):
+    d = os.path.join(ROOT, "tests", "data", fixture)
+    out = subprocess.run(
+        [binary, "--model", f"{d}/main.pb", "--startup", f"{d}/startup.pb", "--load-params",
+         f"{d}/params", "--data", f"npy:{d}", "--batch-size", str(batch), "--no-shuffle",
+         "--places", f"cpu:{places}", "--steps", str(steps)],
+        capture_output=True, text=True, timeout=900)
+    found = re.search(r"^trained .*?, ([0-9.]+) samples/s", out.stdout + out.stderr, re.M)
+    if out.returncode != 0 or not found:
+        raise RuntimeError(f"pe-actor-run on {fixture}: {out.stderr[-400:]}")
+    return batch / float(found.group(1)) * 1e3
+
+
+def main():
+    binary = sys.argv[1]
+    steps = int(sys.argv[2]) if len(sys.argv) > 2 else 300
+    paddle_python = python_with("paddle", "PE_PADDLE_PYTHON")
+    torch_python = python_with("torch", "PE_TORCH_PYTHON")
+    if paddle_python is None:
+        print("paddle_programs_bench: no Python with paddlepaddle: Paddle rows left out", file=sys.stderr)
+    if torch_python is None:
+        print("paddle_programs_bench: no Python with torch: PyTorch rows left out", file=sys.stderr)
+    one_thread = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    for fixture, torch_name, what in FIXTURES:
+        batch = rows_of(fixture)
+        for places in (1, 2):
+            ours = engine_ms(binary, fixture, batch, places, steps)
+            value = f"{batch / ours * 1e3:.0f} samples/s"
+            title = f"Paddle program training step, {what}, batch {batch}"
+            if paddle_python is not None:
+                d = os.path.join(ROOT, "tests", "data", fixture)
+                theirs = ms_per_step([paddle_python, os.path.join(ROOT, "bench", "paddle_programs_paddle.py"),
+                                      d, str(places), str(max(steps // 10, 10)), "3"], one_thread)
+                runner = "Executor" if places == 1 else "ParallelExecutor"
+                print(f"| {title} | actor executor, cpu:{places} vs Paddle 2.6 {runner}, cpu:{places} (same "
+                      f"program and batch) | {value} | {batch / theirs * 1e3:.0f} samples/s (Paddle) | "
+                      f"{theirs / ours:.2f}x |")
+            if torch_python is not None:
+                theirs = ms_per_step([torch_python, os.path.join(ROOT, "bench", "paddle_programs_torch.py"),
+                                      torch_name, str(batch), str(places), str(steps), "3"])
+                print(f"| {title} | actor executor, cpu:{places} vs PyTorch eager, {places} "
+                      f"thread{'s' if places > 1 else ''} (same model) | {value} | "
+                      f"{batch / theirs * 1e3:.0f} samples/s (PyTorch) | {theirs / ours:.2f}x |")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
