@@ -1,22 +1,23 @@
 """Paddle 2.6's own step time on a training program it saved (bench/paddle_programs_bench.py
 runs this with a Python that has paddlepaddle): the fixture's main.pb and startup.pb, its feeds
 (<name>.npy), its loss (loss_name.txt), on 1 CPU place (paddle.static.Executor) or 2
-(the ParallelExecutor, built as Paddle 2.4's with_data_parallel did; Paddle 2.6's
-CompiledProgram no longer gives it the loss or several places). Prints one line:
+(the ParallelExecutor, built as scripts/make_paddle_fixture.py builds it for the fixtures'
+2-place losses). Prints one line:
     ms_per_step <median of the repetitions>
 
     python paddle_programs_paddle.py DIR PLACES STEPS REPETITIONS
 """
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 import paddle
 from paddle.base import core
 
-paddle.enable_static()
+from step_timing import median_seconds_per_step
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+from make_paddle_fixture import parallel_program  # noqa: E402  (enables static mode)
 
 
 def load(d):
@@ -40,17 +41,10 @@ def load(d):
 def one_place(main, startup, feeds, loss, steps, repetitions):
     exe = paddle.static.Executor(paddle.CPUPlace())
     scope = paddle.static.Scope()
-    times = []
     with paddle.static.scope_guard(scope):
         exe.run(startup)
-        for _ in range(3):  # warm-up: kernels chosen, memory allocated
-            exe.run(main, feed=feeds, fetch_list=[loss])
-        for _ in range(repetitions):
-            start = time.perf_counter()
-            for _ in range(steps):
-                exe.run(main, feed=feeds, fetch_list=[loss])
-            times.append((time.perf_counter() - start) / steps)
-    return statistics.median(times)
+        return median_seconds_per_step(lambda: exe.run(main, feed=feeds, fetch_list=[loss]),
+                                       steps, repetitions)
 
 
 def places(main, startup, feeds, loss, count, steps, repetitions):
@@ -58,15 +52,7 @@ def places(main, startup, feeds, loss, count, steps, repetitions):
     exe = paddle.static.Executor(paddle.CPUPlace())
     with paddle.static.scope_guard(scope):
         exe.run(startup)
-    make = core.ParallelExecutor
-    core.ParallelExecutor = lambda p, v, _, *rest: make(p * count, v, loss, *rest)
-    try:
-        strategy = paddle.static.BuildStrategy()
-        strategy.fuse_all_reduce_ops = False  # needs graph attributes 2.6 no longer sets
-        compiled = paddle.static.CompiledProgram(main, build_strategy=strategy)
-        compiled._compile(scope, paddle.CPUPlace())
-    finally:
-        core.ParallelExecutor = make
+    compiled = parallel_program(main, loss, count, scope)
     executor = compiled._executor
 
     def step():
@@ -77,15 +63,7 @@ def places(main, startup, feeds, loss, count, steps, repetitions):
         executor.feed_and_split_tensor_into_local_scopes(tensors)
         executor.run([loss], False)
 
-    for _ in range(3):
-        step()
-    times = []
-    for _ in range(repetitions):
-        start = time.perf_counter()
-        for _ in range(steps):
-            step()
-        times.append((time.perf_counter() - start) / steps)
-    return statistics.median(times)
+    return median_seconds_per_step(step, steps, repetitions)
 
 
 def main():

@@ -7,12 +7,12 @@ eagerly with THREADS intra-op threads. Prints one line:
 
     python paddle_programs_torch.py MODEL BATCH THREADS STEPS REPETITIONS
 """
-import statistics
 import sys
-import time
 
 import torch
 from torch import nn
+
+from step_timing import median_seconds_per_step
 
 
 class BasicBlock(nn.Module):
@@ -111,15 +111,7 @@ def main():
         step_count[0] += 1
         return float(loss)  # fetched every step, as the engines fetch the loss
 
-    for _ in range(3):
-        step()
-    times = []
-    for _ in range(repetitions):
-        start = time.perf_counter()
-        for _ in range(steps):
-            step()
-        times.append((time.perf_counter() - start) / steps)
-    print(f"ms_per_step {statistics.median(times) * 1e3:.4f}")
+    print(f"ms_per_step {median_seconds_per_step(step, steps, repetitions) * 1e3:.4f}")
 
 
 if __name__ == "__main__":

@@ -203,14 +203,12 @@ def losses(main, startup, loss, per_sample, feed, places):
                         dtype="float32")
 
 
-def parallel_losses(main, loss, per_sample, feed, places, scope):
-    """Paddle 2.6 runs a CompiledProgram on one place with its standalone executor, and its
-    _compile_data_parallel passes the ParallelExecutor an empty loss name (no gradient
-    all-reduce) and a single place. Build that ParallelExecutor as 2.4's with_data_parallel did
-    (the loss name, `places` CPU places) and drive it as 2.4's executor did: feed split along
-    dim 0 into the places' local scopes, fetches per place."""
+def parallel_program(main, loss_name, places, scope):
+    """`main` compiled for Paddle 2.4's ParallelExecutor (its `_executor`) on `places` CPU
+    places, all-reducing the gradients of `loss_name`, its local scopes under `scope` (whose
+    startup has run). Keep the compiled program while its executor runs: it owns the graph."""
     make = core.ParallelExecutor
-    core.ParallelExecutor = lambda p, v, _, *rest: make(p * places, v, loss.name, *rest)
+    core.ParallelExecutor = lambda p, v, _, *rest: make(p * places, v, loss_name, *rest)
     try:
         strategy = paddle.static.BuildStrategy()
         strategy.fuse_all_reduce_ops = False  # needs graph attributes 2.6 no longer sets
@@ -218,6 +216,16 @@ def parallel_losses(main, loss, per_sample, feed, places, scope):
         compiled._compile(scope, paddle.CPUPlace())
     finally:
         core.ParallelExecutor = make
+    return compiled
+
+
+def parallel_losses(main, loss, per_sample, feed, places, scope):
+    """Paddle 2.6 runs a CompiledProgram on one place with its standalone executor, and its
+    _compile_data_parallel passes the ParallelExecutor an empty loss name (no gradient
+    all-reduce) and a single place. Build that ParallelExecutor as 2.4's with_data_parallel did
+    (the loss name, `places` CPU places) and drive it as 2.4's executor did: feed split along
+    dim 0 into the places' local scopes, fetches per place."""
+    compiled = parallel_program(main, loss.name, places, scope)
     executor = compiled._executor
     out = []
     for _ in range(STEPS):
