@@ -10,9 +10,9 @@
 
 namespace pe {
 
-/// The part of the stream contract every stream class keeps the same way: the first
-/// failure since the last clear() wins, later ones are dropped, and the position of the
-/// failed item (a stream's own count of its work) tells which work came after it. Both
+/// The record of the stream contract (devices/stream_contract.hpp) every stream class
+/// keeps: the first failure since the last clear() wins, later ones are dropped, and the
+/// position of the failed item (a stream's own count of its work) tells which work came after it. Both
 /// stream classes (devices/cpu/cpu_stream, devices/queued_stream) hold one, so error(),
 /// error_kind() and clear_error() mean one thing everywhere. Thread-safe; failed() and
 /// failed_at_or_before() read one atomic (what the hot path asks before each item).

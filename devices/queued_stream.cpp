@@ -7,6 +7,7 @@
 #include "core/host_profile.hpp"
 #include "core/spin_wait.hpp"
 #include "core/steady_clock.hpp"
+#include "devices/stream_contract.hpp"
 
 namespace pe {
 
@@ -68,11 +69,18 @@ bool stream_record::wait_reached() const {
 }
 
 std::optional<bool> stream_record::wait_reached_until(std::chrono::steady_clock::time_point deadline) const {
+  static const std::atomic<bool> never{false};
+  return wait_reached_unless(never, deadline);
+}
+
+std::optional<bool> stream_record::wait_reached_unless(const std::atomic<bool>& give_up,
+                                                       std::chrono::steady_clock::time_point deadline) const {
   if (reached()) return true;
   std::unique_lock<std::mutex> lock(mutex_);
-  // Bounded waits: a stop of the recording stream sets stopped_ without this mutex.
+  // Bounded waits: a stop of the recording stream (or of the waiter) sets its flag without
+  // this mutex.
   while (!reached() && !stopped_->load()) {
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    if (give_up.load() || std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     reached_cv_.wait_for(lock, std::chrono::milliseconds(1));
   }
   return reached();
@@ -161,12 +169,18 @@ queued_stream::~queued_stream() {
   stop();
 }
 
-void queued_stream::stop() {
+bool queued_stream::request_stop() {
   const bool first = !stopped_->exchange(true);
   if (first) {
     std::lock_guard<std::mutex> guard(mutex_);
     wakeup_.notify_all();
   }
+  return first;
+}
+
+void queued_stream::stop() {
+  const bool first = !profiled_stop_.exchange(true);
+  request_stop();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
   if (first && profiling()) std::fprintf(stderr, "%s\n", profile_line().c_str());
   std::deque<item> dropped;
@@ -333,13 +347,16 @@ void queued_stream::execute(item& it) {
     case item::what::wait: {
       if (failure_.failed()) return; // poisoned already: nothing after this runs anyway
       std::int64_t since = profiling() ? steady_ns() : 0;
-      const bool reached = it.rec->wait_reached();
+      // Until the record is made, or this stream stops: a stop must not wait for another
+      // stream's work (it may never come).
+      const std::optional<bool> reached = it.rec->wait_reached_unless(*stopped_);
+      if (!reached) return; // stopped: the item is dropped as queued ones are
       if (since != 0) {
         count(profile_.blocked_ns, profile_.waits, since);
         since = steady_ns();
       }
-      if (!reached || it.rec->failed()) {
-        fail({"waited on failed work of " + it.rec->origin(), pe::error_kind::consequence});
+      if (!*reached || it.rec->failed()) {
+        fail(waited_on_failed_work(it.rec->origin()));
         return;
       }
       try {
@@ -351,16 +368,12 @@ void queued_stream::execute(item& it) {
       return;
     }
     case item::what::work:
-    case item::what::always: {
-      const bool failed = failure_.failed();
-      if (failed && it.type == item::what::work) return; // poisoned: skip
-      try {
+    case item::what::always:
+      run_stream_work(failure_, 0, it.type == item::what::always, [&](bool failed) {
         run_work(it, failed);
-      } catch (...) {
-        fail(caught_failure());
-      }
+        return true;
+      });
       return;
-    }
   }
 }
 

@@ -89,6 +89,12 @@ class stream_record {
   /// wait_reached() that gives up at `deadline`: nullopt when neither happened by then.
   std::optional<bool> wait_reached_until(std::chrono::steady_clock::time_point deadline) const;
 
+  /// wait_reached() that also gives up (nullopt) once `give_up` is set: a waiting stream's
+  /// own stop.
+  std::optional<bool> wait_reached_unless(
+      const std::atomic<bool>& give_up,
+      std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) const;
+
   /// The captured work failed (or its stream stopped before reaching the record).
   bool failed() const { return failed_.load(std::memory_order_acquire) || stopped_->load(); }
 
@@ -193,6 +199,11 @@ class queued_stream : public stream {
   /// Drops queued work, ends waits on this stream and joins the thread. Idempotent.
   void stop();
 
+  /// The first half of stop(), which does not wait: flags the stream stopped, so that its
+  /// thread and every wait on it end. A device stops all its streams this way before it
+  /// joins any (a task on one may be waiting for a sibling). True the first time.
+  bool request_stop();
+
   stream_backend& backend() const { return *backend_; }
 
  private:
@@ -252,6 +263,7 @@ class queued_stream : public stream {
   std::deque<pending_span> spans_; // guarded by spans_mutex_
   std::atomic<bool> spans_pending_{false};
   host_profile profile_;
+  std::atomic<bool> profiled_stop_{false}; // stop() ran (its profile line printed once)
   std::thread thread_;
 };
 

@@ -56,12 +56,16 @@ class stream {
     pe::error_kind kind = pe::error_kind::ordinary;
   };
 
+  /// The failure of the exception being handled; call only inside a catch block. A
+  /// pe::error keeps its kind; any other exception is an ordinary failure.
+  static failure caught_failure();
+
   /// When a task's work ran, in steady-clock nanoseconds (core/steady_clock.hpp).
   struct work_span {
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
     /// When the stream's host thread ran the task's launch code (steady clock; 0 where
-    /// not known). On a GPU place the device span above can start long after the launch
+    /// the span above is the launch itself, as on a CPU place). On a GPU place the device span above can start long after the launch
     /// (queued behind earlier kernels) or stretch over it (the device idling while the
     /// host launches): the two together say which side set the pace.
     std::int64_t launch_start_ns = 0;
@@ -157,9 +161,6 @@ class stream {
     timed({start, steady_ns()});
   }
 
-  /// The failure of the exception being handled; call only inside a catch block. A
-  /// pe::error keeps its kind; any other exception is an ordinary failure.
-  static failure caught_failure();
 };
 
 } // namespace pe

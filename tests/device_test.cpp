@@ -1,7 +1,10 @@
-// The CPU device against the stream and event rules of devices/stream.hpp (CUDA's
-// semantics): one TEST per rule. A CPU device runs its three streams on one thread, so a
-// task the test blocks holds that device: streams that must go on past a blocked task live
-// on another device.
+// The stream and event rules of devices/stream.hpp (CUDA's semantics), one TEST per rule,
+// held to both kinds of stream: the CPU device's (devices/cpu/cpu_stream, its three streams
+// stepped by one device thread) and the queued streams of a GPU place (devices/queued_stream,
+// a thread per stream), here over a GPU place simulated on the host
+// (tests/support/host_gpu_device). One contract (devices/stream_contract.hpp), two ways of
+// ordering and waiting. A CPU device's task that the test blocks holds that device: streams
+// that must go on past a blocked task live on another device.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -19,9 +22,9 @@
 
 #include "core/error.hpp"
 #include "core/tensor.hpp"
-#include "devices/cpu/cpu_device.hpp"
 #include "devices/device.hpp"
 #include "kernels/kernel.hpp"
+#include "tests/support/host_gpu_device.hpp"
 
 namespace {
 
@@ -86,14 +89,32 @@ bool eventually(const std::atomic<bool>& done, std::chrono::milliseconds within 
   return true;
 }
 
+/// The kind of device the running test holds to the rules (set by the fixture).
+place::kind tested = place::kind::cpu;
+
+/// Place `i` of the tested kind: cpu:i, or gpu:i simulated on the host.
+place tested_place(int i) {
+  return tested == place::kind::cpu ? place::cpu(i) : place::gpu(i);
+}
+
+std::unique_ptr<device> open_place(int i) {
+  if (tested == place::kind::cpu) return open_device(place::cpu(i));
+  return std::make_unique<pe::testing::host_gpu_device>(place::gpu(i));
+}
+
+class device_rules : public ::testing::TestWithParam<place::kind> {
+ protected:
+  void SetUp() override { tested = GetParam(); }
+};
+
 const std::optional<bool> ok = true;
 const std::optional<bool> failed = false;
 
 /// Two CPU devices: a task the test blocks holds its own device's thread, so the streams
 /// that must go on past it live on the other device.
 struct two_devices {
-  std::unique_ptr<device> dev0 = open_device(place::cpu(0));
-  std::unique_ptr<device> dev1 = open_device(place::cpu(1));
+  std::unique_ptr<device> dev0 = open_place(0);
+  std::unique_ptr<device> dev1 = open_place(1);
 };
 
 /// Work that does not complete until the test opens gate `g`: dev0's compute stream `a`
@@ -118,12 +139,12 @@ struct blocked_work : two_devices {
   }
 };
 
-TEST(device, one_stream_runs_work_in_enqueue_order) {
-  auto dev = open_device(place::cpu(0));
+TEST_P(device_rules, one_stream_runs_work_in_enqueue_order) {
+  auto dev = open_place(0);
   for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy}) {
     stream& s = dev->get_stream(kind);
     EXPECT_EQ(s.kind(), kind);
-    EXPECT_EQ(s.where(), place::cpu(0));
+    EXPECT_EQ(s.where(), tested_place(0));
     std::vector<int> order; // touched only by the stream's thread until synchronize returns
     for (int i = 0; i < 1000; ++i) s.enqueue([&order, i] { order.push_back(i); });
     ASSERT_EQ(sync(s, *dev), ok) << to_string(kind);
@@ -133,8 +154,8 @@ TEST(device, one_stream_runs_work_in_enqueue_order) {
   }
 }
 
-TEST(device, record_captures_the_work_enqueued_so_far) {
-  auto dev = open_device(place::cpu(0));
+TEST_P(device_rules, record_captures_the_work_enqueued_so_far) {
+  auto dev = open_place(0);
   stream& s = dev->get_stream(stream_kind::compute);
   gate first, second;
   std::atomic<bool> second_done{false};
@@ -162,7 +183,7 @@ TEST(device, record_captures_the_work_enqueued_so_far) {
   EXPECT_TRUE(second_done.load());
 }
 
-TEST(device, wait_orders_later_work_after_the_captured_work) {
+TEST_P(device_rules, wait_orders_later_work_after_the_captured_work) {
   two_devices d;
   stream& a = d.dev0->get_stream(stream_kind::compute);
   stream& b = d.dev1->get_stream(stream_kind::copy);
@@ -190,7 +211,7 @@ TEST(device, wait_orders_later_work_after_the_captured_work) {
   EXPECT_TRUE(b_saw_a.load());
 }
 
-TEST(device, wait_uses_the_capture_of_when_it_was_enqueued) {
+TEST_P(device_rules, wait_uses_the_capture_of_when_it_was_enqueued) {
   blocked_work w; // A blocked at the first gate, w.g
   stream& b = w.dev1->get_stream(stream_kind::communication);
   gate second;
@@ -213,7 +234,7 @@ TEST(device, wait_uses_the_capture_of_when_it_was_enqueued) {
   EXPECT_TRUE(second_done.load());
 }
 
-TEST(device, an_event_never_recorded_counts_as_complete) {
+TEST_P(device_rules, an_event_never_recorded_counts_as_complete) {
   blocked_work w; // busy work elsewhere that a wrong wait could get stuck behind
   stream& b = w.dev1->get_stream(stream_kind::copy);
   auto e = w.dev0->make_event();
@@ -227,13 +248,13 @@ TEST(device, an_event_never_recorded_counts_as_complete) {
   EXPECT_EQ(w.release(), ok);
 }
 
-TEST(device, host_waits_on_events_of_different_devices) {
-  auto dev0 = open_device(place::cpu(0));
-  auto dev1 = open_device(place::cpu(1));
-  EXPECT_EQ(dev1->where(), place::cpu(1));
+TEST_P(device_rules, host_waits_on_events_of_different_devices) {
+  auto dev0 = open_place(0);
+  auto dev1 = open_place(1);
+  EXPECT_EQ(dev1->where(), tested_place(1));
   stream& s0 = dev0->get_stream(stream_kind::compute);
   stream& s1 = dev1->get_stream(stream_kind::compute);
-  EXPECT_EQ(s1.where(), place::cpu(1));
+  EXPECT_EQ(s1.where(), tested_place(1));
   gate g0, g1;
   s0.enqueue(g0.blocker());
   s1.enqueue(g1.blocker());
@@ -265,8 +286,8 @@ TEST(device, host_waits_on_events_of_different_devices) {
   EXPECT_TRUE(b_saw_a.load());
 }
 
-TEST(device, a_throwing_task_fails_its_stream) {
-  auto dev = open_device(place::cpu(0));
+TEST_P(device_rules, a_throwing_task_fails_its_stream) {
+  auto dev = open_place(0);
   stream& s = dev->get_stream(stream_kind::compute);
   auto before = dev->make_event();
   auto after = dev->make_event();
@@ -286,9 +307,9 @@ TEST(device, a_throwing_task_fails_its_stream) {
   EXPECT_EQ(sync(*before, *dev), ok);
 }
 
-TEST(device, a_wait_on_failed_work_fails_the_waiting_stream) {
-  auto dev0 = open_device(place::cpu(0));
-  auto dev1 = open_device(place::cpu(1));
+TEST_P(device_rules, a_wait_on_failed_work_fails_the_waiting_stream) {
+  auto dev0 = open_place(0);
+  auto dev1 = open_place(1);
   stream& a = dev0->get_stream(stream_kind::compute);
   stream& b = dev1->get_stream(stream_kind::communication);
   a.enqueue([] { throw error("boom"); });
@@ -304,7 +325,7 @@ TEST(device, a_wait_on_failed_work_fails_the_waiting_stream) {
   EXPECT_FALSE(b_ran.load());
   ASSERT_TRUE(b.error().has_value());
   EXPECT_NE(b.error()->find("waited on failed work"), std::string::npos) << *b.error();
-  EXPECT_NE(b.error()->find("cpu:0"), std::string::npos) << *b.error();
+  EXPECT_NE(b.error()->find("compute stream of " + to_string(tested_place(0))), std::string::npos) << *b.error();
   EXPECT_EQ(b.error_kind(), error_kind::consequence); // what the executor ranks by
   EXPECT_EQ(sync(*b_done, *dev1), failed);
   EXPECT_EQ(a.error(), std::optional<std::string>("boom"));
@@ -314,8 +335,8 @@ TEST(device, a_wait_on_failed_work_fails_the_waiting_stream) {
 // A task that throws a pe::error of the consequence kind (an op whose input's writer
 // failed) records that kind with its message; any other exception is an ordinary failure,
 // and clear_error() forgets the kind with the message.
-TEST(device, a_thrown_errors_kind_is_the_streams_error_kind) {
-  auto dev = open_device(place::cpu(0));
+TEST_P(device_rules, a_thrown_errors_kind_is_the_streams_error_kind) {
+  auto dev = open_place(0);
   stream& s = dev->get_stream(stream_kind::compute);
   s.enqueue([] { throw error(error_kind::consequence, "an input's writer failed"); });
   EXPECT_EQ(sync(s, *dev), failed);
@@ -336,8 +357,8 @@ TEST(device, a_thrown_errors_kind_is_the_streams_error_kind) {
   EXPECT_EQ(s.error_kind(), error_kind::ordinary);
 }
 
-TEST(device, enqueue_always_runs_after_a_failure_and_is_told) {
-  auto dev = open_device(place::cpu(0));
+TEST_P(device_rules, enqueue_always_runs_after_a_failure_and_is_told) {
+  auto dev = open_place(0);
   stream& s = dev->get_stream(stream_kind::communication);
   std::vector<bool> told; // touched only by the stream's thread until synchronize returns
   s.enqueue_always([&](bool f) { told.push_back(f); });
@@ -347,8 +368,8 @@ TEST(device, enqueue_always_runs_after_a_failure_and_is_told) {
   EXPECT_EQ(told, (std::vector<bool>{false, true}));
 }
 
-TEST(device, clear_error_lets_later_work_run) {
-  auto dev = open_device(place::cpu(0));
+TEST_P(device_rules, clear_error_lets_later_work_run) {
+  auto dev = open_place(0);
   stream& s = dev->get_stream(stream_kind::compute);
   s.enqueue([] { throw error("boom"); });
   EXPECT_EQ(sync(s, *dev), failed);
@@ -363,8 +384,8 @@ TEST(device, clear_error_lets_later_work_run) {
   EXPECT_EQ(sync(*e, *dev), ok);
 }
 
-TEST(device, the_first_error_wins) {
-  auto dev = open_device(place::cpu(0));
+TEST_P(device_rules, the_first_error_wins) {
+  auto dev = open_place(0);
   stream& s = dev->get_stream(stream_kind::compute);
   s.enqueue([] { throw error("first"); });
   s.enqueue([] { throw error("second"); });
@@ -374,7 +395,7 @@ TEST(device, the_first_error_wins) {
   EXPECT_EQ(s.error(), std::optional<std::string>("first"));
 }
 
-TEST(device, stop_returns_while_a_stream_waits_on_work_that_never_completes) {
+TEST_P(device_rules, stop_returns_while_a_stream_waits_on_work_that_never_completes) {
   blocked_work w;
   stream& b = w.dev1->get_stream(stream_kind::communication);
   b.wait(*w.e);
@@ -397,7 +418,7 @@ TEST(device, stop_returns_while_a_stream_waits_on_work_that_never_completes) {
   EXPECT_FALSE(late_ran.load());
 }
 
-TEST(device, destroying_a_device_releases_its_waiting_streams) {
+TEST_P(device_rules, destroying_a_device_releases_its_waiting_streams) {
   blocked_work w;
   std::atomic<bool> ran{false};
   for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy}) {
@@ -412,9 +433,9 @@ TEST(device, destroying_a_device_releases_its_waiting_streams) {
   EXPECT_FALSE(ran.load());
 }
 
-TEST(device, a_stream_waiting_on_a_stopped_stream_fails) {
-  auto dev0 = open_device(place::cpu(0));
-  auto dev1 = open_device(place::cpu(1));
+TEST_P(device_rules, a_stream_waiting_on_a_stopped_stream_fails) {
+  auto dev0 = open_place(0);
+  auto dev1 = open_place(1);
   stream& a = dev0->get_stream(stream_kind::compute);
   stream& b = dev1->get_stream(stream_kind::compute);
   gate g;
@@ -443,7 +464,7 @@ TEST(device, a_stream_waiting_on_a_stopped_stream_fails) {
 // A task that blocks the host way (event::synchronize) on a sibling stream, which itself
 // waits on work that never completes: stop must flag the sibling before joining the task's
 // thread, or the task never returns and stop never does either.
-TEST(device, stop_releases_a_task_synchronizing_on_a_sibling_stream) {
+TEST_P(device_rules, stop_releases_a_task_synchronizing_on_a_sibling_stream) {
   blocked_work w;
   stream& comm = w.dev1->get_stream(stream_kind::communication);
   comm.wait(*w.e);
@@ -461,8 +482,8 @@ TEST(device, stop_releases_a_task_synchronizing_on_a_sibling_stream) {
   EXPECT_EQ(w.release(), ok);
 }
 
-TEST(device, copy_runs_in_stream_order) {
-  auto dev = open_device(place::cpu(0));
+TEST_P(device_rules, copy_runs_in_stream_order) {
+  auto dev = open_place(0);
   stream& s = dev->get_stream(stream_kind::copy);
   tensor src, dst;
   gate g;
@@ -489,8 +510,8 @@ TEST(device, copy_runs_in_stream_order) {
             (std::vector<std::int64_t>{7, -8, 9}));
 }
 
-TEST(device, copy_of_a_tensor_without_value_fails_the_stream) {
-  auto dev = open_device(place::cpu(0));
+TEST_P(device_rules, copy_of_a_tensor_without_value_fails_the_stream) {
+  auto dev = open_place(0);
   stream& s = dev->get_stream(stream_kind::copy);
   tensor src, dst;
   dev->copy(s, dst, src);
@@ -500,16 +521,23 @@ TEST(device, copy_of_a_tensor_without_value_fails_the_stream) {
   EXPECT_FALSE(dst.initialized());
 }
 
-TEST(device, kernel_context_binds_device_and_stream) {
-  auto dev = open_device(place::cpu(0));
-  kernel_context ctx("relu", {}, {}, {}, place::cpu(0));
+TEST_P(device_rules, kernel_context_binds_device_and_stream) {
+  auto dev = open_place(0);
+  kernel_context ctx("relu", {}, {}, {}, tested_place(0));
   EXPECT_EQ(ctx.dev(), nullptr);
   EXPECT_EQ(ctx.on(), nullptr);
   stream& s = dev->get_stream(stream_kind::compute);
   ctx.bind(dev.get(), &s);
   EXPECT_EQ(ctx.dev(), dev.get());
   EXPECT_EQ(ctx.on(), &s);
-  EXPECT_EQ(ctx.where(), place::cpu(0));
+  EXPECT_EQ(ctx.where(), tested_place(0));
 }
+
+INSTANTIATE_TEST_SUITE_P(kinds, device_rules,
+                         ::testing::Values(place::kind::cpu, place::kind::gpu),
+                         [](const ::testing::TestParamInfo<place::kind>& info) {
+                           return info.param == place::kind::cpu ? std::string("cpu_stream")
+                                                                 : std::string("queued_stream");
+                         });
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "core/spin_wait.hpp"
 #include "devices/cpu/cpu_device.hpp"
 #include "devices/progress.hpp"
+#include "devices/stream_contract.hpp"
 
 namespace pe {
 
@@ -182,20 +183,15 @@ bool cpu_stream::execute(item& it) {
   if (it.wait_on != nullptr) {
     if (!it.wait_on->finished(it.wait_ticket)) return false;
     if (it.wait_on->failed_at_or_before(it.wait_ticket))
-      fail(it.ticket, {"waited on failed work of the " + to_string(it.wait_on->kind_) +
-                           " stream of " + pe::to_string(it.wait_on->where()),
-                       pe::error_kind::consequence});
+      fail(it.ticket, waited_on_failed_work("the " + to_string(it.wait_on->kind_) + " stream of " +
+                                            pe::to_string(it.wait_on->where())));
     return true;
   }
-  const bool failed = failure_.failed();
-  if (failed && !it.polled) return true; // poisoned: skip
-  try {
+  return run_stream_work(failure_, it.ticket, static_cast<bool>(it.polled), [&](bool failed) {
     if (it.polled) return it.polled(failed);
     it.work();
-  } catch (...) {
-    fail(it.ticket, caught_failure());
-  }
-  return true;
+    return true;
+  });
 }
 
 bool cpu_stream::step() {

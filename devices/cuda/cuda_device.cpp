@@ -69,6 +69,9 @@ std::unique_ptr<event> cuda_device::make_event() {
 }
 
 void cuda_device::stop() {
+  // All flagged before any is joined: a task on one stream may be waiting for a sibling.
+  for (auto& s : streams_)
+    if (s) s->request_stop();
   for (auto& s : streams_)
     if (s) s->stop();
 }

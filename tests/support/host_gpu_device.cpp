@@ -111,6 +111,7 @@ stream::task host_gpu_device::copy_work(stream&, tensor& dst, const tensor& src)
 }
 
 void host_gpu_device::stop() {
+  for (auto& s : streams_) s->request_stop(); // all flagged before any is joined
   for (auto& s : streams_) s->stop();
 }
 
