@@ -17,6 +17,9 @@
 #                on this machine (ldd says "not found"), it says which and builds after all
 #   --all-tests  builds everything and also runs the whole test suite (by default only
 #                pe-actor-run, the GPU tests and the GPU benchmark are built)
+#   --skip LIST  leaves out the stages named, comma-separated, of trace, api-count,
+#                launch-threads, gpu-bench and sanitizers (racecheck and memcheck), to fit a
+#                short device lease; the build and the GPU tests always run
 #
 # Stages (each says PASS or FAIL; the exit status is non-zero when any failed), in the order
 # of what matters most, so that a run stopped at its time limit has done the most important:
@@ -43,6 +46,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 deps=$root/.gpu-deps
 build=$root/build-gpu
 all_tests=0
+skip=
 prebuilt=
 while (( $# > 0 )); do
   case $1 in
@@ -50,8 +54,18 @@ while (( $# > 0 )); do
     --build) build=$2; shift 2 ;;
     --prebuilt) prebuilt=$2; shift 2 ;;
     --all-tests) all_tests=1; shift ;;
+    --skip) skip=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -uo/{/^#/p}' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+IFS=, read -r -a skip_list <<<"$skip"
+for name in "${skip_list[@]}"; do
+  case $name in
+    trace|api-count|launch-threads|gpu-bench|sanitizers) ;;
+    *) echo "gpu_check: --skip: no stage '$name' to skip (trace, api-count, launch-threads, gpu-bench, sanitizers)" >&2
+       exit 2 ;;
   esac
 done
 
@@ -80,6 +94,10 @@ save() { [[ -n ${OUT:-} && -d ${OUT:-} ]] && cp "$@" "$OUT/" 2>/dev/null; return
 # The stages' logs, not those of a build that passed: the device tool brings back 8 files at
 # most, and the trace archive matters more than a successful build's log.
 stage_logs() { find "$logs" -maxdepth 1 -name '*.log' ! -name configure.log ! -name build.log | sort; }
+skipped() { # skipped NAME: whether --skip named stage NAME (then says so)
+  [[ ,$skip, == *,$1,* ]] || return 1
+  echo "gpu_check: $1: skipped (--skip)"
+}
 stage() { # stage NAME STATUS
   result[$1]=$([[ $2 == 0 ]] && echo PASS || echo "FAIL ($2)")
   [[ $2 == 0 ]] || failed=1
@@ -266,6 +284,7 @@ resnet_flags=(--model "$resnet/main.pb" --startup "$resnet/startup.pb" --load-pa
 # global batch on one place and the CNN at batch 64, to read where a step's time goes. The
 # trace files come back as one archive (the device tool brings back 8 files at most)
 # for Perfetto or pe-actor-trace.
+if ! skipped trace; then
 limited 60 "$build/apps/pe-actor-run" --places gpu:0x2 --steps 6 --batch-size 256 --trace "$logs/gpu_trace.json" \
   --trace-steps 4:5 --check-hazards >"$logs/trace.log" 2>&1
 status=$?
@@ -284,10 +303,11 @@ stage trace $status
 tail -3 "$logs/trace.log"
 mapfile -t traces < <(cd "$logs" && ls gpu_trace.json trace_*.json 2>/dev/null)
 (( ${#traces[@]} > 0 )) && tar -czf "$logs/traces.tar.gz" -C "$logs" "${traces[@]}" && save "$logs/traces.tar.gz"
+fi
 
 # 5. CUDA runtime calls per training step (the MLP at global batch 512), one place and two
 # logical places on the one GPU, those with their gradients' all-reduces in 4 MB buckets too.
-if [[ -f $build/bench/libpe_cuda_api_count.so ]]; then
+if [[ -f $build/bench/libpe_cuda_api_count.so ]] && ! skipped api-count; then
   status=0
   : >"$logs/api_count.log"
   # The last two: host-to-device copies straight from pageable memory, as before
@@ -311,7 +331,7 @@ fi
 # three rounds interleaved, so that the ratio comes from the same minutes of the same
 # machine, with the stream and allocator profiles. Into api_count.log: the device tool
 # brings back 8 files at most.
-if [[ -x $build/bench/cuda_launch_threads ]]; then
+if [[ -x $build/bench/cuda_launch_threads ]] && ! skipped launch-threads; then
   status=0
   {
     echo "== bench/cuda_launch_threads"
@@ -331,7 +351,9 @@ if [[ -x $build/bench/cuda_launch_threads ]]; then
 fi
 
 # 6. The GPU benchmark.
-if [[ -x $build/bench/gpu_bench ]]; then
+if skipped gpu-bench; then
+  :
+elif [[ -x $build/bench/gpu_bench ]]; then
   limited 180 "$build/bench/gpu_bench" >"$logs/gpu_bench.log" 2>&1
   status=$?
   # Without a GPU the benchmark says so and exits 0; here, where nvidia-smi lists one, that
@@ -370,13 +392,15 @@ sanitize() { # sanitize TOOL: compute-sanitizer on one step of the MLP, the CNN 
   stage "$tool" $status
   grep -E "^==|SUMMARY|^trained" "$logs/$tool.log"
 }
-sanitize racecheck
-sanitize memcheck
+if ! skipped sanitizers; then
+  sanitize racecheck
+  sanitize memcheck
+fi
 
 mapfile -t saved < <(stage_logs)
 (( ${#saved[@]} > 0 )) && save "${saved[@]}"
 echo "gpu_check: summary:"
-for k in build gpu-tests all-tests trace api-count gpu-bench racecheck memcheck; do
+for k in build gpu-tests all-tests trace api-count launch-threads gpu-bench racecheck memcheck; do
   [[ -n ${result[$k]:-} ]] && echo "  $k: ${result[$k]}"
 done
 exit $failed
