@@ -19,9 +19,6 @@ constexpr auto idle_spin = std::chrono::microseconds(50);
 /// How often an idle stream thread looks at the device for the ends of pending spans.
 constexpr auto span_poll = std::chrono::microseconds(200);
 
-/// PE_STREAM_PROFILE=1: streams keep and print their host_profile.
-bool profiling() { return host_profiling(); }
-
 /// Adds the nanoseconds since `since` and one call to a profile's pair.
 void count(std::atomic<std::uint64_t>& ns, std::atomic<std::uint64_t>& calls, std::int64_t since) {
   ns.fetch_add(static_cast<std::uint64_t>(steady_ns() - since), std::memory_order_relaxed);
@@ -169,20 +166,18 @@ queued_stream::~queued_stream() {
   stop();
 }
 
-bool queued_stream::request_stop() {
-  const bool first = !stopped_->exchange(true);
-  if (first) {
+void queued_stream::request_stop() {
+  if (!stopped_->exchange(true)) {
     std::lock_guard<std::mutex> guard(mutex_);
     wakeup_.notify_all();
   }
-  return first;
 }
 
 void queued_stream::stop() {
   const bool first = !profiled_stop_.exchange(true);
   request_stop();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
-  if (first && profiling()) std::fprintf(stderr, "%s\n", profile_line().c_str());
+  if (first && host_profiling()) std::fprintf(stderr, "%s\n", profile_line().c_str());
   std::deque<item> dropped;
   {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -334,7 +329,7 @@ void queued_stream::execute(item& it) {
         return;
       }
       stream_backend::marker m = nullptr;
-      const std::int64_t since = profiling() ? steady_ns() : 0;
+      const std::int64_t since = host_profiling() ? steady_ns() : 0;
       try {
         m = backend_->record();
         if (since != 0) count(profile_.device_call_ns, profile_.device_calls, since);
@@ -346,7 +341,7 @@ void queued_stream::execute(item& it) {
     }
     case item::what::wait: {
       if (failure_.failed()) return; // poisoned already: nothing after this runs anyway
-      std::int64_t since = profiling() ? steady_ns() : 0;
+      std::int64_t since = host_profiling() ? steady_ns() : 0;
       // Until the record is made, or this stream stops: a stop must not wait for another
       // stream's work (it may never come).
       const std::optional<bool> reached = it.rec->wait_reached_unless(*stopped_);
@@ -380,11 +375,11 @@ void queued_stream::execute(item& it) {
 void queued_stream::run_work(item& it, bool failed) {
   std::int64_t launch_start = 0, launch_end = 0;
   const auto work = [&] {
-    if (profiling() || it.timed) launch_start = steady_ns();
+    if (host_profiling() || it.timed) launch_start = steady_ns();
     if (it.type == item::what::work) it.work();
     else it.always(failed);
     if (launch_start != 0) launch_end = steady_ns();
-    if (profiling()) {
+    if (host_profiling()) {
       profile_.launch_ns.fetch_add(static_cast<std::uint64_t>(launch_end - launch_start), std::memory_order_relaxed);
       profile_.launches.fetch_add(1, std::memory_order_relaxed);
     }

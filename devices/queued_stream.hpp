@@ -201,8 +201,8 @@ class queued_stream : public stream {
 
   /// The first half of stop(), which does not wait: flags the stream stopped, so that its
   /// thread and every wait on it end. A device stops all its streams this way before it
-  /// joins any (a task on one may be waiting for a sibling). True the first time.
-  bool request_stop();
+  /// joins any (a task on one may be waiting for a sibling). Idempotent.
+  void request_stop();
 
   stream_backend& backend() const { return *backend_; }
 

@@ -37,7 +37,7 @@ int pinned_staging::take(std::size_t bytes) {
   int best = -1;
   for (std::size_t i = 0; i < buffers_.size(); ++i) {
     buffer& b = buffers_[i];
-    if (taken_[i]) continue;
+    if (b.taken) continue;
     if (b.in_flight != nullptr) {
       if (cudaEventQuery(b.in_flight) != cudaSuccess) continue; // still read by the device
       // An error is not ours to report: the stream that ran the copy reports it.
@@ -56,11 +56,10 @@ int pinned_staging::take(std::size_t bytes) {
       return -1;
     }
     buffers_.push_back({host, size, nullptr});
-    taken_.push_back(false);
     held_ += size;
     best = static_cast<int>(buffers_.size() - 1);
   }
-  taken_[static_cast<std::size_t>(best)] = true;
+  buffers_[static_cast<std::size_t>(best)].taken = true;
   return best;
 }
 
@@ -74,8 +73,9 @@ int pinned_staging::acquire(std::size_t bytes, void*& host) {
 
 void pinned_staging::release(int i, cudaEvent_t in_flight) {
   std::lock_guard<std::mutex> guard(mutex_);
-  taken_[static_cast<std::size_t>(i)] = false;
-  buffers_[static_cast<std::size_t>(i)].in_flight = in_flight;
+  buffer& b = buffers_[static_cast<std::size_t>(i)];
+  b.taken = false;
+  b.in_flight = in_flight;
 }
 
 cudaEvent_t pinned_staging::mark_end(cudaStream_t stream, cudaError_t& status) {

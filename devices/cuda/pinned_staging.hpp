@@ -56,6 +56,7 @@ class pinned_staging {
     void* host = nullptr;
     std::size_t bytes = 0;
     cudaEvent_t in_flight = nullptr; ///< recorded after the last transfer from it; null: free
+    bool taken = false;              ///< being filled or read by a copy right now
   };
 
   /// A free buffer of at least `bytes` (made when none is), marked taken; -1 when the pool
@@ -73,7 +74,6 @@ class pinned_staging {
   std::shared_ptr<cuda_event_pool> events_;
   mutable std::mutex mutex_;
   std::vector<buffer> buffers_;  // guarded by mutex_
-  std::vector<bool> taken_;      // guarded by mutex_: being filled by a copy right now
   std::size_t held_ = 0;         // guarded by mutex_
 };
 
