@@ -7,6 +7,7 @@
 #include <deque>
 #include <mutex>
 
+#include "actors/captured_steps.hpp"
 #include "actors/feed_split.hpp"
 #include "actors/op_actor.hpp"
 #include "actors/runtime.hpp"
@@ -178,6 +179,8 @@ struct executor_state {
   /// and rebuilds the graph. Read and written by the thread that runs steps.
   std::atomic<bool> stalled{false};
   std::string stall_error;
+  /// execution_strategy::cuda_graphs: null when off.
+  std::unique_ptr<captured_steps> captured;
 
   std::mutex mutex;
   std::condition_variable changed;
@@ -357,6 +360,14 @@ parallel_executor::parallel_executor(std::vector<place> places, const proto::Pro
         persistables.emplace_back(v.name(), t);
   copy_to_places(*runtime_, host_first ? 1 : 0, persistables, "copying the startup program's variables to ");
   if (runtime_->group != nullptr) receive_rank0_persistables(*runtime_, persistables);
+  if (exec.cuda_graphs) {
+    std::string why_not;
+    if (runtime_->group != nullptr) why_not = "the places span several processes";
+    else if (exec.sync != sync_mode::event) why_not = "--sync wait makes the host wait between kernels";
+    else if (exec.check_nan_inf) why_not = "--check-nan-inf is on";
+    else state_->captured = captured_steps::make(runtime_->device_list(), why_not);
+    if (!state_->captured) throw error("CUDA graphs (--cuda-graphs) cannot run here: " + why_not);
+  }
 }
 
 void parallel_executor::set_persistable(const std::string& name, const tensor& value) {
@@ -384,7 +395,10 @@ parallel_executor::parallel_executor(const proto::ProgramDesc& main,
     : runtime_(share_vars_from.runtime_),
       state_(std::make_unique<executor_state>(main, build, share_vars_from.sync(),
                                               share_vars_from.state_->check_nan_inf,
-                                              share_vars_from.state_->stall)) {}
+                                              share_vars_from.state_->stall)) {
+  std::string why_not;
+  if (share_vars_from.state_->captured) state_->captured = captured_steps::make(runtime_->device_list(), why_not);
+}
 
 parallel_executor::~parallel_executor() {
   {
@@ -464,6 +478,18 @@ const proto::ProgramDesc& parallel_executor::program() const {
 const ssa_graph& parallel_executor::graph() const {
   if (!state_->graph) throw error("parallel_executor: no graph before the first run");
   return state_->graph->graph();
+}
+
+parallel_executor::cuda_graph_counts parallel_executor::cuda_graph_statistics() const {
+  cuda_graph_counts out;
+  if (!state_->captured) return out;
+  const captured_steps::counts c = state_->captured->statistics();
+  out.captures = c.captures;
+  out.replays = c.replays;
+  out.dropped = c.dropped;
+  out.operations = c.operations;
+  out.off_reason = state_->captured->off_reason();
+  return out;
 }
 
 std::vector<std::vector<std::uint64_t>> parallel_executor::collective_history() const {
@@ -562,6 +588,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
         rt.scope_list(), rt.device_list(), st.check_nan_inf);
     st.comm = rt.make_communicator();
     st.fetch_list = fetch_list;
+    if (st.captured) st.captured->drop(); // its launches belong to the old graph
     st.graph_steps = 0;
     st.env.graph = st.graph.get();
     st.env.comm = st.comm.get();
@@ -580,6 +607,22 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
                 std::to_string(first) + " of a global batch of " + std::to_string(global_batch) +
                 "; this process's places take rows " + std::to_string(offset + first) + " to " +
                 std::to_string(offset + first + mine - 1));
+  // CUDA graphs: decided before the feeds are copied (a replay checks the variables'
+  // buffers, which the copies' launch code could otherwise be resizing).
+  captured_steps::mode mode = captured_steps::mode::eager;
+  if (st.captured) {
+    std::string signature = std::to_string(global_batch) + "|" + std::to_string(offset) + "|";
+    for (std::int64_t n : st.rows) signature += std::to_string(n) + ",";
+    for (const std::string& f : fetch_list) signature += "|" + f;
+    for (const auto& [name, value] : data)
+      signature += "|" + name + ":" + to_string(value.type()) + ":" + joined_dims(value.shape());
+    if (loss_grad.initialized()) signature += "|" + st.loss_grad + ":" + joined_dims(loss_grad.shape());
+    const bool traced = st.env.trace != nullptr && st.env.trace->wants(st.step + 1);
+    mode = st.captured->next(signature, traced);
+  }
+  const bool replaying = mode == captured_steps::mode::replay;
+  const bool capturing = mode == captured_steps::mode::capture;
+
   st.feed_rows.clear(); // the last step's copies have run: run() waited for them
   for (std::size_t p = 0; p < st.rows.size(); ++p) {
     scope& s = *rt.scopes[p];
@@ -614,14 +657,17 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   if (!st.in.loss_scale.empty())
     st.in.loss_scale = std::vector<float>(st.in.loss_scale.begin() + ranks.global_rank(0),
                                           st.in.loss_scale.begin() + ranks.global_rank(0) + ranks.local_size());
+  st.in.capturing = capturing;
   st.in.reset(fetch_list.size(), st.rows.size());
   st.graph->reset_counts();
   st.graph->set_steps_before(st.step);
-  st.env.sequence_base = st.graph_steps++ * st.graph->collectives_per_step();
+  // A replay issues no collective on the host: the communicator's sequence goes on from the
+  // last step whose op actors fired.
+  if (!replaying) st.env.sequence_base = st.graph_steps++ * st.graph->collectives_per_step();
 
   std::unique_lock<std::mutex> lock(st.mutex);
-  st.all_fired = st.graph->nodes().empty();
-  st.env.remaining = static_cast<int>(st.graph->nodes().size());
+  st.all_fired = st.graph->nodes().empty() || replaying; // a replay fires no op actor
+  st.env.remaining = replaying ? 0 : static_cast<int>(st.graph->nodes().size());
   const std::uint64_t step = ++st.step;
   const bool watching = st.watching();
   st.step_start_ns = steady_ns();
@@ -629,8 +675,15 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   // sees the fingerprint move from 0 and restarts the clock, so a stall is noticed at most one
   // tick later, and a step that ends before its first tick pays nothing.
   if (watching) st.watch.start(0, st.step_start_ns);
-  for (int source : st.graph->sources())
-    caf::anon_send(st.env.actors[static_cast<std::size_t>(source)], start_atom::value, step);
+  if (capturing) st.captured->begin_capture();
+  if (replaying) {
+    std::vector<event*> feeds_ready;
+    for (const auto& e : st.feeds_ready) feeds_ready.push_back(e.get());
+    st.captured->replay(feeds_ready, st.in);
+  } else {
+    for (int source : st.graph->sources())
+      caf::anon_send(st.env.actors[static_cast<std::size_t>(source)], start_atom::value, step);
+  }
   // Watched, every wait is bounded by the watch's tick, and each tick looks at the step.
   bool stalled = false;
   const auto fired = [&st] { return st.all_fired; };
@@ -643,6 +696,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       if (stalled) break;
     }
   lock.unlock();
+  if (capturing && !stalled) st.captured->end_capture(st.in);
   // A report asked for while steps are short comes here, with the step's work in flight
   // (a relaxed load per step; the waits below look again at every tick).
   if (st.stall.report_request != nullptr && st.stall.report_request->load(std::memory_order_relaxed))
@@ -670,6 +724,22 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       }
       s.clear_error();
     }
+  if (capturing && !stalled) {
+    st.in.capturing = false;
+    std::string why;
+    if (!st.captured->finish_capture(st.in, rt.scope_list(), why)) {
+      // No kernel of the step ran (its launches went into the failed capture): run it again,
+      // eagerly, as the same step.
+      std::fprintf(stderr, "pe-actor: CUDA graphs are off for this program, its steps run eagerly: %s\n",
+                   why.c_str());
+      --st.step;
+      return run_rows(feeds, global_batch, first, fetch_list);
+    }
+  }
+  st.in.capturing = false;
+  if (st.captured && mode != captured_steps::mode::eager &&
+      (stalled || st.in.first_error() || cause || consequence || st.comm->failure()))
+    st.captured->drop();
   if (stalled) throw error(st.stall_error);
   if (auto e = st.in.first_error()) throw error(*e);
   if (cause) throw error(*cause);

@@ -66,6 +66,13 @@ struct execution_strategy {
   /// and a report of the running step goes to on_report: how SIGUSR1 asks for one (its
   /// handler sets the flag, nothing else). Must outlive the executor.
   std::atomic<bool>* report_request = nullptr;
+  /// Steps as CUDA graphs (actors/captured_steps.hpp): after two eager steps of the same
+  /// feed shapes a step is captured, and later steps of those shapes are replayed with one
+  /// launch per step instead of one per kernel. Needs GPU places of one GPU, one process,
+  /// sync_mode::event and no check_nan_inf (pe::error otherwise). A program whose launch
+  /// code needs the host mid-step (dropout, control flow) cannot be captured: its steps
+  /// run eagerly, with a note on stderr saying why. Traced steps run eagerly.
+  bool cuda_graphs = false;
 };
 
 /// Paddle's ParallelExecutor with every op handle a CAF actor and every place a device.
@@ -174,6 +181,16 @@ class parallel_executor {
   /// wait for it. The next run waits for that work (up to the stall timeout) and then
   /// rebuilds the graph and communicator, or fails saying it is still running.
   bool stalled() const;
+
+  /// What execution_strategy::cuda_graphs did so far: graphs made, steps replayed, graphs
+  /// dropped because a variable's buffer moved, device operations in the current graph,
+  /// and why graphs were turned off (empty while on). All zero without cuda_graphs.
+  struct cuda_graph_counts {
+    std::uint64_t captures = 0, replays = 0, dropped = 0;
+    std::size_t operations = 0;
+    std::string off_reason;
+  };
+  cuda_graph_counts cuda_graph_statistics() const;
 
   /// The main program this executor runs.
   const proto::ProgramDesc& program() const;

@@ -25,7 +25,7 @@ void step_inputs::reset(std::size_t fetches, std::size_t places) {
   std::lock_guard<std::mutex> guard(mutex_);
   error_.reset();
   fetched.assign(fetches, std::vector<tensor>(places));
-  loss_scale_sources.assign(places, tensor());
+  fetch_sources.assign(capturing ? fetches : 0, std::vector<tensor>(places));
 }
 
 // --- step_node -------------------------------------------------------------------------
@@ -60,17 +60,21 @@ bool step_node::is_transfer(const device& d) const {
 }
 
 stream::task step_node::transfer_work(device& d, stream& on, step_inputs& in) {
+  const auto at = [](auto& per_place, int p) -> auto& { return per_place[static_cast<std::size_t>(p)]; };
   if (what == op_handle::kind::fetch) {
+    if (in.capturing) // the tensor itself (its device buffer): copied once the replay ran
+      return [&source = at(in.fetch_sources[static_cast<std::size_t>(fetch_index_)], place),
+              &var = *slots_[0][0], label = label] {
+        if (!var.initialized()) throw error(label + ": the variable has no value");
+        source = var;
+      };
     // An uninitialised host tensor takes the fetched value from the device.
-    tensor& out = in.fetched[static_cast<std::size_t>(fetch_index_)][static_cast<std::size_t>(place)];
+    tensor& out = at(in.fetched[static_cast<std::size_t>(fetch_index_)], place);
     out = tensor();
     return d.copy_work(on, out, *slots_[0][0]);
   }
   if (in.loss_scale.empty()) return [] {}; // customized: the user fed loss@GRAD
-  tensor& scale = in.loss_scale_sources.at(static_cast<std::size_t>(place)); // this place's alone
-  scale = tensor(dtype::fp32, shape_);
-  std::fill_n(scale.data<float>(), scale.numel(), in.loss_scale[static_cast<std::size_t>(place)]);
-  return d.copy_work(on, *slots_[0][0], scale);
+  return d.fill_work(on, *slots_[0][0], shape_, at(in.loss_scale, place));
 }
 
 collective_call step_node::call() const {

@@ -21,10 +21,12 @@ namespace pe {
 /// ends, except where atomic.
 struct step_inputs {
   std::vector<float> loss_scale;                 ///< [place]; empty: the user feeds loss@GRAD
-  /// [place]: the host values a GPU place's loss gradient is copied from, kept until the
-  /// step's end (the device may read them after the copy's launch returned).
-  std::vector<tensor> loss_scale_sources;
   std::vector<std::vector<tensor>> fetched;      ///< [fetch index][place]
+  /// A step being captured for replay (stream_capture): a fetch on a GPU place takes a
+  /// reference to its variable's device tensor into fetch_sources (the copy to the host,
+  /// which waits for the device, runs after the capture, and after every replay).
+  bool capturing = false;
+  std::vector<std::vector<tensor>> fetch_sources; ///< [fetch index][place], when capturing
   std::atomic<bool> cancelled{false};
 
   /// Records `message` unless an earlier error was recorded (the first error wins).
@@ -75,7 +77,8 @@ class step_node {
   bool is_transfer(const device& d) const;
 
   /// A transfer node's launch code, to run on `on`'s thread in the node's task: the
-  /// loss-gradient scale copied from the host, or the fetched variable copied to the host.
+  /// loss-gradient scale filled in on the device, or the fetched variable copied to the host
+  /// (while a step is captured: a reference to it kept in in.fetch_sources).
   /// What the copy needs lives as long as the returned task (the stream drops a task after
   /// its launch code ran, and the device's copy reads pageable host memory before it returns).
   stream::task transfer_work(device& d, stream& on, step_inputs& in);

@@ -84,6 +84,42 @@ void train_cnn_actor(benchmark::State& state, std::int64_t batch, int places) {
   state.counters["step_time"] = seconds_per_step();
 }
 
+/// Training as time_actor_training, with execution_strategy::cuda_graphs: the warm-up steps
+/// include the capture, so every timed step is a replay; a run that replayed nothing (the
+/// capture failed) is reported as an error with the reason instead of a figure.
+void train_graphs(benchmark::State& state, const model_programs& m, const std::vector<place>& where,
+                  const feed_map& feeds, std::int64_t batch) {
+  execution_strategy exec;
+  exec.cuda_graphs = true;
+  parallel_executor exe(where, m.startup, m.main, {}, exec);
+  for (int i = 0; i < warmup_steps; ++i) exe.run(feeds, {m.loss});
+  for (auto _ : state) exe.run(feeds, {m.loss});
+  state.SetItemsProcessed(state.iterations() * batch);
+  state.counters["step_time"] = seconds_per_step();
+  const auto c = exe.cuda_graph_statistics();
+  if (c.replays < static_cast<std::uint64_t>(state.iterations()))
+    state.SkipWithError(("CUDA graphs: " + std::to_string(c.replays) + " replays in " +
+                         std::to_string(state.iterations()) + " steps; " + c.off_reason).c_str());
+}
+
+std::vector<place> logical_places(int places) {
+  std::vector<place> where;
+  for (int p = 0; p < places; ++p) where.push_back(place::gpu(p, 0)); // logical place p on device 0
+  return where;
+}
+
+void train_mlp_graphs(benchmark::State& state, std::int64_t batch, int places) {
+  const model_programs m = build_mlp(config);
+  train_graphs(state, m, logical_places(places), bench::random_batch(m, {batch, config.input_width}, config.classes),
+               batch);
+}
+
+void train_cnn_graphs(benchmark::State& state, std::int64_t batch, int places) {
+  const model_programs m = build_cnn(cnn);
+  train_graphs(state, m, logical_places(places),
+               bench::random_batch(m, {batch, 1, cnn.image_side, cnn.image_side}, cnn.classes), batch);
+}
+
 /// The folder of the PyTorch scripts: $PE_SOURCE_DIR/bench, else this source tree's.
 std::string bench_dir() {
   const char* root = std::getenv("PE_SOURCE_DIR");
@@ -256,6 +292,31 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark(cnn_single.c_str(), train_cnn_actor, 128, 1)->UseRealTime();
   rows.push_back({cnn_model + ", step time", "gpu:0x2 (64 per place) vs gpu:0, global batch 128", cnn_shared,
                   cnn_single, "gpu:0, one place", step_time});
+
+  // CUDA graphs (--cuda-graphs): one launch per step for the places together, so the two
+  // places' launches no longer go through the driver one by one.
+  const std::string graph_single = "train_mlp/actor-graphs/gpu:0/batch:512";
+  const std::string graph_shared = "train_mlp/actor-graphs/gpu:0x2/batch:512";
+  const std::string graph_b256 = "train_mlp/actor-graphs/gpu:0/batch:256";
+  benchmark::RegisterBenchmark(graph_single.c_str(), train_mlp_graphs, 512, 1)->UseRealTime();
+  benchmark::RegisterBenchmark(graph_shared.c_str(), train_mlp_graphs, 512, 2)->UseRealTime();
+  benchmark::RegisterBenchmark(graph_b256.c_str(), train_mlp_graphs, 256, 1)->UseRealTime();
+  rows.push_back({model + ", step time", "CUDA graphs: gpu:0x2 (256 per place) vs gpu:0, global batch 512",
+                  graph_shared, graph_single, "gpu:0 with CUDA graphs", step_time});
+  rows.push_back({model + ", step time", "gpu:0 with CUDA graphs vs without, batch 512", graph_single, single,
+                  "gpu:0 without", step_time});
+  rows.push_back({model + ", step time", "gpu:0x2 with CUDA graphs vs gpu:0 without, global batch 512", graph_shared,
+                  single, "gpu:0 without", step_time});
+  rows.push_back({model + ", step time", "actor executor with CUDA graphs, 1 place vs PyTorch eager, batch 256",
+                  graph_b256, "train_mlp/torch/cuda/batch:256", torch_label, step_time});
+  const std::string cnn_graph_single = "train_cnn/actor-graphs/gpu:0/batch:128";
+  const std::string cnn_graph_shared = "train_cnn/actor-graphs/gpu:0x2/batch:128";
+  benchmark::RegisterBenchmark(cnn_graph_single.c_str(), train_cnn_graphs, 128, 1)->UseRealTime();
+  benchmark::RegisterBenchmark(cnn_graph_shared.c_str(), train_cnn_graphs, 128, 2)->UseRealTime();
+  rows.push_back({cnn_model + ", step time", "CUDA graphs: gpu:0x2 (64 per place) vs gpu:0, global batch 128",
+                  cnn_graph_shared, cnn_graph_single, "gpu:0 with CUDA graphs", step_time});
+  rows.push_back({cnn_model + ", step time", "gpu:0 with CUDA graphs vs without, global batch 128", cnn_graph_single,
+                  cnn_single, "gpu:0 without", step_time});
 
   static const programs chain = scale_chain();
   const bench::metric op_time{"op_time", "ns/op", 1e9};

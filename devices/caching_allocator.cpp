@@ -46,6 +46,8 @@ struct caching_allocator::state {
   std::vector<block> pending;               // freed since the last fence
   std::size_t pending_bytes = 0;            // their bytes
   std::deque<batch> fenced;                 // behind fences not yet seen done
+  /// While a hold is open (hold_frees()): where frees go instead of `pending`.
+  std::vector<block>* holding = nullptr;
   stats counts;
   // With host_profiling(): the lock's takings, those that found it taken and how long they
   // waited, and how long allocate() held it (reclaiming, fencing, reserving).
@@ -159,10 +161,14 @@ struct caching_allocator::state {
 
   void free(void* p, std::size_t bytes) {
     const auto guard = lock();
+    counts.in_use_bytes -= bytes;
+    if (holding != nullptr) {
+      holding->push_back({p, bytes});
+      return;
+    }
     pending.push_back({p, bytes});
     pending_bytes += bytes;
     ++counts.pending_blocks;
-    counts.in_use_bytes -= bytes;
   }
 
   std::size_t taken_size = 0; // set by take_cached, with mutex held
@@ -190,10 +196,13 @@ std::shared_ptr<std::byte> caching_allocator::allocate(std::size_t bytes) {
   // put at a miss covers work just launched, is not passed yet on a busy device, and every
   // miss would then reserve more memory. One fence in flight at a time, and only for a
   // batch (fence_batch_blocks), bounds their cost (each records an event on every stream).
-  if (s.batch_ready() && s.fenced.empty()) s.fence_and_reclaim();
+  // While a hold is open no fence is put: a capturing stream's event records nothing the
+  // device will pass, and the held blocks are not in the batch anyway.
+  const bool holding = s.holding != nullptr;
+  if (!holding && s.batch_ready() && s.fenced.empty()) s.fence_and_reclaim();
   void* p = s.take_cached(size);
   std::size_t got = s.taken_size;
-  if (p == nullptr && s.batch_ready()) {
+  if (!holding && p == nullptr && s.batch_ready()) {
     s.fence_and_reclaim();
     p = s.take_cached(size);
     got = s.taken_size;
@@ -201,6 +210,9 @@ std::shared_ptr<std::byte> caching_allocator::allocate(std::size_t bytes) {
   if (p == nullptr) {
     got = size;
     p = s.backend->reserve(size);
+    if (p == nullptr && holding)
+      throw error("device memory exhausted while a step was captured: " + std::to_string(bytes) +
+                  " bytes requested, " + std::to_string(s.counts.reserved_bytes) + " bytes held");
     if (p == nullptr) {
       s.empty_cache();
       p = s.backend->reserve(size);
@@ -216,6 +228,43 @@ std::shared_ptr<std::byte> caching_allocator::allocate(std::size_t bytes) {
     s.allocate_held_ns.fetch_add(static_cast<std::uint64_t>(steady_ns() - held_since), std::memory_order_relaxed);
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
                                     [keep = state_, got](std::byte* q) { keep->free(q, got); });
+}
+
+/// caching_allocator's hold: collects the frees while open; gives the blocks back (as
+/// pending frees, so behind the next fence) when destroyed.
+class caching_allocator::block_hold final : public allocator::hold {
+ public:
+  explicit block_hold(std::shared_ptr<state> s) : state_(std::move(s)) {}
+  ~block_hold() override {
+    const auto guard = state_->lock();
+    if (state_->holding == &blocks_) state_->holding = nullptr;
+    for (const state::block& k : blocks_) {
+      state_->pending.push_back(k);
+      state_->pending_bytes += k.bytes;
+      ++state_->counts.pending_blocks;
+    }
+  }
+  void close() override {
+    const auto guard = state_->lock();
+    if (state_->holding == &blocks_) state_->holding = nullptr;
+  }
+  std::size_t blocks() const override {
+    const auto guard = state_->lock();
+    return blocks_.size();
+  }
+
+  std::vector<state::block> blocks_; // guarded by the state's mutex
+
+ private:
+  std::shared_ptr<state> state_;
+};
+
+std::shared_ptr<allocator::hold> caching_allocator::hold_frees() {
+  auto h = std::make_shared<block_hold>(state_);
+  const auto guard = state_->lock();
+  if (state_->holding != nullptr) throw error("caching allocator: a hold is already open");
+  state_->holding = &h->blocks_;
+  return h;
 }
 
 void caching_allocator::release_cached() {

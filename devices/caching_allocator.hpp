@@ -83,8 +83,15 @@ class caching_allocator final : public allocator {
 
   stats statistics() const;
 
+  /// While the hold is open, frees are collected instead of reused and no fence is put (a
+  /// capturing CUDA stream records nothing the device passes); an allocation the cache cannot
+  /// serve reserves a new block, and fails rather than wait for fences when that fails. One
+  /// hold open at a time (pe::error otherwise).
+  std::shared_ptr<hold> hold_frees() override;
+
  private:
   struct state;
+  class block_hold;
   std::shared_ptr<state> state_;
 };
 

@@ -1,9 +1,11 @@
 #include "devices/device.hpp"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
 #include "core/error.hpp"
+#include "core/tensor.hpp"
 #include "devices/cpu/cpu_device.hpp"
 #include "devices/gpu_runtime.hpp"
 #if PE_WITH_CUDA
@@ -79,6 +81,12 @@ bool synchronize_all(const std::vector<device*>& devices) {
     for (auto kind : {stream_kind::compute, stream_kind::communication, stream_kind::copy})
       ok = d->get_stream(kind).synchronize() && ok;
   return ok;
+}
+
+stream::task device::fill_work(stream& on, tensor& dst, std::vector<std::int64_t> shape, float value) {
+  auto source = std::make_shared<tensor>(dtype::fp32, shape);
+  std::fill_n(source->data<float>(), source->numel(), value);
+  return [source, copy = copy_work(on, dst, *source)] { copy(); };
 }
 
 } // namespace pe

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "core/place.hpp"
 #include "core/place_list.hpp"
 #include "devices/stream.hpp"
+#include "devices/stream_capture.hpp"
 
 namespace pe {
 
@@ -41,6 +43,15 @@ class device {
   /// What copy() enqueues: the copy's launch code, to run on `on`'s thread, for callers
   /// that run it inside a task of their own there (a traced transfer).
   virtual stream::task copy_work(stream& on, tensor& dst, const tensor& src) = 0;
+
+  /// The launch code that makes `dst` an FP32 tensor of `shape` (on this place) filled with
+  /// `value`: the loss gradient's scale. The default copies a host tensor through
+  /// copy_work(); a GPU fills on the device (no host buffer for a captured step to read).
+  virtual stream::task fill_work(stream& on, tensor& dst, std::vector<std::int64_t> shape, float value);
+
+  /// A capture of this device's streams for replay (stream_capture), or null where the
+  /// device cannot capture (CPU places, GPU places simulated on the host).
+  virtual std::unique_ptr<stream_capture> make_capture() { return nullptr; }
 
   /// Stops every stream: queued work is dropped and blocked waits return, so that nothing
   /// outlives the device. Idempotent; the destructor calls it.

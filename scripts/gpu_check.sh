@@ -313,6 +313,7 @@ if [[ -f $build/bench/libpe_cuda_api_count.so ]] && ! skipped api-count; then
   # The last two: host-to-device copies straight from pageable memory, as before
   # devices/cuda/pinned_staging (PE_PINNED_STAGING=0), for comparison.
   for run in "--places gpu:0" "--places gpu:0x2" "--places gpu:0x2 --fuse-allreduce-mb 4" \
+      "--places gpu:0 --cuda-graphs" "--places gpu:0x2 --cuda-graphs" \
       "PE_PINNED_STAGING=0 --places gpu:0" "PE_PINNED_STAGING=0 --places gpu:0x2"; do
     staging=1 flags=$run
     [[ $run == PE_PINNED_STAGING=0* ]] && staging=0 flags=${run#PE_PINNED_STAGING=0 }
@@ -339,10 +340,11 @@ if [[ -x $build/bench/cuda_launch_threads ]] && ! skipped launch-threads; then
     echo "$threads_table"
     [[ $threads_table == *"no GPU"* ]] && status=1
     for round in 1 2 3; do
-      for places in gpu:0 gpu:0x2; do
-        echo "== round $round: --places $places --steps 300 --batch-size 512"
-        PE_STREAM_PROFILE=1 limited 60 "$build/apps/pe-actor-run" --places $places --steps 300 \
-          --batch-size 512 2>&1 | grep -E "^trained|profile|error" || status=1
+      for run in "--places gpu:0" "--places gpu:0x2" "--places gpu:0 --cuda-graphs" "--places gpu:0x2 --cuda-graphs"; do
+        echo "== round $round: $run --steps 300 --batch-size 512"
+        # shellcheck disable=SC2086 # the flags are words
+        PE_STREAM_PROFILE=1 limited 60 "$build/apps/pe-actor-run" $run --steps 300 \
+          --batch-size 512 2>&1 | grep -E "^trained|profile|error|CUDA graphs" || status=1
       done
     done
   } >>"$logs/api_count.log" 2>&1

@@ -330,5 +330,63 @@ TEST(CachingAllocator, TryReleaseCachedGivesTheCacheBackUnlessTheAllocatorIsBusy
   EXPECT_GE(a.statistics().unreserves, unreserves + 7);
 }
 
+// A captured step's blocks: while a hold is open nothing freed is reused, no fence is put,
+// and the blocks come back only once the hold (the captured graph) is gone.
+TEST(CachingAllocator, AHoldKeepsFreedBlocksOutOfReuseUntilItIsDestroyed) {
+  fake_device dev;
+  dev.fences_done_at_once = true;
+  caching_allocator a(std::make_unique<fake_backend>(dev));
+  void* before = nullptr;
+  {
+    auto warm = a.allocate(1000);
+    before = warm.get();
+  }
+  // A full batch makes the next allocation fence and reuse the warm block.
+  for (int i = 0; i < 8; ++i) a.allocate(100000);
+  auto hold = a.hold_frees();
+  ASSERT_NE(hold, nullptr);
+  const std::size_t fences = dev.fences.size();
+  std::vector<void*> captured;
+  for (int i = 0; i < 20; ++i) {
+    auto b = a.allocate(1000);
+    captured.push_back(b.get());
+  } // each freed at once: held, so every allocation got a block of its own
+  for (std::size_t i = 0; i < captured.size(); ++i)
+    for (std::size_t j = i + 1; j < captured.size(); ++j) EXPECT_NE(captured[i], captured[j]);
+  EXPECT_EQ(dev.fences.size(), fences) << "no fence while a hold is open";
+  EXPECT_EQ(hold->blocks(), 20u);
+  EXPECT_THROW(a.hold_frees(), error) << "one hold at a time";
+  hold->close();
+  {
+    auto after_close = a.allocate(1000); // reused as usual again, freed into the batch
+  }
+  EXPECT_EQ(hold->blocks(), 20u) << "a closed hold collects nothing more";
+  hold.reset(); // the graph is gone: its blocks go back behind the next fence
+  std::vector<std::shared_ptr<std::byte>> again;
+  for (int i = 0; i < 20; ++i) again.push_back(a.allocate(1000));
+  int reused = 0;
+  for (const auto& b : again)
+    for (void* c : captured) reused += b.get() == c;
+  EXPECT_GT(reused, 0) << "the held blocks are reused once the hold is destroyed";
+  (void)before;
+}
+
+TEST(CachingAllocator, AHoldFailsAnAllocationInsteadOfWaitingForFences) {
+  fake_device dev;
+  dev.capacity = 4096;
+  caching_allocator a(std::make_unique<fake_backend>(dev));
+  auto hold = a.hold_frees();
+  { auto b = a.allocate(4096); }
+  try {
+    a.allocate(4096);
+    FAIL() << "expected the allocation to fail";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("while a step was captured"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(dev.waits, 0);
+  hold.reset();
+  EXPECT_NO_THROW(a.allocate(4096)); // the held block is free again (behind a fence)
+}
+
 } // namespace
 } // namespace pe

@@ -137,7 +137,7 @@ class actor_engine final : public engine {
              {o.threads, o.sync, group_.get(),
               o.check_nan_inf, o.stall_timeout, o.on_stall,
               gather_stall_reports(std::move(stalls.on_report), group_.get(), gather_wait(o.stall_timeout), std::cerr),
-              stalls.report_request}) {
+              stalls.report_request, o.cuda_graphs}) {
     if (o.eval)
       test_.emplace(m.test, train_, strategy_of(o));
   }
@@ -145,6 +145,14 @@ class actor_engine final : public engine {
   std::vector<tensor> train(const feed_map& feeds,
                             const std::vector<std::string>& fetch_list) override {
     return train_.run(feeds, fetch_list);
+  }
+
+  std::string cuda_graph_summary() const override {
+    const auto c = train_.cuda_graph_statistics();
+    if (!c.off_reason.empty()) return "CUDA graphs: off (" + c.off_reason + ")";
+    return "CUDA graphs: " + std::to_string(c.captures) + " captured (" + std::to_string(c.operations) +
+           " device operations in the last), " + std::to_string(c.replays) + " training steps replayed, " +
+           std::to_string(c.dropped) + " dropped";
   }
 
   std::vector<tensor> test(const feed_map& feeds,

@@ -54,6 +54,10 @@ class engine {
   /// the first step. Throws pe::error for an executor without actors.
   virtual trace_source training_trace_source() const = 0;
 
+  /// What --cuda-graphs did in training: "CUDA graphs: ..." (graphs made, their device
+  /// operations, steps replayed), or why they were off.
+  virtual std::string cuda_graph_summary() const { return "CUDA graphs: not used by this executor"; }
+
   /// This process's rank among the job's processes (--nnodes); 0 alone. Rank 0 writes
   /// the job's outputs.
   virtual int process_rank() const { return 0; }

@@ -282,6 +282,13 @@ po::options_description describe() {
      "the step naming the first op, place and variable holding NaN or an infinity (for "
      "either executor; slows every step, off by default). Without it a non-finite loss "
      "still stops training, naming the step")
+    ("cuda-graphs", po::bool_switch(),
+     "GPU places of one GPU: after two steps of the same batch shapes, capture a step as a "
+     "CUDA graph and replay it for every later step of those shapes: one launch per step "
+     "instead of one per kernel, for the places together. Steps of other shapes and traced "
+     "steps run as usual. A program whose kernels need the host during a step (dropout, "
+     "control flow) is not captured: a note on stderr says why and training goes on without "
+     "graphs. Refused with CPU places, several processes, --sync wait or --check-nan-inf")
     ("stall-timeout", po::value<double>()->value_name("SECONDS")->default_value(default_stall_timeout_s, "300"),
      "a training step of the actor executor that makes no progress for this long (no op "
      "fires, no kernel, transfer or stream item finishes, no place joins a collective) "
@@ -427,8 +434,8 @@ void interpret_executor(const po::variables_map& vm, run_options& o) {
                 "; use --executor actor for several places");
   if (vm.count("threads") || given(vm, "reduce") || given(vm, "fuse-allreduce-mb") ||
       given(vm, "sparse-exchange") || given(vm, "sync") || vm.count("dot") || given(vm, "stall-timeout") ||
-      given(vm, "on-stall"))
-    throw error("--threads, --reduce, --fuse-allreduce-mb, --sparse-exchange, --sync, --dot, --stall-timeout and --on-stall configure the "
+      given(vm, "on-stall") || given(vm, "cuda-graphs"))
+    throw error("--threads, --reduce, --fuse-allreduce-mb, --sparse-exchange, --sync, --dot, --stall-timeout, --on-stall and --cuda-graphs configure the "
                 "actor executor, not --executor reference");
   if (o.tracing())
     throw error("--trace and --check-hazards record the actor executor's op firings; "
@@ -565,6 +572,7 @@ run_options interpret(const po::variables_map& vm) {
   o.blas_threads = take<int>(vm, "blas-threads");
   o.max_tensor_bytes = take<std::int64_t>(vm, "max-tensor-bytes");
   o.check_nan_inf = take<bool>(vm, "check-nan-inf");
+  o.cuda_graphs = take<bool>(vm, "cuda-graphs");
   o.stall_timeout = take<double>(vm, "stall-timeout");
   if (!(o.stall_timeout >= 0 && std::isfinite(o.stall_timeout)))
     throw error("--stall-timeout must be 0 (off) or a positive number of seconds, got " +

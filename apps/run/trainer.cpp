@@ -334,6 +334,7 @@ int run_training(const run_options& o, std::ostream& out, const progress_display
   if (o.eval && !outcome.stopped_early())
     eval = evaluate(*executor, model, *data.test, o.batch_size);
   print_summary(out, o, metrics, eval);
+  if (o.cuda_graphs) out << executor->cuda_graph_summary() << '\n';
   if (lead && !o.metrics.empty())
     write_json(report(o, metrics, eval, trace_result, outcome, stalls), o.metrics);
   // A failed step has failed the job's collectives on every process: nobody waits for this one.

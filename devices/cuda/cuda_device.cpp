@@ -4,10 +4,12 @@
 #include <string>
 
 #include "core/tensor.hpp"
+#include "devices/cuda/cuda_capture.hpp"
 #include "devices/cuda/cuda_check.hpp"
 #include "devices/cuda/cuda_device_factory.hpp"
 #include "devices/cuda/cuda_memory.hpp"
 #include "devices/cuda/cuda_stream.hpp"
+#include "devices/cuda/device_fill.hpp"
 #include "devices/cuda/per_device.hpp"
 #include "devices/gpu_runtime.hpp"
 
@@ -112,6 +114,21 @@ stream::task cuda_device::copy_work(stream& on, tensor& dst, const tensor& src) 
                                                    : cudaMemcpyHostToHost);
     check_cuda(cudaMemcpyAsync(to, from, bytes, kind, handle), what);
   };
+}
+
+stream::task cuda_device::fill_work(stream& on, tensor& dst, std::vector<std::int64_t> shape, float value) {
+  cudaStream_t handle = cuda_handle(on);
+  const place here = place_;
+  allocator* memory = memory_.get();
+  return [&dst, shape = std::move(shape), value, handle, here, memory] {
+    dst.resize(dtype::fp32, shape, here, *memory);
+    check_cuda(launch_fill_fp32(dst.data<float>(), dst.numel(), value, handle),
+               "fill of the loss gradient's scale on " + to_string(here));
+  };
+}
+
+std::unique_ptr<stream_capture> cuda_device::make_capture() {
+  return std::make_unique<cuda_capture>();
 }
 
 } // namespace pe

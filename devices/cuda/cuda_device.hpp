@@ -34,6 +34,10 @@ class cuda_device final : public device {
   /// and the GPU go through the device's pinned_staging (PE_PINNED_STAGING=0: straight, for
   /// comparison); a copy to the host holds the stream's host thread until it is done.
   stream::task copy_work(stream& on, tensor& dst, const tensor& src) override;
+  /// A fill kernel on the device.
+  stream::task fill_work(stream& on, tensor& dst, std::vector<std::int64_t> shape, float value) override;
+  /// A CUDA graph (devices/cuda/cuda_capture.hpp).
+  std::unique_ptr<stream_capture> make_capture() override;
   void stop() override;
 
   /// The device's caching allocator (statistics for tests and the benchmark).

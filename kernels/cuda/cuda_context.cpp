@@ -85,7 +85,15 @@ void release_host_buffer(void* holder) { delete static_cast<tensor*>(holder); }
 
 } // namespace
 
+void refuse_while_capturing(const kernel_context& ctx, const char* why) {
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  check(ctx, cudaStreamIsCapturing(cuda_stream_of(ctx), &capturing), "cudaStreamIsCapturing");
+  if (capturing != cudaStreamCaptureStatusNone)
+    ctx.fail(std::string("cannot run in a captured step (a CUDA graph): ") + why);
+}
+
 void copy_from_host(const kernel_context& ctx, tensor& dst, const tensor& host) {
+  refuse_while_capturing(ctx, "it copies values drawn on the host for this step");
   if (host.bytes() == 0) return;
   const cudaStream_t s = cuda_stream_of(ctx);
   check(ctx, cudaMemcpyAsync(dst.raw(), host.raw(), host.bytes(), cudaMemcpyHostToDevice, s),

@@ -62,9 +62,15 @@ void copy_from_host(const kernel_context& ctx, tensor& dst, const tensor& host);
 /// Enqueues zeroing of `t`'s bytes.
 void zero(const kernel_context& ctx, tensor& t);
 
+/// Fails (naming the op and `why`) when the kernel's stream is being captured for replay
+/// (devices/stream_capture.hpp): launch code that needs the host during the step, to wait
+/// for a value or to hand over host memory drawn for this step, cannot be replayed.
+void refuse_while_capturing(const kernel_context& ctx, const char* why);
+
 /// The value at `device_value`, read back to the host: waits for the stream.
 template <class T>
 T read_back(const kernel_context& ctx, const T* device_value) {
+  refuse_while_capturing(ctx, "it reads a value back to the host");
   T value{};
   check(ctx, cudaMemcpyAsync(&value, device_value, sizeof(T), cudaMemcpyDeviceToHost, cuda_stream_of(ctx)),
         "cudaMemcpyAsync (device to host)");
