@@ -50,7 +50,6 @@ std::unique_ptr<captured_steps> captured_steps::make(const std::vector<device*>&
 captured_steps::captured_steps(std::vector<device*> devices) : devices_(std::move(devices)) {
   join_ = devices_.front()->make_event();
   after_ = devices_.front()->make_event();
-  for (std::size_t i = 0; i < joiners().size(); ++i) rejoin_.push_back(devices_.front()->make_event());
 }
 
 captured_steps::~captured_steps() = default;
@@ -88,6 +87,17 @@ captured_steps::mode captured_steps::next(const std::string& signature, bool tra
   return mode::eager;
 }
 
+void captured_steps::note_feed(std::size_t place, const std::string& name, tensor& var) {
+  if (feeds_.size() <= place) feeds_.resize(devices_.size());
+  // The variable's own buffer is freed after the step's last reader and the next eager copy
+  // gets another: the graph keeps reading this one, so replays copy into it.
+  devices_.at(place)->get_stream(stream_kind::copy).enqueue([&target = feeds_[place][name], &var] { target = var; });
+}
+
+tensor& captured_steps::feed_target(std::size_t place, const std::string& name) {
+  return feeds_.at(place).at(name);
+}
+
 void captured_steps::begin_capture() {
   for (device* d : devices_) holds_.push_back(d->memory().hold_frees());
   capture_ = devices_.front()->make_capture();
@@ -113,17 +123,14 @@ void captured_steps::copy_fetches_after_graph(const std::vector<std::vector<tens
 void captured_steps::end_capture(step_inputs& in) {
   stream& o = origin();
   const std::vector<stream*> others = joiners();
-  for (std::size_t i = 0; i < others.size(); ++i) {
-    others[i]->record(*rejoin_[i]);
-    o.wait(*rejoin_[i]);
-  }
+  for (stream* s : others) capture_->rejoin(*s, o);
   capture_->end(o);
   capture_->replay(o);
   o.record(*after_);
-  // Nothing more on the joined streams until the capture has ended: their next work (the
-  // executor's drains, the fetch copies) must reach the device, not the graph.
-  for (stream* s : others)
-    if (s->kind() != stream_kind::copy) s->wait(*after_);
+  // Nothing more on the joined streams until the capture has ended, failed ones included:
+  // their next work (the executor's drains, the fetch copies) must reach the device, not
+  // the graph.
+  for (stream* s : others) capture_->await_end(*s);
   copy_fetches_after_graph(in.fetch_sources, in);
 }
 
@@ -172,6 +179,7 @@ void captured_steps::drop() {
   capture_.reset();
   holds_.clear(); // after the graph: the blocks go back behind the next fence
   sources_.clear();
+  feeds_.clear();
   buffers_.clear();
   signature_.clear();
   same_in_a_row_ = 0;

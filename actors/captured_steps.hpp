@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,17 @@ class captured_steps {
   /// memory; a traced step runs eagerly (traces time each op).
   mode next(const std::string& signature, bool traced);
 
+  /// Capture step, right after feed `name` of place `place` was enqueued into `var` on that
+  /// place's copy stream: notes (on that stream, once the copy's launch code has given `var`
+  /// its buffer) the buffer the graph will read the feed from.
+  void note_feed(std::size_t place, const std::string& name, tensor& var);
+
+  /// Replay step: where feed `name` of place `place` goes (the buffer note_feed() noted).
+  tensor& feed_target(std::size_t place, const std::string& name);
+
+  /// Whether `s` is the stream the graph is launched on.
+  bool is_origin(const stream& s) const { return &s == &origin(); }
+
   /// Capture step, after its feeds were enqueued and before its op actors fire: holds the
   /// places' frees, begins the capture and makes every stream of every place join it.
   void begin_capture();
@@ -107,6 +119,7 @@ class captured_steps {
   std::unique_ptr<stream_capture> capture_;            // the current graph, or null
   std::vector<std::shared_ptr<allocator::hold>> holds_; // by place, with the graph
   std::vector<std::vector<tensor>> sources_;           // [fetch][place]: what replays fetch
+  std::vector<std::map<std::string, tensor>> feeds_;   // [place][feed]: where replays feed
   std::vector<noted_buffer> buffers_;                  // variables' buffers at capture
   std::string signature_;                              // of the graph
   std::string last_signature_;                         // of the last eager step
@@ -114,7 +127,6 @@ class captured_steps {
   bool off_ = false;                                   // a capture failed: eager from now on
   std::string off_reason_;
   std::unique_ptr<event> join_, after_;
-  std::vector<std::unique_ptr<event>> rejoin_; // by joiner
   counts counts_;
 };
 

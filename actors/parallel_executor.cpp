@@ -639,16 +639,28 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       // A GPU place: its rows go over on its copy stream (`data` and `loss_grad` outlive
       // the step), and its compute and communication streams wait for them there, not here.
       stream& copies = d.get_stream(stream_kind::copy);
+      // A step being captured notes the buffers its feeds landed in; a replay copies its
+      // feeds into those (the graph reads them there), not into the scope's variables.
+      auto feed = [&](const std::string& name, const tensor& value) {
+        if (replaying) {
+          d.copy(copies, st.captured->feed_target(p, name), value);
+          return;
+        }
+        d.copy(copies, s.var(name), value);
+        if (capturing) st.captured->note_feed(p, name, s.var(name));
+      };
       for (const auto& [name, value] : data) {
         st.feed_rows.push_back(value.slice(offset, offset + n));
-        d.copy(copies, s.var(name), st.feed_rows.back());
+        feed(name, st.feed_rows.back());
       }
-      if (loss_grad.initialized()) d.copy(copies, s.var(st.loss_grad), loss_grad);
+      if (loss_grad.initialized()) feed(st.loss_grad, loss_grad);
       if (st.feeds_ready.size() <= p) st.feeds_ready.resize(p + 1);
       if (!st.feeds_ready[p]) st.feeds_ready[p] = d.make_event();
       copies.record(*st.feeds_ready[p]);
-      d.get_stream(stream_kind::compute).wait(*st.feeds_ready[p]);
-      d.get_stream(stream_kind::communication).wait(*st.feeds_ready[p]);
+      if (!replaying) { // a replay's graph waits for every place's feeds on its origin stream
+        d.get_stream(stream_kind::compute).wait(*st.feeds_ready[p]);
+        d.get_stream(stream_kind::communication).wait(*st.feeds_ready[p]);
+      }
     }
     offset += n;
   }
@@ -709,6 +721,8 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   for (device* d : rt.device_list())
     for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy}) {
       stream& s = d->get_stream(kind);
+      // A replay's work is on the graph's origin stream and the copy streams only.
+      if (replaying && kind != stream_kind::copy && !st.captured->is_origin(s)) continue;
       std::optional<bool> done;
       if (!stalled && !watching) done = s.synchronize();
       while (!stalled && !done && !(done = s.synchronize_for(st.watch.tick())))

@@ -26,10 +26,21 @@ class stream_capture {
   /// Enqueues on `origin` (a stream of this capture's device) the start of the capture.
   virtual void begin(stream& origin) = 0;
 
+  /// Enqueues on `joiner` (a stream that joined the capture) a marker after its captured
+  /// work, and on `origin` a wait for it: a capture ends only once every stream that joined
+  /// it has rejoined the origin. Both run even on a failed stream (a failed step's capture
+  /// must still end on every stream); `origin` waits at most 10 s for the marker.
+  virtual void rejoin(stream& joiner, stream& origin) = 0;
+
   /// Enqueues on `origin` the end of the capture and the making of its replayable form.
   /// Runs even when the origin has failed (a failed capture must still be ended); never
   /// fails the stream: failure() says what went wrong.
   virtual void end(stream& origin) = 0;
+
+  /// Enqueues on `joiner` a wait (on its host thread, even when it has failed) until end()
+  /// has run: until then anything `joiner` records or launches would go into the capture,
+  /// and the host must not wait for it. At most 30 s.
+  virtual void await_end(stream& joiner) = 0;
 
   /// Enqueues one replay of the captured work on `origin`.
   virtual void replay(stream& origin) = 0;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <mutex>
 #include <optional>
@@ -27,7 +28,9 @@ class cuda_capture final : public stream_capture {
   cuda_capture& operator=(const cuda_capture&) = delete;
 
   void begin(stream& origin) override;
+  void rejoin(stream& joiner, stream& origin) override;
   void end(stream& origin) override;
+  void await_end(stream& joiner) override;
   void replay(stream& origin) override;
   std::optional<std::string> failure() const override;
   std::size_t operations() const override { return operations_.load(); }
@@ -37,6 +40,8 @@ class cuda_capture final : public stream_capture {
 
   mutable std::mutex mutex_;
   std::optional<std::string> failure_; // guarded by mutex_
+  bool ended_ = false;                 // guarded by mutex_: end()'s work has run
+  std::condition_variable ended_cv_;
   std::atomic<std::size_t> operations_{0};
   // Written by the origin stream's thread in end(), read there by replay()'s launch code
   // and in the destructor (after the executor synchronized every stream).
