@@ -181,6 +181,10 @@ struct executor_state {
   std::string stall_error;
   /// execution_strategy::cuda_graphs: null when off.
   std::unique_ptr<captured_steps> captured;
+  /// Steps fired twice: a capture that failed (nothing of it ran) and the eager rerun. The
+  /// op actors need a new step number for the rerun's messages; random ops must draw what
+  /// the step would have drawn, so they are told the steps before it without the reruns.
+  std::uint64_t reruns = 0;
 
   std::mutex mutex;
   std::condition_variable changed;
@@ -387,6 +391,7 @@ void parallel_executor::set_steps_done(std::uint64_t steps) {
   std::lock_guard<std::mutex> guard(state_->mutex);
   if (state_->active_runs > 0) throw error("parallel_executor::set_steps_done: a step is running");
   state_->step = steps;
+  state_->reruns = 0;
 }
 
 parallel_executor::parallel_executor(const proto::ProgramDesc& main,
@@ -672,7 +677,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   st.in.capturing = capturing;
   st.in.reset(fetch_list.size(), st.rows.size());
   st.graph->reset_counts();
-  st.graph->set_steps_before(st.step);
+  st.graph->set_steps_before(st.step - st.reruns);
   // A replay issues no collective on the host: the communicator's sequence goes on from the
   // last step whose op actors fired.
   if (!replaying) st.env.sequence_base = st.graph_steps++ * st.graph->collectives_per_step();
@@ -743,10 +748,10 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     std::string why;
     if (!st.captured->finish_capture(st.in, rt.scope_list(), why)) {
       // No kernel of the step ran (its launches went into the failed capture): run it again,
-      // eagerly, as the same step.
+      // eagerly, drawing what the step draws (reruns), its messages under a new step number.
       std::fprintf(stderr, "pe-actor: CUDA graphs are off for this program, its steps run eagerly: %s\n",
                    why.c_str());
-      --st.step;
+      ++st.reruns;
       return run_rows(feeds, global_batch, first, fetch_list);
     }
   }

@@ -18,17 +18,40 @@ void check(const kernel_context& ctx, cublasStatus_t status, const char* what) {
              cublasGetStatusName(status) + " (" + cublasGetStatusString(status) + ")");
 }
 
+namespace {
+
+/// The cuBLAS handle of a stream and the workspace it was given.
+struct cublas_state {
+  cublasHandle_t handle = nullptr;
+  /// Owned here rather than cuBLAS's own pool: captured into a CUDA graph (--cuda-graphs),
+  /// cuBLAS without a workspace of the user's allocates one with stream-ordered allocation
+  /// nodes inside the graph (cuBLAS's "CUDA Graphs Support"); with this one the graph's
+  /// GEMMs use memory that lives as long as the handle, which outlives every graph of its
+  /// stream. 32 MiB: what cuBLAS recommends for Hopper (4 MiB before it).
+  tensor workspace;
+  ~cublas_state() {
+    if (handle != nullptr) (void)cublasDestroy(handle); // before the workspace goes
+  }
+};
+
+constexpr std::int64_t workspace_bytes = std::int64_t{32} << 20;
+
+} // namespace
+
 cublasHandle_t cublas_handle(const kernel_context& ctx) {
   static const char key = 0;
   const auto state = stream_library_state(ctx, &key, [&] {
-    cublasHandle_t h = nullptr;
-    check(ctx, cublasCreate(&h), "cublasCreate");
-    std::shared_ptr<void> owned(h, [](void* p) { (void)cublasDestroy(static_cast<cublasHandle_t>(p)); });
-    check(ctx, cublasSetStream(h, cuda_stream_of(ctx)), "cublasSetStream");
-    check(ctx, cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-    return owned;
+    auto s = std::make_shared<cublas_state>();
+    check(ctx, cublasCreate(&s->handle), "cublasCreate");
+    // cublasSetStream resets the workspace to cuBLAS's pool: the stream first.
+    check(ctx, cublasSetStream(s->handle, cuda_stream_of(ctx)), "cublasSetStream");
+    check(ctx, cublasSetMathMode(s->handle, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    s->workspace = scratch(ctx, dtype::uint8, {workspace_bytes});
+    check(ctx, cublasSetWorkspace(s->handle, s->workspace.raw(), static_cast<std::size_t>(workspace_bytes)),
+          "cublasSetWorkspace");
+    return std::shared_ptr<void>(s);
   });
-  return static_cast<cublasHandle_t>(state.get());
+  return static_cast<cublas_state*>(state.get())->handle;
 }
 
 namespace {
