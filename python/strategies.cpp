@@ -68,6 +68,7 @@ execution_strategy python_execution_strategy::engine() const {
   e.num_threads = num_threads;
   e.sync = sync;
   e.check_nan_inf = check_nan_inf;
+  e.cuda_graphs = cuda_graphs;
   e.stall_timeout_s = stall_timeout;
   e.on_stall = on_stall;
   e.on_report = report_sink(on_stall_report);
@@ -136,6 +137,10 @@ void bind_strategies(py::module_& m) {
       .def_readwrite("check_nan_inf", &python_execution_strategy::check_nan_inf,
                      "check every op's FP32 outputs after its kernel; a NaN or infinity fails the "
                      "step naming the op, place and variable (Paddle's FLAGS_check_nan_inf)")
+      .def_readwrite("cuda_graphs", &python_execution_strategy::cuda_graphs,
+                     "GPU places of one GPU: after two steps of the same feed shapes, capture a "
+                     "step as a CUDA graph and replay it for later steps of those shapes "
+                     "(pe-actor-run's --cuda-graphs; default False); refused on CPU places")
       .def_readwrite("stall_timeout", &python_execution_strategy::stall_timeout,
                      "seconds a step may make no progress (no op fires, no kernel, transfer or "
                      "stream item finishes) before it stalls (pe-actor-run's --stall-timeout; "
@@ -150,6 +155,7 @@ void bind_strategies(py::module_& m) {
         return "ExecutionStrategy(num_threads=" + std::to_string(s.num_threads) +
                ", sync=" + std::string(py::str(py::cast(s.sync))) +
                ", check_nan_inf=" + (s.check_nan_inf ? "True" : "False") +
+               ", cuda_graphs=" + (s.cuda_graphs ? "True" : "False") +
                ", stall_timeout=" + std::string(py::str(py::cast(s.stall_timeout))) +
                ", on_stall=" + std::string(py::str(py::cast(s.on_stall))) + ")";
       });

@@ -160,6 +160,16 @@ def test_check_nan_inf_names_the_op_and_the_tensor_limit_refuses_large_programs(
     assert "check_nan_inf=True" in repr(checked)
 
 
+def test_cuda_graphs_are_refused_on_cpu_places_naming_why(small_mlp):
+    model, _ = small_mlp
+    graphs = pe_actor.ExecutionStrategy()
+    assert graphs.cuda_graphs is False
+    graphs.cuda_graphs = True
+    assert "cuda_graphs=True" in repr(graphs)
+    with pytest.raises(pe_actor.Error, match=r"CUDA graphs \(--cuda-graphs\) cannot run here: cpu:0 is not a GPU place"):
+        pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, exec_strategy=graphs)
+
+
 @pytest.mark.parametrize("combined", [False, True])
 def test_saved_parameters_load_into_a_new_executor(small_mlp, tmp_path, combined):
     model, feed = small_mlp
