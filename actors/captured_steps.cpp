@@ -175,6 +175,11 @@ bool captured_steps::buffers_unchanged() const {
   return true;
 }
 
+void captured_steps::abandon() {
+  off_ = true;
+  off_reason_ = "a step stalled while captured or replayed";
+}
+
 void captured_steps::drop() {
   capture_.reset();
   holds_.clear(); // after the graph: the blocks go back behind the next fence

@@ -92,8 +92,13 @@ class captured_steps {
   /// (`feeds_ready`, by place), launches the graph, copies the fetches out into in.fetched.
   void replay(const std::vector<event*>& feeds_ready, step_inputs& in);
 
-  /// A captured or replayed step failed: the graph is dropped (its memory given back).
+  /// A captured or replayed step failed (its work has ended): the graph is dropped (its
+  /// memory given back).
   void drop();
+
+  /// A captured or replayed step stalled: its work may still be queued, and that work refers
+  /// to the capture, so nothing is dropped; graphs are off from now on.
+  void abandon();
 
   counts statistics() const { return counts_; }
 

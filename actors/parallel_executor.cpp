@@ -713,7 +713,8 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       if (stalled) break;
     }
   lock.unlock();
-  if (capturing && !stalled) st.captured->end_capture(st.in);
+  // Also after a stall: the streams must leave the capture once their work ends.
+  if (capturing) st.captured->end_capture(st.in);
   // A report asked for while steps are short comes here, with the step's work in flight
   // (a relaxed load per step; the waits below look again at every tick).
   if (st.stall.report_request != nullptr && st.stall.report_request->load(std::memory_order_relaxed))
@@ -756,9 +757,10 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     }
   }
   st.in.capturing = false;
-  if (st.captured && mode != captured_steps::mode::eager &&
-      (stalled || st.in.first_error() || cause || consequence || st.comm->failure()))
-    st.captured->drop();
+  if (st.captured && mode != captured_steps::mode::eager) {
+    if (stalled) st.captured->abandon();
+    else if (st.in.first_error() || cause || consequence || st.comm->failure()) st.captured->drop();
+  }
   if (stalled) throw error(st.stall_error);
   if (auto e = st.in.first_error()) throw error(*e);
   if (cause) throw error(*cause);
