@@ -369,7 +369,7 @@ fi
 
 # 7. Races and memory errors in one training step on gpu:0, last: the sanitizers are the
 # slowest stage and the likeliest to meet the device tool's time limit.
-sanitize() { # sanitize TOOL: compute-sanitizer on one step of the MLP, the CNN and the Paddle ResNet, stage TOOL
+sanitize() { # sanitize TOOL: compute-sanitizer on one step of the MLP, the CNN and the Paddle ResNet, and on CUDA-graph replays, stage TOOL
   local tool=$1
   if ! command -v compute-sanitizer >/dev/null; then
     echo "gpu_check: compute-sanitizer not found"
@@ -378,12 +378,17 @@ sanitize() { # sanitize TOOL: compute-sanitizer on one step of the MLP, the CNN 
   fi
   local status=0 run
   : >"$logs/$tool.log"
-  for run in "--model mlp --batch-size 64" "--model cnn --batch-size 64" "resnet"; do
+  # The last: CUDA graphs, a captured step and replays of it on two places sharing the GPU.
+  for run in "--model mlp --batch-size 64" "--model cnn --batch-size 64" "resnet" "graphs"; do
     local flags
-    if [[ $run == resnet ]]; then flags=("${resnet_flags[@]}"); else read -r -a flags <<<"$run"; fi
-    echo "== ${flags[*]} --places gpu:0 --steps 1" >>"$logs/$tool.log"
+    case $run in
+      resnet) flags=("${resnet_flags[@]}" --places gpu:0 --steps 1) ;;
+      graphs) flags=(--model mlp --batch-size 256 --places gpu:0x2 --cuda-graphs --steps 5) ;;
+      *) read -r -a flags <<<"$run --places gpu:0 --steps 1" ;;
+    esac
+    echo "== ${flags[*]}" >>"$logs/$tool.log"
     limited 120 compute-sanitizer --tool "$tool" --error-exitcode 99 \
-      "$build/apps/pe-actor-run" "${flags[@]}" --places gpu:0 --steps 1 >>"$logs/$tool.log" 2>&1 || status=1
+      "$build/apps/pe-actor-run" "${flags[@]}" >>"$logs/$tool.log" 2>&1 || status=1
   done
   # Seen on the device tool's gVisor machines (KINDS.md): the sanitizer refuses the GPU, so
   # nothing was checked. Still a failure, named as the machine's, not the engine's.

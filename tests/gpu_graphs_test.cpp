@@ -147,19 +147,8 @@ TEST_F(GpuGraphsOnce, AParameterReplacedBetweenStepsIsWhatTheNextReplayReads) {
 }
 
 TEST_F(GpuGraphsOnce, TheBuiltInCnnReplaysAsItRunsEagerly) {
-  cnn_config c;
-  c.image_side = 8;
-  c.channels = {4, 8};
-  c.fc = {16};
-  c.classes = 4;
-  c.seed = 5;
-  const model_programs m = build_cnn(c);
-  auto feed = [&](std::uint64_t seed) {
-    auto b = testing::argmax_batch(16, 64, c.classes, seed);
-    tensor image(dtype::fp32, {16, 1, 8, 8});
-    std::copy(b.image.values<float>().begin(), b.image.values<float>().end(), image.values<float>().begin());
-    return feed_map{{m.image, image}, {m.label, b.label}};
-  };
+  const model_programs m = testing::small_cnn();
+  const auto feed = [&](std::uint64_t seed) { return testing::small_cnn_feed(m, seed); };
   parallel_executor eager(logical_places(1), m.startup, m.main);
   parallel_executor graphs(logical_places(1), m.startup, m.main, {}, with_graphs());
   std::vector<float> want, got;

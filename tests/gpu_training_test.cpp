@@ -179,19 +179,8 @@ TEST(GpuTrace, ComputeCommunicationAndCopyOverlapOnTheDevice) {
 TEST(GpuCnn, TheBuiltInCnnOnGpu0EqualsTheCpuReference) {
   const gpu_inventory gpus = query_gpus();
   if (gpus.count == 0) GTEST_SKIP() << "no GPU: " << gpus.problem;
-  cnn_config c; // small, so that the reference executor is quick; the layers are the default's
-  c.image_side = 8;
-  c.channels = {4, 8};
-  c.fc = {16};
-  c.classes = 4;
-  c.seed = 5;
-  const model_programs m = build_cnn(c);
-  auto feed = [&](std::uint64_t seed) {
-    auto b = testing::argmax_batch(16, 64, c.classes, seed);
-    tensor image(dtype::fp32, {16, 1, 8, 8});
-    std::copy(b.image.values<float>().begin(), b.image.values<float>().end(), image.values<float>().begin());
-    return feed_map{{m.image, image}, {m.label, b.label}};
-  };
+  const model_programs m = testing::small_cnn(); // small: the reference executor is quick
+  const auto feed = [&](std::uint64_t seed) { return testing::small_cnn_feed(m, seed); };
   scope reference;
   reference_executor(m.startup, reference).run({}, {});
   reference_executor cpu(m.main, reference);

@@ -1,5 +1,8 @@
 #include "tests/support/batches.hpp"
 
+#include <algorithm>
+
+#include "graph/models/cnn.hpp"
 #include "tests/support/grad_check.hpp"
 
 namespace pe::testing {
@@ -32,6 +35,27 @@ model_programs argmax_mlp(const std::string& optimizer, float learning_rate, std
 feed_map argmax_feed(const model_programs& m, std::int64_t n, std::uint64_t seed) {
   auto b = argmax_batch(n, 16, 4, seed);
   return {{m.image, b.image}, {m.label, b.label}};
+}
+
+namespace {
+constexpr int small_side = 8, small_classes = 4;
+} // namespace
+
+model_programs small_cnn() {
+  cnn_config c;
+  c.image_side = small_side;
+  c.channels = {4, 8};
+  c.fc = {16};
+  c.classes = small_classes;
+  c.seed = 5;
+  return build_cnn(c);
+}
+
+feed_map small_cnn_feed(const model_programs& m, std::uint64_t seed) {
+  auto b = argmax_batch(16, small_side * small_side, small_classes, seed);
+  tensor image(dtype::fp32, {16, 1, small_side, small_side});
+  std::copy_n(b.image.values<float>().begin(), image.numel(), image.values<float>().begin());
+  return {{m.image, image}, {m.label, b.label}};
 }
 
 } // namespace pe::testing

@@ -27,4 +27,11 @@ model_programs argmax_mlp(const std::string& optimizer, float learning_rate,
 /// argmax_batch(n, 16, 4, seed) as argmax_mlp's image and label feeds.
 feed_map argmax_feed(const model_programs& m, std::int64_t n, std::uint64_t seed);
 
+/// The built-in CNN's layers at a size the reference executor runs quickly: 8x8 images,
+/// conv channels 4 and 8, fc 16, 4 classes, momentum, parameters from seed 5.
+model_programs small_cnn();
+
+/// 16 images of small_cnn's side whose label is argmax_batch's (the first 4 pixels).
+feed_map small_cnn_feed(const model_programs& m, std::uint64_t seed);
+
 } // namespace pe::testing
