@@ -7,9 +7,11 @@
 // inference (graph/ops/slice_ops.cpp, dims may be -1 = unknown) and by the kernels; and the
 // index map from an Out element to its Input element, PE_HOST_DEVICE so the CPU kernel
 // (kernels/cpu/slice_kernels.cpp) and the CUDA kernel (kernels/cuda/slice_kernels.cu, a
-// thread per element) move the same elements. The bounds given as tensors (StartsTensor,
-// EndsTensor and their lists) are refused by name.
+// thread per element) move the same elements. Bounds may come from tensors (StartsTensor,
+// EndsTensor and their lists: x[:, i] with i a variable), read on the host when the kernel
+// runs; shape inference then leaves the sliced axes' extents unknown.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -106,12 +108,24 @@ struct slice_map {
 };
 
 /// slice's and slice_grad's Input (read with `input`, which checks it as the place does), the
-/// box from the attributes and its index map; refuses the tensor bounds.
+/// box and its index map.
 struct slice_plan {
   const tensor& input;
   slice_box box;
   slice_index index;
 };
-slice_plan slice_plan_of(const kernel_context& ctx, const tensor& input);
+
+/// Element `i` of an INT32 or INT64 tensor of the kernel's place, as the host sees it (a GPU
+/// kernel reads it back from the device).
+using slice_bound_reader = std::function<std::int64_t(const tensor& values, std::int64_t i)>;
+
+/// The reader of bound tensors in host memory (the CPU kernels').
+std::int64_t slice_bound_on_host(const tensor& values, std::int64_t i);
+
+/// The plan of the op's bounds, as Paddle 2.6 takes them: the starts from StartsTensor (one
+/// 1-D tensor, a value per axis), else from StartsTensorList (a one-element tensor per
+/// axis), else the `starts` attribute; the ends alike. Bound tensors are INT32 or INT64;
+/// another dtype, or a count other than the axes', fails naming the slot.
+slice_plan slice_plan_of(const kernel_context& ctx, const tensor& input, const slice_bound_reader& read);
 
 } // namespace pe

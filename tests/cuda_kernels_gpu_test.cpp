@@ -346,6 +346,24 @@ TEST_P(CudaKernels, SliceAndItsGrad) {
   expect_match({"slice", {{"Input", labels({4, 6}, 100, 247)}}, {"Out"},
                 {{"axes", std::vector<std::int32_t>{1}}, {"starts", longs{1}}, {"ends", longs{4}},
                  {"decrease_axis", std::vector<std::int32_t>{}}}});
+  // Bounds from tensors on the device (x[-3:, :, 2:7] with the bounds variables), read back
+  // by the kernels; the attributes hold placeholders.
+  const attrs placeholders = {{"axes", std::vector<std::int32_t>{0, 2}}, {"starts", longs{-1, -1}},
+                              {"ends", longs{-1, -1}}, {"decrease_axis", std::vector<std::int32_t>{}}};
+  const tensor starts = tensor::from_vector<std::int64_t>({-3, 2}, {2});
+  const tensor ends = tensor::from_vector<std::int64_t>({100, 7}, {2});
+  expect_match({"slice", {{"Input", x}, {"StartsTensor", starts}, {"EndsTensor", ends}}, {"Out"}, placeholders});
+  expect_match({"slice_grad",
+                {{"Input", x}, {"Out@GRAD", random({3, 8, 5}, -1.f, 1.f, 248)}, {"StartsTensor", starts},
+                 {"EndsTensor", ends}},
+                {"Input@GRAD"}, placeholders});
+  expect_match({"slice",
+                {{"Input", x},
+                 {"StartsTensorList", tensor::from_vector<std::int32_t>({4}, {1})},
+                 {"StartsTensorList", tensor::from_vector<std::int32_t>({-9}, {1})}},
+                {"Out"},
+                {{"axes", std::vector<std::int32_t>{0, 2}}, {"starts", longs{-1, -1}}, {"ends", longs{5, 30}},
+                 {"decrease_axis", std::vector<std::int32_t>{0}}}});
 }
 
 TEST_P(CudaKernels, ElementwiseWithBroadcast) {

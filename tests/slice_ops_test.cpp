@@ -1,6 +1,7 @@
 // slice (paddle's x[:, 0], x[1:3]) and slice_grad: the box cut by axes/starts/ends with
 // Paddle's negative and clamped bounds, decrease_axis, any dtype, shape inference with
-// unknown dims, Paddle's grad maker (Input, Out@GRAD -> Input@GRAD), the grad's scatter into
+// unknown dims, bounds from tensors (StartsTensor, EndsTensor and their lists, INT32 or
+// INT64), Paddle's grad maker (Input, Out@GRAD -> Input@GRAD), the grad's scatter into
 // zeros, gradients against central differences, and the errors users see.
 #include <cstdint>
 #include <string>
@@ -23,6 +24,12 @@ using longs = std::vector<std::int64_t>;
 
 attr_list box(ints axes, longs starts, longs ends, ints decrease = {}) {
   return {{"axes", axes}, {"starts", starts}, {"ends", ends}, {"decrease_axis", decrease}};
+}
+
+/// `op` with the variables `vars` bound to its duplicable input `slot`.
+pe::proto::OpDesc with_list(pe::proto::OpDesc op, const std::string& slot, const std::vector<std::string>& vars) {
+  pe::set_input(op, slot, vars);
+  return op;
 }
 
 pe::proto::OpDesc slice_op(const attr_list& attrs) {
@@ -78,16 +85,71 @@ TEST(Slice, RefusesWhatItDoesNotSupport) {
   EXPECT_TRUE(contains(message, "axes 2 is out of range")) << message;
   message = infer_error(slice_op(box({1}, {0, 1}, {2})), vars);
   EXPECT_TRUE(contains(message, "axes has 1 entries but starts 2 and ends 1")) << message;
-  message = infer_error(make_op("slice", {{"Input", "x"}, {"StartsTensor", "s"}}, {{"Out", "out"}}, box({1}, {0}, {1})),
-                        vars);
-  EXPECT_TRUE(contains(message, "the StartsTensor input is not supported")) << message;
+}
 
-  pe::scope scope_vars;
-  scope_vars.var("x") = iota({2, 8});
-  scope_vars.var("s") = tensor::from_vector<std::int64_t>({0}, {1});
-  message = error_of(make_op("slice", {{"Input", "x"}, {"EndsTensor", "s"}}, {{"Out", "out"}}, box({1}, {0}, {1})),
-                     scope_vars);
-  EXPECT_TRUE(contains(message, "the EndsTensor input is not supported")) << message;
+// x[:, i] and x[i:j] with i, j variables: Paddle puts the bounds in StartsTensor/EndsTensor
+// (one 1-D tensor) or StartsTensorList/EndsTensorList (a one-element tensor per axis), with
+// placeholders in the attributes.
+TEST(Slice, TakesItsBoundsFromTensors) {
+  const tensor x = iota({2, 3, 4}); // x[a][b][c] = 12a + 4b + c
+  pe::scope vars;
+  vars.var("x") = x.clone();
+  vars.var("s") = tensor::from_vector<std::int64_t>({2}, {1});
+  vars.var("e") = tensor::from_vector<std::int64_t>({3}, {1});
+  const attr_list placeholders = box({1}, {-1}, {-1}, {1});
+  run_op(make_op("slice", {{"Input", "x"}, {"StartsTensor", "s"}, {"EndsTensor", "e"}}, {{"Out", "out"}},
+                 placeholders),
+         vars);
+  EXPECT_TRUE(tensor_is(vars.get("out"), {2, 4}, {8, 9, 10, 11, 20, 21, 22, 23})); // x[:, 2]
+  // Lists of INT32 scalars, one per axis; a negative start counts from the end; the ends'
+  // attribute is used where no ends tensor is given.
+  vars.var("s0") = tensor::from_vector<std::int32_t>({-1}, {1});
+  vars.var("s1") = tensor::from_vector<std::int32_t>({1}, {1});
+  run_op(with_list(slice_op(box({0, 2}, {-1, -1}, {2, 3})), "StartsTensorList", {"s0", "s1"}), vars);
+  EXPECT_TRUE(tensor_is(vars.get("out"), {1, 3, 2}, {13, 14, 17, 18, 21, 22})); // x[-1:, :, 1:3]
+  // The grad reads the same bounds.
+  vars.var("dout") = values({5, 7, 1, 2, 3, 4, 6, 8}, {2, 4});
+  run_op(make_op("slice_grad", {{"Input", "x"}, {"Out@GRAD", "dout"}, {"StartsTensor", "s"}, {"EndsTensor", "e"}},
+                 {{"Input@GRAD", "dx"}}, placeholders),
+         vars);
+  const tensor& dx = vars.get("dx");
+  EXPECT_EQ(dx.shape(), (shape_t{2, 3, 4}));
+  EXPECT_EQ(elements_of<float>(dx)[8], 5.f);
+  EXPECT_EQ(elements_of<float>(dx)[20], 3.f);
+  EXPECT_EQ(elements_of<float>(dx)[0], 0.f);
+}
+
+TEST(Slice, BoundsFromTensorsLeaveTheSlicedExtentsUnknown) {
+  const pe::var_table vars = {{"x", {pe::dtype::fp32, {-1, 8, 32}}},
+                              {"s", {pe::dtype::int64, {1}}},
+                              {"e", {pe::dtype::int64, {1}}}};
+  const auto sliced = [&](const attr_list& attrs) {
+    return infer(make_op("slice", {{"Input", "x"}, {"StartsTensor", "s"}, {"EndsTensor", "e"}}, {{"Out", "out"}}, attrs),
+                 vars)
+        .at("out")
+        .dims;
+  };
+  // Placeholders that would give one element do not: the values come at run time.
+  EXPECT_EQ(sliced(box({1}, {0}, {1})), (shape_t{-1, -1, 32}));
+  EXPECT_EQ(sliced(box({1}, {-1}, {-1}, {1})), (shape_t{-1, 32})); // decreased: dropped
+}
+
+TEST(Slice, RefusesBoundTensorsThatDoNotFit) {
+  pe::scope vars;
+  vars.var("x") = iota({2, 8});
+  vars.var("two") = tensor::from_vector<std::int64_t>({0, 1}, {2});
+  vars.var("f") = values({1}, {1});
+  vars.var("i") = tensor::from_vector<std::int64_t>({1}, {1});
+  std::string message = error_of(
+      make_op("slice", {{"Input", "x"}, {"StartsTensor", "two"}}, {{"Out", "out"}}, box({1}, {0}, {1})), vars);
+  EXPECT_TRUE(contains(message, "StartsTensor holds 2 values for 1 axes")) << message;
+  message = error_of(make_op("slice", {{"Input", "x"}, {"EndsTensor", "f"}}, {{"Out", "out"}}, box({1}, {0}, {1})),
+                     vars);
+  EXPECT_TRUE(contains(message, "input EndsTensor must be INT32 or INT64, got FP32")) << message;
+  message = error_of(with_list(slice_op(box({1}, {0}, {1})), "StartsTensorList", {"i", "i"}), vars);
+  EXPECT_TRUE(contains(message, "StartsTensorList holds 2 tensors for 1 axes")) << message;
+  message = error_of(with_list(slice_op(box({1}, {0}, {1})), "EndsTensorList", {"two"}), vars);
+  EXPECT_TRUE(contains(message, "EndsTensorList[0] holds 2 values, not 1")) << message;
 }
 
 TEST(Slice, GradMakerIsPaddles) {

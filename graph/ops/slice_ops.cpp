@@ -3,7 +3,8 @@
 // kernels/slice_ops.hpp's rule, which the kernels apply too. slice moves elements without
 // computing on them, so it takes any dtype; its grad (as Paddle's SliceOpGradMaker emits it:
 // Input, Out@GRAD -> Input@GRAD) writes Out@GRAD into a zeroed Input@GRAD of Input's dims.
-// The bounds given as tensors are refused, by name, in shape inference and in the kernel.
+// Bounds given as tensors (StartsTensor, EndsTensor, their lists) leave the sliced axes'
+// extents unknown here; the kernels read them.
 #include "graph/op_registry.hpp"
 
 #include <cstdint>
@@ -17,7 +18,7 @@ namespace pe {
 
 namespace {
 
-/// StartsTensor, EndsTensor and their lists: dispensable, refused when bound.
+/// StartsTensor, EndsTensor and their lists: dispensable, read by the kernels.
 std::vector<slot_spec> bound_tensor_slots() {
   return {{.name = "StartsTensor", .dispensable = true},
           {.name = "EndsTensor", .dispensable = true},
@@ -25,14 +26,23 @@ std::vector<slot_spec> bound_tensor_slots() {
           {.name = "EndsTensorList", .duplicable = true, .dispensable = true}};
 }
 
-/// The box of the op's attributes over Input, after refusing the tensor bounds.
+/// The box of the op's attributes over Input. Bounds from tensors are known only when the
+/// kernel runs: the sliced axes' extents are then unknown (-1), a decreased one's 1.
 slice_box infer_box(const shape_context& ctx) {
-  for (const char* slot : {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"})
-    ctx.expect(ctx.input_count(slot) == 0,
-               std::string("the ") + slot + " input is not supported; give the starts and ends attributes");
   const attribute_map& a = ctx.attrs();
-  return slice_box_of(ctx, ctx.input_dims("Input"), a.get<std::vector<std::int32_t>>("axes"),
-                      a.get<std::vector<std::int64_t>>("starts"), a.get<std::vector<std::int64_t>>("ends"),
+  const auto& axes = a.get<std::vector<std::int32_t>>("axes");
+  shape_t in = ctx.input_dims("Input");
+  bool from_tensors = false;
+  for (const char* slot : {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"})
+    from_tensors = from_tensors || ctx.input_count(slot) > 0;
+  if (from_tensors)
+    for (const std::int32_t axis : axes)
+      if (axis >= -static_cast<std::int64_t>(in.size()) && axis < static_cast<std::int64_t>(in.size()))
+        in[static_cast<std::size_t>(axis < 0 ? axis + static_cast<std::int32_t>(in.size()) : axis)] = -1;
+  // Bounds from tensors: the attributes hold placeholders, so none gives an extent either.
+  const std::vector<std::int64_t> unknown(axes.size(), -1);
+  return slice_box_of(ctx, in, axes, from_tensors ? unknown : a.get<std::vector<std::int64_t>>("starts"),
+                      from_tensors ? unknown : a.get<std::vector<std::int64_t>>("ends"),
                       a.get<std::vector<std::int32_t>>("decrease_axis"));
 }
 

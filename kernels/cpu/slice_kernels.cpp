@@ -24,7 +24,7 @@ const tensor& initialized(const kernel_context& ctx, std::string_view slot) {
 
 /// Out = the box of Input.
 void slice(kernel_context& ctx) {
-  const slice_plan p = slice_plan_of(ctx, initialized(ctx, "Input"));
+  const slice_plan p = slice_plan_of(ctx, initialized(ctx, "Input"), slice_bound_on_host);
   write_unaliased(ctx.output("Out"), {&p.input}, [&](tensor& out) {
     out.resize(p.input.type(), p.box.out_dims);
     visit_transpose_word(ctx, p.input.type(), [&](auto word) {
@@ -37,7 +37,7 @@ void slice(kernel_context& ctx) {
 
 /// Input@GRAD = zeros of Input's dims with Out@GRAD in the box.
 void slice_grad(kernel_context& ctx) {
-  const slice_plan p = slice_plan_of(ctx, initialized(ctx, "Input"));
+  const slice_plan p = slice_plan_of(ctx, initialized(ctx, "Input"), slice_bound_on_host);
   const tensor& dout = initialized(ctx, "Out@GRAD");
   expect_dims(ctx, "Out@GRAD", dout, p.box.out_dims);
   write_unaliased(ctx.output("Input@GRAD"), {&dout}, [&](tensor& dx) {

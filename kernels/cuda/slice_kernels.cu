@@ -12,9 +12,19 @@ namespace pe::cuda {
 
 namespace {
 
+/// A bound tensor's element i, read back from the device (it waits for the stream: a step
+/// slicing with tensor bounds cannot be captured as a CUDA graph).
+slice_bound_reader device_bounds(const kernel_context& ctx) {
+  return [&ctx](const tensor& values, std::int64_t i) -> std::int64_t {
+    if (values.where().type != place::kind::gpu) return slice_bound_on_host(values, i);
+    return values.type() == dtype::int32 ? read_back(ctx, values.data<std::int32_t>() + i)
+                                         : read_back(ctx, values.data<std::int64_t>() + i);
+  };
+}
+
 /// Out = the box of Input.
 void slice(kernel_context& ctx) {
-  const slice_plan p = slice_plan_of(ctx, gpu_input(ctx, "Input"));
+  const slice_plan p = slice_plan_of(ctx, gpu_input(ctx, "Input"), device_bounds(ctx));
   write_unaliased(ctx.output("Out"), {&p.input}, [&](tensor& out) {
     resize_output(ctx, out, p.input.type(), p.box.out_dims);
     visit_transpose_word(ctx, p.input.type(), [&](auto word) {
@@ -27,7 +37,7 @@ void slice(kernel_context& ctx) {
 
 /// Input@GRAD = zeros of Input's dims with Out@GRAD in the box.
 void slice_grad(kernel_context& ctx) {
-  const slice_plan p = slice_plan_of(ctx, gpu_input(ctx, "Input"));
+  const slice_plan p = slice_plan_of(ctx, gpu_input(ctx, "Input"), device_bounds(ctx));
   const tensor& dout = gpu_input(ctx, "Out@GRAD");
   expect_dims(ctx, "Out@GRAD", dout, p.box.out_dims);
   write_unaliased(ctx.output("Input@GRAD"), {&dout}, [&](tensor& dx) {
