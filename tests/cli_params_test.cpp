@@ -199,6 +199,23 @@ TEST(CliParams, EncoderInferenceMatchesPaddle) {
   }
 }
 
+TEST(CliParams, SlicesWithTensorBoundsMatchPaddle) {
+  // tests/data/paddle_slice_tensor_bounds (scripts/make_paddle_slice_fixture.py): x[j:, :, 1:3]
+  // with j a variable (StartsTensorList) and paddle.slice with a variable end
+  // (EndsTensorList). One place: the slice is along the batch axis, which places split.
+  temp_dir dir("cli_params_slice_bounds");
+  const std::string model = testing::paddle_training_fixture("slice_tensor_bounds");
+  const fs::path out = dir.path() / "out";
+  auto r = run("--places cpu:1 --infer --model " + model + "/model.pdmodel --params " + model +
+                   "/model.pdiparams --data npy:" + model + " --output " + out.string(),
+               dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const tensor got = read_npy((out / "save_infer_model/scale_0.tmp_0.npy").string());
+  const tensor want = read_npy(model + "/output_0.npy");
+  ASSERT_EQ(got.shape(), want.shape());
+  for (std::int64_t i = 0; i < got.numel(); ++i) EXPECT_EQ(got.data<float>()[i], want.data<float>()[i]) << i;
+}
+
 TEST(CliParams, InferenceRejectsMissingAndMisfitInputs) {
   temp_dir dir("cli_params_infer_bad");
   const fs::path in = dir.path() / "in";
