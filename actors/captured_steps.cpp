@@ -80,6 +80,16 @@ captured_steps::mode captured_steps::next(const std::string& signature, bool tra
     same_in_a_row_ = 0;
   }
   if (same_in_a_row_ >= eager_steps_before_capture && !capture_ && counts_.captures < most_captures) {
+    // The holds first, before the step's feeds are copied: a place whose memory cannot hold
+    // (another executor on these places holds it) leaves graphs off rather than half made.
+    try {
+      for (device* d : devices_) holds_.push_back(d->memory().hold_frees());
+    } catch (const std::exception& e) {
+      holds_.clear();
+      off_ = true;
+      off_reason_ = e.what();
+      return mode::eager;
+    }
     signature_ = signature;
     return mode::capture;
   }
@@ -99,7 +109,6 @@ tensor& captured_steps::feed_target(std::size_t place, const std::string& name) 
 }
 
 void captured_steps::begin_capture() {
-  for (device* d : devices_) holds_.push_back(d->memory().hold_frees());
   capture_ = devices_.front()->make_capture();
   stream& o = origin();
   capture_->begin(o);
@@ -176,6 +185,8 @@ bool captured_steps::buffers_unchanged() const {
 }
 
 void captured_steps::abandon() {
+  for (auto& h : holds_) // what they hold stays; other executors on these places may hold again
+    if (h) h->close();
   off_ = true;
   off_reason_ = "a step stalled while captured or replayed";
 }

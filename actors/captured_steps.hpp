@@ -74,8 +74,9 @@ class captured_steps {
   /// Whether `s` is the stream the graph is launched on.
   bool is_origin(const stream& s) const { return &s == &origin(); }
 
-  /// Capture step, after its feeds were enqueued and before its op actors fire: holds the
-  /// places' frees, begins the capture and makes every stream of every place join it.
+  /// Capture step, after its feeds were enqueued and before its op actors fire: begins the
+  /// capture and makes every stream of every place join it (next() already holds the places'
+  /// frees: allocator::hold_frees()).
   void begin_capture();
 
   /// Capture step, once every op actor fired: every stream rejoins the origin, the
