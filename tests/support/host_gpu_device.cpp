@@ -123,6 +123,57 @@ int host_gpu_device::markers_recorded() {
   return records_count.load();
 }
 
+namespace {
+
+std::atomic<bool> capture_refused{false};
+
+/// A capture whose start the simulated driver refuses (set_simulated_capture_refused).
+class refused_capture final : public stream_capture {
+ public:
+  void begin(stream& origin) override { // as cuda_capture: the reason first, then the stream fails
+    origin.enqueue([this] {
+      fail("simulated: the driver refused the capture at its start");
+      throw error("the simulated driver refused the capture");
+    });
+  }
+  void rejoin(stream& joiner, stream& origin) override {
+    joiner.enqueue_always([](bool) {});
+    origin.enqueue_always([](bool) {});
+  }
+  void end(stream& origin) override {
+    origin.enqueue_always([this](bool) { fail("simulated: the capture ended without a graph"); });
+  }
+  void await_end(stream& joiner) override { joiner.enqueue_always([](bool) {}); }
+  void replay(stream& origin) override {
+    origin.enqueue([] { throw error("a refused capture was replayed"); });
+  }
+  std::optional<std::string> failure() const override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return failure_;
+  }
+  std::size_t operations() const override { return 0; }
+
+ private:
+  void fail(const std::string& why) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (!failure_) failure_ = why;
+  }
+
+  mutable std::mutex mutex_;
+  std::optional<std::string> failure_;
+};
+
+} // namespace
+
+std::unique_ptr<stream_capture> host_gpu_device::make_capture() {
+  if (!capture_refused.load()) return nullptr;
+  return std::make_unique<refused_capture>();
+}
+
+void set_simulated_capture_refused(bool refused) {
+  capture_refused.store(refused);
+}
+
 void set_simulated_device_lag(std::chrono::nanoseconds lag) {
   lag_ns.store(lag.count());
 }

@@ -35,6 +35,9 @@ class host_gpu_device final : public device {
   stream& get_stream(stream_kind kind) override;
   std::unique_ptr<event> make_event() override;
   stream::task copy_work(stream& on, tensor& dst, const tensor& src) override;
+  /// Null, unless set_simulated_capture_refused(true): then a capture that fails at its
+  /// start, as a GPU's does when the driver refuses it (see there).
+  std::unique_ptr<stream_capture> make_capture() override;
   void stop() override;
 
   /// How many spans of timed work the streams read from the simulated device clock, over
@@ -57,6 +60,14 @@ void set_simulated_device_lag(std::chrono::nanoseconds lag);
 
 /// Whether the simulated devices have finished (by their lag) all work recorded so far.
 bool simulated_devices_idle();
+
+/// With true, the simulated devices offer CUDA-graph capture (execution_strategy::cuda_graphs
+/// is accepted) that the "driver" refuses at the capture's start: the origin stream fails
+/// there, so none of the step's work that depends on it runs, as none of a refused capture's
+/// does on a GPU. The executor's path for a capture that fails (graphs off, the step rerun
+/// eagerly) runs so on the host. A capture that succeeds cannot be simulated: the simulated
+/// device runs each kernel when it is launched.
+void set_simulated_capture_refused(bool refused);
 
 /// Makes GPU places of this process open as host_gpu_devices (register_device), and
 /// several of them exchange through the GPU collectives' meeting (collective_rendezvous, as
