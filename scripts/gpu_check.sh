@@ -35,10 +35,11 @@
 #      bench/cuda_api_count, when the build has it): what a step costs the host, and where
 #      each stream's host thread spent its time (PE_STREAM_PROFILE=1); then how CUDA calls
 #      scale with host threads (bench/cuda_launch_threads) and the MLP on gpu:0 against
-#      gpu:0x2, interleaved
+#      gpu:0x2, each with and without --cuda-graphs, interleaved
 #   6. the GPU benchmark (bench/gpu_bench), when the build has one
 #   7. compute-sanitizer --tool racecheck, then --tool memcheck, each on one training step
-#      of the MLP, the CNN and the Paddle ResNet fixture on gpu:0
+#      of the MLP, the CNN and the Paddle ResNet fixture on gpu:0, and on five steps of the
+#      MLP on gpu:0x2 with --cuda-graphs (a capture and its replays)
 # Logs go to BUILD/gpu_check/ (and to $OUT/ when that is set, as on the device tool).
 set -uo pipefail
 
