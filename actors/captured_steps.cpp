@@ -168,9 +168,9 @@ bool captured_steps::finish_capture(step_inputs& in, const std::vector<scope*>& 
   return true;
 }
 
-void captured_steps::replay(const std::vector<event*>& feeds_ready, step_inputs& in) {
+void captured_steps::replay(const std::vector<std::unique_ptr<event>>& feeds_ready, step_inputs& in) {
   stream& o = origin();
-  for (event* e : feeds_ready)
+  for (const auto& e : feeds_ready)
     if (e != nullptr) o.wait(*e);
   capture_->replay(o);
   o.record(*after_);

@@ -91,7 +91,7 @@ class captured_steps {
 
   /// Replay step, after its feeds were enqueued: waits for every place's feeds
   /// (`feeds_ready`, by place), launches the graph, copies the fetches out into in.fetched.
-  void replay(const std::vector<event*>& feeds_ready, step_inputs& in);
+  void replay(const std::vector<std::unique_ptr<event>>& feeds_ready, step_inputs& in);
 
   /// A captured or replayed step failed (its work has ended): the graph is dropped (its
   /// memory given back).

@@ -694,9 +694,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   if (watching) st.watch.start(0, st.step_start_ns);
   if (capturing) st.captured->begin_capture();
   if (replaying) {
-    std::vector<event*> feeds_ready;
-    for (const auto& e : st.feeds_ready) feeds_ready.push_back(e.get());
-    st.captured->replay(feeds_ready, st.in);
+    st.captured->replay(st.feeds_ready, st.in);
   } else {
     for (int source : st.graph->sources())
       caf::anon_send(st.env.actors[static_cast<std::size_t>(source)], start_atom::value, step);
@@ -745,7 +743,6 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       s.clear_error();
     }
   if (capturing && !stalled) {
-    st.in.capturing = false;
     std::string why;
     if (!st.captured->finish_capture(st.in, rt.scope_list(), why)) {
       // No kernel of the step ran (its launches went into the failed capture): run it again,

@@ -11,7 +11,6 @@ namespace pe {
 
 cuda_capture::~cuda_capture() {
   if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_); // at exit the context may be gone
-  if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
 }
 
 void cuda_capture::fail(const std::string& why) {
@@ -31,8 +30,9 @@ void cuda_capture::begin(stream& origin) {
     const cudaError_t status = cudaStreamBeginCapture(handle, cudaStreamCaptureModeRelaxed);
     if (status != cudaSuccess) {
       (void)cudaGetLastError();
-      fail("cudaStreamBeginCapture on " + what + ": " + cuda_error_text(status));
-      throw error("cudaStreamBeginCapture on " + what + ": " + cuda_error_text(status));
+      const std::string why = "cudaStreamBeginCapture on " + what + ": " + cuda_error_text(status);
+      fail(why);
+      throw error(why);
     }
   });
 }
@@ -122,13 +122,12 @@ void cuda_capture::end(stream& origin) {
     (void)cudaGraphGetNodes(graph, nullptr, &nodes);
     cudaGraphExec_t exec = nullptr;
     const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    (void)cudaGraphDestroy(graph);
     if (made != cudaSuccess) {
       (void)cudaGetLastError();
-      (void)cudaGraphDestroy(graph);
       fail("cudaGraphInstantiate of the step captured on " + what + ": " + cuda_error_text(made));
       return;
     }
-    graph_ = graph;
     exec_ = exec;
     operations_.store(nodes);
   });

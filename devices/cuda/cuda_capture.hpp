@@ -44,8 +44,8 @@ class cuda_capture final : public stream_capture {
   std::condition_variable ended_cv_;
   std::atomic<std::size_t> operations_{0};
   // Written by the origin stream's thread in end(), read there by replay()'s launch code
-  // and in the destructor (after the executor synchronized every stream).
-  cudaGraph_t graph_ = nullptr;
+  // and in the destructor (after the executor synchronized every stream). The graph itself
+  // is destroyed once instantiated: the executable form does not need it.
   cudaGraphExec_t exec_ = nullptr;
 };
 
