@@ -14,6 +14,7 @@
 #include "actors/parallel_executor.hpp"
 #include "tests/support/batches.hpp"
 #include "tests/support/expect_error.hpp"
+#include "tests/support/gpu_places.hpp"
 #include "tests/support/host_gpu_device.hpp"
 
 namespace pe {
@@ -24,12 +25,6 @@ class CapturedSteps : public ::testing::Test {
   static void SetUpTestSuite() { testing::simulate_gpu_places(); }
   void TearDown() override { testing::set_simulated_capture_refused(false); }
 };
-
-std::vector<place> simulated_places(int n) {
-  std::vector<place> ps;
-  for (int i = 0; i < n; ++i) ps.push_back(place::gpu(i, 0));
-  return ps;
-}
 
 execution_strategy with_graphs() {
   execution_strategy exec;
@@ -44,8 +39,8 @@ TEST_F(CapturedSteps, ARefusedCaptureTurnsGraphsOffAndItsStepRunsEagerly) {
     for (int places : {1, 2}) {
       SCOPED_TRACE(std::string(optimizer) + " on " + std::to_string(places) + " places");
       const auto m = testing::argmax_mlp(optimizer, 0.05f);
-      parallel_executor eager(simulated_places(places), m.startup, m.main);
-      parallel_executor graphs(simulated_places(places), m.startup, m.main, {}, with_graphs());
+      parallel_executor eager(testing::logical_gpu_places(places), m.startup, m.main);
+      parallel_executor graphs(testing::logical_gpu_places(places), m.startup, m.main, {}, with_graphs());
       for (int s = 0; s < 8; ++s) {
         const feed_map feed = testing::argmax_feed(m, 12, 40 + static_cast<std::uint64_t>(s));
         const float want = eager.run(feed, {m.loss})[0].values<float>()[0];
@@ -61,7 +56,7 @@ TEST_F(CapturedSteps, ARefusedCaptureTurnsGraphsOffAndItsStepRunsEagerly) {
 
 TEST_F(CapturedSteps, PlacesWhoseDeviceCannotCaptureAreRefused) {
   const auto m = testing::argmax_mlp("sgd", 0.05f);
-  testing::expect_error([&] { parallel_executor exe(simulated_places(2), m.startup, m.main, {}, with_graphs()); },
+  testing::expect_error([&] { parallel_executor exe(testing::logical_gpu_places(2), m.startup, m.main, {}, with_graphs()); },
                         {"CUDA graphs (--cuda-graphs) cannot run here: the places' device cannot capture"});
 }
 

@@ -20,16 +20,11 @@
 #include "graph/models/cnn.hpp"
 #include "graph/models/mlp.hpp"
 #include "tests/support/batches.hpp"
+#include "tests/support/gpu_places.hpp"
 #include "tests/support/expect_error.hpp"
 
 namespace pe {
 namespace {
-
-std::vector<place> logical_places(int n) {
-  std::vector<place> ps;
-  for (int i = 0; i < n; ++i) ps.push_back(place::gpu(i, 0));
-  return ps;
-}
 
 execution_strategy with_graphs() {
   execution_strategy exec;
@@ -39,6 +34,13 @@ execution_strategy with_graphs() {
 
 float loss_of(parallel_executor& exe, const model_programs& m, const feed_map& feed) {
   return exe.run(feed, {m.loss})[0].values<float>()[0];
+}
+
+/// One step of each executor on `feed`: the eager one's loss onto `want`, the other's onto `got`.
+void step_both(parallel_executor& eager, parallel_executor& graphs, const model_programs& m, const feed_map& feed,
+               std::vector<float>& want, std::vector<float>& got) {
+  want.push_back(loss_of(eager, m, feed));
+  got.push_back(loss_of(graphs, m, feed));
 }
 
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, float rel, const std::string& what) {
@@ -74,13 +76,12 @@ class GpuGraphs : public ::testing::TestWithParam<std::tuple<const char*, int>> 
 TEST_P(GpuGraphs, ReplayedStepsEqualEagerSteps) {
   const auto [optimizer, places] = GetParam();
   const auto m = testing::argmax_mlp(optimizer, std::string(optimizer) == "adam" ? 0.01f : 0.1f);
-  parallel_executor eager(logical_places(places), m.startup, m.main);
-  parallel_executor graphs(logical_places(places), m.startup, m.main, {}, with_graphs());
+  parallel_executor eager(testing::logical_gpu_places(places), m.startup, m.main);
+  parallel_executor graphs(testing::logical_gpu_places(places), m.startup, m.main, {}, with_graphs());
   std::vector<float> want, got;
   for (int s = 0; s < 10; ++s) {
     const feed_map feed = testing::argmax_feed(m, 24, 700 + static_cast<std::uint64_t>(s));
-    want.push_back(loss_of(eager, m, feed));
-    got.push_back(loss_of(graphs, m, feed));
+    step_both(eager, graphs, m, feed, want, got);
   }
   expect_close(got, want, 1e-6f, "graph vs eager");
   expect_same_parameters(graphs, eager, m, 1e-6f);
@@ -105,14 +106,13 @@ class GpuGraphsOnce : public ::testing::Test {
 
 TEST_F(GpuGraphsOnce, AStepOfOtherShapesRunsEagerlyAndTheGraphComesBack) {
   const auto m = testing::argmax_mlp("sgd", 0.1f);
-  parallel_executor eager(logical_places(2), m.startup, m.main);
-  parallel_executor graphs(logical_places(2), m.startup, m.main, {}, with_graphs());
+  parallel_executor eager(testing::logical_gpu_places(2), m.startup, m.main);
+  parallel_executor graphs(testing::logical_gpu_places(2), m.startup, m.main, {}, with_graphs());
   std::vector<float> want, got;
   for (int s = 0; s < 12; ++s) {
     const std::int64_t rows = s == 6 ? 10 : 24; // an epoch's short last batch
     const feed_map feed = testing::argmax_feed(m, rows, 300 + static_cast<std::uint64_t>(s));
-    want.push_back(loss_of(eager, m, feed));
-    got.push_back(loss_of(graphs, m, feed));
+    step_both(eager, graphs, m, feed, want, got);
   }
   expect_close(got, want, 1e-6f, "graph vs eager");
   const auto c = graphs.cuda_graph_statistics();
@@ -122,8 +122,8 @@ TEST_F(GpuGraphsOnce, AStepOfOtherShapesRunsEagerlyAndTheGraphComesBack) {
 
 TEST_F(GpuGraphsOnce, AParameterReplacedBetweenStepsIsWhatTheNextReplayReads) {
   const auto m = testing::argmax_mlp("sgd", 0.1f);
-  parallel_executor eager(logical_places(2), m.startup, m.main);
-  parallel_executor graphs(logical_places(2), m.startup, m.main, {}, with_graphs());
+  parallel_executor eager(testing::logical_gpu_places(2), m.startup, m.main);
+  parallel_executor graphs(testing::logical_gpu_places(2), m.startup, m.main, {}, with_graphs());
   std::string weight;
   for (const auto& v : m.main.blocks(0).vars())
     if (v.is_parameter() && weight.empty()) weight = v.name();
@@ -136,8 +136,7 @@ TEST_F(GpuGraphsOnce, AParameterReplacedBetweenStepsIsWhatTheNextReplayReads) {
       graphs.set_persistable(weight, w);
     }
     const feed_map feed = testing::argmax_feed(m, 24, 900 + static_cast<std::uint64_t>(s));
-    want.push_back(loss_of(eager, m, feed));
-    got.push_back(loss_of(graphs, m, feed));
+    step_both(eager, graphs, m, feed, want, got);
   }
   expect_close(got, want, 1e-6f, "graph vs eager");
   const auto c = graphs.cuda_graph_statistics();
@@ -149,12 +148,11 @@ TEST_F(GpuGraphsOnce, AParameterReplacedBetweenStepsIsWhatTheNextReplayReads) {
 TEST_F(GpuGraphsOnce, TheBuiltInCnnReplaysAsItRunsEagerly) {
   const model_programs m = testing::small_cnn();
   const auto feed = [&](std::uint64_t seed) { return testing::small_cnn_feed(m, seed); };
-  parallel_executor eager(logical_places(1), m.startup, m.main);
-  parallel_executor graphs(logical_places(1), m.startup, m.main, {}, with_graphs());
+  parallel_executor eager(testing::logical_gpu_places(1), m.startup, m.main);
+  parallel_executor graphs(testing::logical_gpu_places(1), m.startup, m.main, {}, with_graphs());
   std::vector<float> want, got;
   for (int s = 0; s < 10; ++s) {
-    want.push_back(loss_of(eager, m, feed(40 + static_cast<std::uint64_t>(s))));
-    got.push_back(loss_of(graphs, m, feed(40 + static_cast<std::uint64_t>(s))));
+    step_both(eager, graphs, m, feed(40 + static_cast<std::uint64_t>(s)), want, got);
   }
   expect_close(got, want, 1e-5f, "cnn graph vs eager");
   EXPECT_EQ(graphs.cuda_graph_statistics().replays, 8u) << graphs.cuda_graph_statistics().off_reason;
@@ -177,13 +175,12 @@ model_programs mlp_with_dropout() {
 
 TEST_F(GpuGraphsOnce, AProgramThatDrawsOnTheHostRunsEagerlyAndSaysWhy) {
   const auto m = mlp_with_dropout();
-  parallel_executor eager(logical_places(2), m.startup, m.main);
-  parallel_executor graphs(logical_places(2), m.startup, m.main, {}, with_graphs());
+  parallel_executor eager(testing::logical_gpu_places(2), m.startup, m.main);
+  parallel_executor graphs(testing::logical_gpu_places(2), m.startup, m.main, {}, with_graphs());
   std::vector<float> want, got;
   for (int s = 0; s < 6; ++s) {
     const feed_map feed = testing::argmax_feed(m, 24, 60 + static_cast<std::uint64_t>(s));
-    want.push_back(loss_of(eager, m, feed));
-    got.push_back(loss_of(graphs, m, feed));
+    step_both(eager, graphs, m, feed, want, got);
   }
   expect_close(got, want, 1e-6f, "refused capture vs eager");
   const auto c = graphs.cuda_graph_statistics();

@@ -23,6 +23,7 @@
 #include "graph/models/cnn.hpp"
 #include "graph/models/mlp.hpp"
 #include "tests/support/batches.hpp"
+#include "tests/support/gpu_places.hpp"
 #include "tests/support/expect_error.hpp"
 
 namespace pe {
@@ -50,12 +51,6 @@ std::vector<float> gpu_losses(parallel_executor& exe, const model_programs& m) {
   return losses;
 }
 
-std::vector<place> logical_places(int n) {
-  std::vector<place> ps;
-  for (int i = 0; i < n; ++i) ps.push_back(place::gpu(i, 0));
-  return ps;
-}
-
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, float rel, const std::string& what) {
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t s = 0; s < got.size(); ++s)
@@ -75,7 +70,7 @@ TEST_P(GpuTraining, Gpu0EqualsTheCpuReference) {
   const auto m = model(GetParam());
   scope reference;
   const auto want = reference_losses(m, reference);
-  parallel_executor exe(logical_places(1), m.startup, m.main);
+  parallel_executor exe(testing::logical_gpu_places(1), m.startup, m.main);
   expect_close(gpu_losses(exe, m), want, 1e-4f, "gpu:0");
   for (const auto& v : m.main.blocks(0).vars()) {
     if (!v.is_parameter()) continue;
@@ -89,21 +84,21 @@ TEST_P(GpuTraining, Gpu0EqualsTheCpuReference) {
 
 TEST_P(GpuTraining, LogicalPlacesOnOneGpuEqualGpu0) {
   const auto m = model(GetParam());
-  parallel_executor one(logical_places(1), m.startup, m.main);
+  parallel_executor one(testing::logical_gpu_places(1), m.startup, m.main);
   const auto want = gpu_losses(one, m);
   for (int n : {2, 4}) {
-    parallel_executor exe(logical_places(n), m.startup, m.main);
+    parallel_executor exe(testing::logical_gpu_places(n), m.startup, m.main);
     expect_close(gpu_losses(exe, m), want, 1e-5f, "gpu:0x" + std::to_string(n));
     build_strategy reduce;
     reduce.reduce = build_strategy::reduce_mode::reduce;
-    parallel_executor owners(logical_places(n), m.startup, m.main, reduce);
+    parallel_executor owners(testing::logical_gpu_places(n), m.startup, m.main, reduce);
     expect_close(gpu_losses(owners, m), want, 1e-5f, "gpu:0x" + std::to_string(n) + " reduce mode");
   }
 }
 
 TEST_P(GpuTraining, TheHazardCheckerPassesOnGpuTraces) {
   const auto m = model(GetParam());
-  parallel_executor exe(logical_places(2), m.startup, m.main);
+  parallel_executor exe(testing::logical_gpu_places(2), m.startup, m.main);
   trace_recorder recorder;
   exe.trace(&recorder);
   gpu_losses(exe, m);
@@ -117,8 +112,8 @@ TEST_P(GpuTraining, CheckNanInfNamesTheOpPlaceAndVariableAndTheNextStepTrains) {
   const auto m = model(GetParam());
   execution_strategy exec;
   exec.check_nan_inf = true;
-  parallel_executor exe(logical_places(2), m.startup, m.main, {}, exec);
-  parallel_executor unchecked(logical_places(2), m.startup, m.main);
+  parallel_executor exe(testing::logical_gpu_places(2), m.startup, m.main, {}, exec);
+  parallel_executor unchecked(testing::logical_gpu_places(2), m.startup, m.main);
   // Checked and unchecked steps agree while everything is finite.
   std::vector<float> checked_losses, unchecked_losses;
   for (int s = 0; s < 3; ++s) {
@@ -148,7 +143,7 @@ TEST(GpuTrace, ComputeCommunicationAndCopyOverlapOnTheDevice) {
   c.classes = 16;
   c.seed = 3;
   const model_programs m = build_mlp(c);
-  parallel_executor exe(logical_places(2), m.startup, m.main);
+  parallel_executor exe(testing::logical_gpu_places(2), m.startup, m.main);
   trace_recorder recorder(3, 10); // after the warm-up steps
   exe.trace(&recorder);
   for (int s = 0; s < 10; ++s) {
@@ -184,7 +179,7 @@ TEST(GpuCnn, TheBuiltInCnnOnGpu0EqualsTheCpuReference) {
   scope reference;
   reference_executor(m.startup, reference).run({}, {});
   reference_executor cpu(m.main, reference);
-  parallel_executor exe(logical_places(1), m.startup, m.main);
+  parallel_executor exe(testing::logical_gpu_places(1), m.startup, m.main);
   std::vector<float> want, got;
   for (int s = 0; s < 10; ++s) {
     want.push_back(cpu.run(feed(700 + s), {m.loss})[0].values<float>()[0]);
