@@ -1,6 +1,7 @@
 #include "apps/run/trainer.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
@@ -143,10 +144,24 @@ void write_dot(const engine& executor, const std::string& path) {
     throw error("--dot " + path + ": cannot write the graph");
 }
 
+/// "CPU", "GPU" (a kind's name in capitals), or "CPU and GPU" for places of several kinds.
+std::string place_kinds(const std::vector<place>& places) {
+  std::vector<std::string> kinds;
+  for (const place& p : places) {
+    std::string name = to_string(p.type);
+    for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (std::find(kinds.begin(), kinds.end(), name) == kinds.end()) kinds.push_back(name);
+  }
+  std::string out;
+  for (std::size_t i = 0; i < kinds.size(); ++i) out += (i == 0 ? "" : " and ") + kinds[i];
+  return out;
+}
+
 /// What runs where, with the defaults resolved: places, executor, threads, gradient strategy.
 void print_header(std::ostream& out, const run_options& o) {
   out << "training " << o.model << " on " << o.places_text() << " ("
-      << o.places.size() << (o.places.size() == 1 ? " CPU place" : " CPU places") << ") with the "
+      << o.places.size() << ' ' << place_kinds(o.places) << (o.places.size() == 1 ? " place" : " places")
+      << ") with the "
       << spelling(o.executor) << " executor";
   if (o.actor()) {
     out << ", " << o.threads << (o.threads == 1 ? " thread" : " threads") << ", " << spelling(o.reduce)
