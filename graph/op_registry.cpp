@@ -172,6 +172,7 @@ const op_registry& op_registry::global() {
     register_conv_ops(r);
     register_pool_ops(r);
     register_norm_ops(r);
+    register_sync_batch_norm_ops(r);
     register_embedding_ops(r);
     register_global_norm_ops(r);
     register_cumsum_ops(r);

@@ -135,6 +135,13 @@ class graph_builder {
 
   void add_program_op(int index) {
     const proto::OpDesc& op = block_.ops(index);
+    // The program's own all-reduce (a synchronised batch_norm's statistics): the collective
+    // of the graph's gradients, in graph order with them. On a world of one place it stays
+    // a computation, whose kernel has nothing to do.
+    if (op.type() == "c_allreduce_sum" && multi_place()) {
+      add_all_reduce(input_args(op, "X"));
+      return;
+    }
     std::int32_t role = role_of(op);
     auto pairs = role_var_pairs(op, index);
     if (has_bit(role, op_role::optimize)) flush_bucket();

@@ -29,6 +29,10 @@ struct build_strategy {
   /// How SELECTED_ROWS gradients' all_gathers exchange the rows (core/sparse_exchange.hpp):
   /// gather them, all-reduce the table densely, or choose per step from the row counts.
   sparse_exchange sparse_exchange_mode = sparse_exchange::automatic;
+  /// Paddle's sync_batch_norm: every training-mode batch_norm takes its batch statistics over
+  /// every place and process (graph/sync_batch_norm.hpp, applied by the executor before the
+  /// graph is built), so N places normalise as one place with the global batch would.
+  bool sync_batch_norm = false;
   /// Debug switch for the hazard checker's tests: leave out the WAR/WAW dummy edges.
   bool skip_hazard_edges = false;
   /// Paddle's names: the processes the program is replicated over, each on the same number

@@ -56,4 +56,35 @@ batch_norm_grad_front batch_norm_grad_front_of(const kernel_context& ctx, input_
   return {x, dy, d, scale, bias, global, mean, variance, a.get<float>("epsilon")};
 }
 
+sync_bn_stats_front sync_bn_stats_front_of(const kernel_context& ctx, input_fn fp32_input) {
+  const tensor& x = fp32_input(ctx, "X", 0);
+  const bn_dims d = bn_dims_of(ctx, x);
+  return {x, d, channel_input(ctx, fp32_input, "Mean", d)};
+}
+
+sync_bn_apply_front sync_bn_apply_front_of(const kernel_context& ctx, input_fn fp32_input) {
+  const batch_norm_front bn = batch_norm_front_of(ctx, fp32_input);
+  if (bn.global) ctx.fail("is_test or use_global_stats is set: a lowered sync_batch_norm normalises with the batch's statistics");
+  return {bn, sync_bn_stats_input(ctx, fp32_input, bn.d)};
+}
+
+sync_bn_grad_front sync_bn_grad_front_of(const kernel_context& ctx, input_fn fp32_input) {
+  const tensor& x = fp32_input(ctx, "X", 0);
+  const tensor& dy = fp32_input(ctx, "Y@GRAD", 0);
+  expect_dims(ctx, "Y@GRAD", dy, x.shape());
+  const bn_dims d = bn_dims_of(ctx, x);
+  return {x, dy, d, channel_input(ctx, fp32_input, "SavedMean", d),
+          channel_input(ctx, fp32_input, "SavedVariance", d)};
+}
+
+const tensor& sync_bn_grad_scale(const kernel_context& ctx, input_fn fp32_input, const bn_dims& d) {
+  return channel_input(ctx, fp32_input, "Scale", d);
+}
+
+const tensor& sync_bn_stats_input(const kernel_context& ctx, input_fn fp32_input, const bn_dims& d) {
+  const tensor& t = fp32_input(ctx, "Stats", 0);
+  expect_dims(ctx, "Stats", t, {2 * d.c + 1});
+  return t;
+}
+
 } // namespace pe

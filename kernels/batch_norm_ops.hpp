@@ -52,4 +52,39 @@ struct batch_norm_grad_front {
 };
 batch_norm_grad_front batch_norm_grad_front_of(const kernel_context& ctx, input_fn fp32_input);
 
+// The ops a synchronised batch_norm is lowered into (graph/sync_batch_norm.hpp). Their
+// statistics are FP32 [2C + 1]: two per-channel sums, then the element count per channel.
+
+/// sync_batch_norm_stats: X, and Mean (the running mean, [C]), the sums' shift.
+struct sync_bn_stats_front {
+  const tensor& x;
+  bn_dims d;
+  const tensor& shift;
+};
+sync_bn_stats_front sync_bn_stats_front_of(const kernel_context& ctx, input_fn fp32_input);
+
+/// sync_batch_norm_apply: batch_norm's front, and the summed Stats.
+struct sync_bn_apply_front {
+  batch_norm_front bn;
+  const tensor& stats;
+};
+sync_bn_apply_front sync_bn_apply_front_of(const kernel_context& ctx, input_fn fp32_input);
+
+/// sync_batch_norm_grad_stats and _grad_apply: X, Y@GRAD (X's dims), SavedMean and
+/// SavedVariance (the inverse std) [C].
+struct sync_bn_grad_front {
+  const tensor& x;
+  const tensor& dy;
+  bn_dims d;
+  const tensor& mean;
+  const tensor& inv_std;
+};
+sync_bn_grad_front sync_bn_grad_front_of(const kernel_context& ctx, input_fn fp32_input);
+
+/// sync_batch_norm_grad_apply's Scale, checked to be [C].
+const tensor& sync_bn_grad_scale(const kernel_context& ctx, input_fn fp32_input, const bn_dims& d);
+
+/// Input Stats, checked to be [2C + 1].
+const tensor& sync_bn_stats_input(const kernel_context& ctx, input_fn fp32_input, const bn_dims& d);
+
 } // namespace pe

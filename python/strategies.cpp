@@ -25,6 +25,7 @@ build_strategy python_build_strategy::engine() const {
   if (max_tensor_bytes <= 0)
     throw py::value_error("BuildStrategy.max_tensor_bytes must be positive, got " + std::to_string(max_tensor_bytes));
   b.max_tensor_bytes = max_tensor_bytes;
+  b.sync_batch_norm = sync_batch_norm;
   return b;
 }
 
@@ -114,12 +115,18 @@ void bind_strategies(py::module_& m) {
       .def_readwrite("max_tensor_bytes", &python_build_strategy::max_tensor_bytes,
                      "the largest tensor a program may declare or infer, in bytes (default half "
                      "the physical memory); larger ones are refused when the executor is built")
+      .def_readwrite("sync_batch_norm", &python_build_strategy::sync_batch_norm,
+                     "batch_norm in training takes its batch statistics over every place and "
+                     "process, so N places normalise as one place with the global batch "
+                     "(Paddle's BuildStrategy.sync_batch_norm, pe-actor-run's --sync-batch-norm; "
+                     "default False: each place normalises its own rows)")
       .def("__repr__", [](const python_build_strategy& s) {
         return "BuildStrategy(reduce_strategy=" + std::string(py::str(py::cast(s.reduce_strategy))) +
                ", gradient_scale_strategy=" + std::string(py::str(py::cast(s.gradient_scale_strategy))) +
                ", fuse_all_reduce_ops=" + (s.fuse_all_reduce_ops ? "True" : "False") +
                ", fuse_all_reduce_mb=" + std::string(py::str(py::cast(s.fuse_all_reduce_mb))) +
-               ", sparse_exchange=" + std::string(py::str(py::cast(s.sparse_exchange_mode))) + ")";
+               ", sparse_exchange=" + std::string(py::str(py::cast(s.sparse_exchange_mode))) +
+               ", sync_batch_norm=" + (s.sync_batch_norm ? "True" : "False") + ")";
       });
 
   py::class_<python_execution_strategy> exec(m, "ExecutionStrategy",

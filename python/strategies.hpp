@@ -18,6 +18,8 @@ struct python_build_strategy {
   sparse_exchange sparse_exchange_mode = build_strategy{}.sparse_exchange_mode;
   /// The largest tensor a program may declare or infer (pe-actor-run's --max-tensor-bytes).
   std::int64_t max_tensor_bytes = build_strategy{}.max_tensor_bytes;
+  /// Batch statistics over every place and process (pe-actor-run's --sync-batch-norm).
+  bool sync_batch_norm = false;
 
   /// The engine's strategy; throws pybind11::value_error for a non-positive bucket size or
   /// tensor limit.

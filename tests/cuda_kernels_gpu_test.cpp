@@ -63,7 +63,9 @@ const std::vector<std::string> cpu_ops = {
     "reduce_sum_grad", "elementwise_max", "elementwise_max_grad", "elementwise_min",
     "elementwise_min_grad", "elementwise_pow", "elementwise_pow_grad", "cumsum",
     "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_not",
-    "logical_and", "logical_or", "logical_xor", "increment", "select_input", "conditional_block"};
+    "logical_and", "logical_or", "logical_xor", "increment", "select_input", "conditional_block",
+    "sync_batch_norm", "sync_batch_norm_grad", "sync_batch_norm_stats", "sync_batch_norm_apply",
+    "sync_batch_norm_grad_stats", "sync_batch_norm_grad_apply", "c_allreduce_sum"};
 
 /// The CPU ops without a GPU kernel (none at present).
 const std::set<std::string> without_gpu_kernel = {};
@@ -892,6 +894,35 @@ TEST_P(CudaKernels, BatchNormBranches) {
     // X@GRAD alone (the sums still run), and the parameters' grads alone (no X@GRAD map).
     expect_match({"batch_norm_grad", grad_in, {"X@GRAD"}, as});
     expect_match({"batch_norm_grad", grad_in, {"Scale@GRAD", "Bias@GRAD"}, as});
+  }
+}
+
+TEST_P(CudaKernels, SyncBatchNormParts) {
+  // The ops a synchronised batch_norm is lowered into (graph/sync_batch_norm.hpp), on
+  // statistics as the all-reduce leaves them: sums over more rows than this place's, a
+  // count of 40 per channel; one channel's count at most one (X passed through); and the
+  // long channels that split their sums over several blocks.
+  const attrs training = testing::batch_norm_attrs(false);
+  const tensor scale = random({3}, 0.5f, 1.5f, 300), bias = random({3}, -1.f, 1.f, 301);
+  const tensor mean = random({3}, -0.5f, 0.5f, 302), variance = random({3}, 0.5f, 2.f, 303);
+  for (const tensor& x : {random({2, 3, 4, 5}, -1.f, 2.f, 304), random({16, 3, 40, 40}, -1.f, 2.f, 305)}) {
+    expect_match({"sync_batch_norm_stats", {{"X", x}, {"Mean", mean}}, {"Stats"}, training});
+    const tensor dy = random(x.shape(), -1.f, 1.f, 306);
+    const tensor inv_std = random({3}, 0.5f, 2.f, 307);
+    expect_match({"sync_batch_norm_grad_stats",
+                  {{"X", x}, {"Y@GRAD", dy}, {"SavedMean", mean}, {"SavedVariance", inv_std}},
+                  {"Scale@GRAD", "Bias@GRAD", "Stats"}, training});
+    for (const float count : {40.f, 1.f}) {
+      const tensor stats = tensor::from_vector(std::vector<float>{0.3f, -2.f, 1.5f, 30.f, 45.f, 12.f, count}, {7});
+      expect_match({"sync_batch_norm_apply",
+                    {{"X", x}, {"Scale", scale}, {"Bias", bias}, {"Mean", mean}, {"Variance", variance},
+                     {"Stats", stats}},
+                    {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"}, training});
+      expect_match({"sync_batch_norm_grad_apply",
+                    {{"X", x}, {"Scale", scale}, {"SavedMean", mean}, {"SavedVariance", inv_std},
+                     {"Y@GRAD", dy}, {"Stats", stats}},
+                    {"X@GRAD"}, training});
+    }
   }
 }
 

@@ -107,7 +107,9 @@ INSTANTIATE_TEST_SUITE_P(
                           equality_case{"TwoByTwoFused", 2, "cpu:2", "cpu:4", "--batch-size 64 --fuse-allreduce-mb 1"},
                           equality_case{"ThreeUnevenBatch", 3, "cpu:1", "cpu:3", "--batch-size 50"},
                           equality_case{"ThreeReduceMode", 3, "cpu:1", "cpu:3", "--batch-size 48 --reduce reduce"},
-                          equality_case{"TwoByTwoReduceAdam", 2, "cpu:2", "cpu:4", "--batch-size 64 --reduce reduce --optimizer adam --lr 0.01"}),
+                          equality_case{"TwoByTwoReduceAdam", 2, "cpu:2", "cpu:4", "--batch-size 64 --reduce reduce --optimizer adam --lr 0.01"},
+                          // batch statistics all-reduced across the processes' places too
+                          equality_case{"TwoByOneSyncBatchNorm", 2, "cpu:1", "cpu:2", "--model cnn --batch-size 24 --lr 0.001 --sync-batch-norm"}),
         backends),
     [](const auto& info) { return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param); });
 

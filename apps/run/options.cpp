@@ -265,6 +265,12 @@ po::options_description describe() {
      "collective per gradient. Across processes a bucket saves a round trip per gradient "
      "(the MLP with 4 MiB buckets: 12-22% more samples/s on 2 processes, measured). Ignored with "
      "--reduce reduce")
+    ("sync-batch-norm", po::bool_switch(),
+     "Paddle's BuildStrategy.sync_batch_norm: batch_norm in training takes its batch mean and "
+     "variance over every place and process (an all-reduce of per-channel sums before each "
+     "normalisation and its grad), so N places normalise as one place with the global batch "
+     "would. Off (the default), each place normalises its own rows, as Paddle's "
+     "ParallelExecutor does. A program with Paddle's sync_batch_norm ops shares them either way")
     ("blas-threads", po::value<int>()->value_name("N")->default_value(1),
      "threads per GEMM (OpenBLAS) and per convolution, pooling or batch norm (oneDNN) call, "
      "for either executor. Default 1, also what the actor "
@@ -434,8 +440,8 @@ void interpret_executor(const po::variables_map& vm, run_options& o) {
                 "; use --executor actor for several places");
   if (vm.count("threads") || given(vm, "reduce") || given(vm, "fuse-allreduce-mb") ||
       given(vm, "sparse-exchange") || given(vm, "sync") || vm.count("dot") || given(vm, "stall-timeout") ||
-      given(vm, "on-stall") || given(vm, "cuda-graphs"))
-    throw error("--threads, --reduce, --fuse-allreduce-mb, --sparse-exchange, --sync, --dot, --stall-timeout, --on-stall and --cuda-graphs configure the "
+      given(vm, "on-stall") || given(vm, "cuda-graphs") || given(vm, "sync-batch-norm"))
+    throw error("--threads, --reduce, --fuse-allreduce-mb, --sparse-exchange, --sync, --dot, --stall-timeout, --on-stall, --cuda-graphs and --sync-batch-norm configure the "
                 "actor executor, not --executor reference");
   if (o.tracing())
     throw error("--trace and --check-hazards record the actor executor's op firings; "
@@ -573,6 +579,7 @@ run_options interpret(const po::variables_map& vm) {
   o.max_tensor_bytes = take<std::int64_t>(vm, "max-tensor-bytes");
   o.check_nan_inf = take<bool>(vm, "check-nan-inf");
   o.cuda_graphs = take<bool>(vm, "cuda-graphs");
+  o.sync_batch_norm = take<bool>(vm, "sync-batch-norm");
   o.stall_timeout = take<double>(vm, "stall-timeout");
   if (!(o.stall_timeout >= 0 && std::isfinite(o.stall_timeout)))
     throw error("--stall-timeout must be 0 (off) or a positive number of seconds, got " +

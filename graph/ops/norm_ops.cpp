@@ -14,16 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "graph/ops/norm_shapes.hpp"
 #include "graph/ops/op_helpers.hpp"
 #include "kernels/layer_norm_ops.hpp"
 #include "kernels/window_shapes.hpp"
 
 namespace pe {
 
-namespace {
-
-/// X's dims, checked to be [N, C, ...] of rank 2 to 5 in NCHW.
-const shape_t& norm_input(const shape_context& ctx) {
+const shape_t& batch_norm_input(const shape_context& ctx) {
   expect_nchw(ctx, "data_layout", ctx.attrs().get<std::string>("data_layout"));
   ctx.expect(!ctx.attrs().get<bool>("fuse_with_relu"), "fuse_with_relu = true is not supported");
   const shape_t& x = fp32_dims(ctx, "X");
@@ -32,20 +30,26 @@ const shape_t& norm_input(const shape_context& ctx) {
   return x;
 }
 
-/// Fails unless each slot's dims are [C].
-void expect_channels(const shape_context& ctx, const std::vector<const char*>& slots,
-                     std::int64_t c) {
+void expect_channel_dims(const shape_context& ctx, const std::vector<const char*>& slots, std::int64_t c) {
   for (const char* slot : slots)
     ctx.expect(dims_compatible(fp32_dims(ctx, slot), {c}), std::string(slot) + " must be [C] = [" +
                                                                std::to_string(c) + "], got " +
                                                                to_string(ctx.input_dims(slot)));
 }
 
+std::vector<attr_spec> batch_norm_attrs() {
+  return {{"momentum", 0.9f},        {"epsilon", 1e-5f},          {"data_layout", std::string("NCHW")},
+          {"is_test", false},        {"use_global_stats", false}, {"trainable_statistics", false},
+          {"fuse_with_relu", false}, {"use_mkldnn", false}};
+}
+
+namespace {
+
 void infer_batch_norm(shape_context& ctx) {
-  const shape_t& x = norm_input(ctx);
+  const shape_t& x = batch_norm_input(ctx);
   ctx.expect(ctx.input_count("MomentumTensor") == 0,
              "the MomentumTensor input is not supported; give the momentum attribute");
-  expect_channels(ctx, {"Scale", "Bias", "Mean", "Variance"}, x[1]);
+  expect_channel_dims(ctx, {"Scale", "Bias", "Mean", "Variance"}, x[1]);
   ctx.set_outputs("Y", x, dtype::fp32);
   for (const char* slot : {"MeanOut", "VarianceOut", "SavedMean", "SavedVariance"})
     ctx.set_outputs(slot, {x[1]}, dtype::fp32);
@@ -53,10 +57,10 @@ void infer_batch_norm(shape_context& ctx) {
 }
 
 void infer_batch_norm_grad(shape_context& ctx) {
-  const shape_t& x = norm_input(ctx);
+  const shape_t& x = batch_norm_input(ctx);
   ctx.expect(dims_compatible(fp32_dims(ctx, "Y@GRAD"), x),
              "Y@GRAD " + to_string(ctx.input_dims("Y@GRAD")) + " does not match X " + to_string(x));
-  expect_channels(ctx, {"Scale", "SavedMean", "SavedVariance"}, x[1]);
+  expect_channel_dims(ctx, {"Scale", "SavedMean", "SavedVariance"}, x[1]);
   ctx.set_outputs(grad_name("X"), x, dtype::fp32);
   ctx.set_outputs(grad_name("Scale"), {x[1]}, dtype::fp32);
   ctx.set_outputs(grad_name("Bias"), {x[1]}, dtype::fp32);
@@ -103,47 +107,48 @@ void infer_layer_norm_grad(shape_context& ctx) {
 } // namespace
 
 void register_norm_ops(op_registry& r) {
-  const std::vector<attr_spec> attrs = {
-      {"momentum", 0.9f},        {"epsilon", 1e-5f},          {"data_layout", std::string("NCHW")},
-      {"is_test", false},        {"use_global_stats", false}, {"trainable_statistics", false},
-      {"fuse_with_relu", false}, {"use_mkldnn", false}};
-  r.add(
-      {.type = "batch_norm",
-       .inputs = {{"X"},
-                  {"Scale"},
-                  {"Bias"},
-                  {"Mean"},
-                  {"Variance"},
-                  {.name = "MomentumTensor", .dispensable = true}},
-       .outputs = {{"Y"},
-                   {"MeanOut"},
-                   {"VarianceOut"},
-                   {"SavedMean"},
-                   {"SavedVariance"},
-                   {.name = "ReserveSpace", .dispensable = true}},
-       .attrs = attrs,
-       .infer_shape = infer_batch_norm,
-       .make_grad = make_default_grad({.forward_inputs = {"X", "Scale", "Bias"},
-                                       .forward_outputs = {"SavedMean", "SavedVariance", "MeanOut",
-                                                           "VarianceOut", "ReserveSpace"},
-                                       .output_grads = {"Y"},
-                                       .input_grads = {"X", "Scale", "Bias"}})});
-  r.add({.type = "batch_norm_grad",
-         .inputs = {{"X"},
-                    {"Scale"},
-                    {"Bias"},
-                    {"SavedMean"},
-                    {"SavedVariance"},
-                    {.name = "MeanOut", .dispensable = true},
-                    {.name = "VarianceOut", .dispensable = true},
-                    {.name = "ReserveSpace", .dispensable = true},
-                    {grad_name("Y")}},
-         .outputs = {{.name = grad_name("X"), .dispensable = true},
-                     {.name = grad_name("Scale"), .dispensable = true},
-                     {.name = grad_name("Bias"), .dispensable = true}},
-         .attrs = attrs,
-         .infer_shape = infer_batch_norm_grad,
-         .make_grad = {}});
+  // sync_batch_norm (nn.SyncBatchNorm, or BuildStrategy.sync_batch_norm's rewrite) has
+  // batch_norm's slots and attributes; graph/sync_batch_norm.hpp lowers it before a graph is
+  // built, and on one place alone it is batch_norm (the same kernels).
+  const std::vector<attr_spec> attrs = batch_norm_attrs();
+  for (const std::string type : {"batch_norm", "sync_batch_norm"}) {
+    r.add({.type = type,
+           .inputs = {{"X"},
+                      {"Scale"},
+                      {"Bias"},
+                      {"Mean"},
+                      {"Variance"},
+                      {.name = "MomentumTensor", .dispensable = true}},
+           .outputs = {{"Y"},
+                       {"MeanOut"},
+                       {"VarianceOut"},
+                       {"SavedMean"},
+                       {"SavedVariance"},
+                       {.name = "ReserveSpace", .dispensable = true}},
+           .attrs = attrs,
+           .infer_shape = infer_batch_norm,
+           .make_grad = make_default_grad({.forward_inputs = {"X", "Scale", "Bias"},
+                                           .forward_outputs = {"SavedMean", "SavedVariance", "MeanOut",
+                                                               "VarianceOut", "ReserveSpace"},
+                                           .output_grads = {"Y"},
+                                           .input_grads = {"X", "Scale", "Bias"}})});
+    r.add({.type = type + "_grad",
+           .inputs = {{"X"},
+                      {"Scale"},
+                      {"Bias"},
+                      {"SavedMean"},
+                      {"SavedVariance"},
+                      {.name = "MeanOut", .dispensable = true},
+                      {.name = "VarianceOut", .dispensable = true},
+                      {.name = "ReserveSpace", .dispensable = true},
+                      {grad_name("Y")}},
+           .outputs = {{.name = grad_name("X"), .dispensable = true},
+                       {.name = grad_name("Scale"), .dispensable = true},
+                       {.name = grad_name("Bias"), .dispensable = true}},
+           .attrs = attrs,
+           .infer_shape = infer_batch_norm_grad,
+           .make_grad = {}});
+  }
 
   // The grad op as Paddle's LayerNormGradOpMaker emits it: X, Mean, Variance and Y@GRAD in;
   // Scale and Bias, and their grads, only where the forward binds them.

@@ -62,6 +62,10 @@ void register_condition_kernels(kernel_registry& r);
 /// conditional_block, select_input, increment (control_flow_kernels.cpp).
 void register_control_flow_kernels(kernel_registry& r);
 
+/// sync_batch_norm_stats, _apply, _grad_stats, _grad_apply, and c_allreduce_sum on a world of
+/// one place (sync_batch_norm_kernels.cpp).
+void register_sync_batch_norm_kernels(kernel_registry& r);
+
 /// The CPU places' finite check of --check-nan-inf (finite_check.cpp).
 void register_cpu_finite_check(kernel_registry& r);
 

@@ -201,6 +201,9 @@ void batch_norm_backward(kernel_context& ctx) {
 void register_dnnl_norm_kernels(kernel_registry& r) {
   r.add("batch_norm", place::kind::cpu, batch_norm_forward);
   r.add("batch_norm_grad", place::kind::cpu, batch_norm_backward);
+  // Unlowered (graph/sync_batch_norm.hpp), as the reference executor runs it: one place alone.
+  r.add("sync_batch_norm", place::kind::cpu, batch_norm_forward);
+  r.add("sync_batch_norm_grad", place::kind::cpu, batch_norm_backward);
 }
 
 } // namespace pe

@@ -51,6 +51,9 @@ void register_slice_kernels(kernel_registry& r);
 void register_condition_kernels(kernel_registry& r);
 /// conditional_block, select_input, increment (control_flow_kernels.cu).
 void register_control_flow_kernels(kernel_registry& r);
+/// sync_batch_norm_stats, _apply, _grad_stats, _grad_apply, and c_allreduce_sum on a world of
+/// one place (sync_batch_norm_kernels.cu).
+void register_sync_batch_norm_kernels(kernel_registry& r);
 /// The GPU places' finite check of --check-nan-inf (finite_check_kernels.cu).
 void register_finite_check_kernels(kernel_registry& r);
 

@@ -24,6 +24,7 @@ void register_cuda_kernels(kernel_registry& r) {
   cuda::register_slice_kernels(r);
   cuda::register_condition_kernels(r);
   cuda::register_control_flow_kernels(r);
+  cuda::register_sync_batch_norm_kernels(r);
   cuda::register_finite_check_kernels(r);
 }
 
