@@ -20,6 +20,7 @@
 #include "graph/validate.hpp"
 #include "tests/support/batches.hpp"
 #include "tests/support/expect_error.hpp"
+#include "tests/support/paddle_fixtures.hpp"
 
 namespace pe {
 namespace {
@@ -190,6 +191,19 @@ TEST(SyncBatchNormTraining, PaddlesOwnSyncBatchNormOpsShareTheirStatistics) {
   }
   EXPECT_LE(largest_relative_difference(got, one), 1e-5f);
   EXPECT_LE(largest_relative_difference(ref, one), 1e-5f);
+}
+
+TEST(SyncBatchNormPaddleProgram, NnSyncBatchNormAsPaddleSavedItTrainsAsPaddleOnOneAndOnSeveralPlaces) {
+  // tests/data/paddle_sync_bn (scripts/make_paddle_sync_bn_fixture.py): Paddle 2.6.2's own
+  // sync_batch_norm ops (no ReserveSpace, an empty MomentumTensor slot); Paddle's losses on one
+  // place, which is what 2 and 4 synchronised places must give too.
+  const std::string dir = testing::paddle_training_fixture("sync_bn");
+  const std::vector<float> paddle = testing::paddles_losses(dir, 1);
+  ASSERT_EQ(paddle.size(), 20u);
+  EXPECT_LE(largest_relative_difference(testing::paddle_fixture_losses(dir, cpu_places(1), 20), paddle), 1e-5f);
+  for (int places : {2, 4})
+    EXPECT_LE(largest_relative_difference(testing::paddle_fixture_losses(dir, cpu_places(places), 20), paddle), 1e-4f)
+        << places << " places";
 }
 
 } // namespace

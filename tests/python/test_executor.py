@@ -282,3 +282,28 @@ def test_stall_settings_reach_the_executor_and_its_reports_reach_python():
     not_callable.on_stall_report = 3
     with pytest.raises(ValueError, match="on_stall_report must be callable"):
         pe_actor.ParallelExecutor(places, EMPTY_STARTUP, big_matmul_program(), exec_strategy=not_callable)
+
+
+def test_sync_batch_norm_makes_two_places_normalise_as_one_place_with_the_whole_batch():
+    """BuildStrategy.sync_batch_norm (Paddle's name): batch statistics over every place."""
+    model = pe_actor.models.cnn(channels=[4, 8], fc=[16], classes=4, learning_rate=0.01, seed=5)
+    rng = np.random.default_rng(11)
+    feed = {model.image: rng.standard_normal((12, 1, 28, 28), dtype=np.float32),
+            model.label: rng.integers(0, 4, (12, 1), dtype=np.int64)}
+
+    def losses(places, sync):
+        build = pe_actor.BuildStrategy()
+        build.sync_batch_norm = sync
+        exe = pe_actor.ParallelExecutor(pe_actor.cpu_places(places), model.startup, model.main,
+                                        build_strategy=build)
+        return train(exe, model, feed, 5)
+
+    assert pe_actor.BuildStrategy().sync_batch_norm is False
+    one = losses(1, False)
+    np.testing.assert_allclose(losses(2, True), one, rtol=1e-5)
+    np.testing.assert_allclose(losses(3, True), one, rtol=1e-5)
+    # Each place normalising its own rows is another model: the flag is what made them equal.
+    assert np.max(np.abs(np.array(losses(2, False)) - one) / np.abs(one)) > 1e-4
+    synced = pe_actor.BuildStrategy()
+    synced.sync_batch_norm = True
+    assert "sync_batch_norm=True" in repr(synced)
