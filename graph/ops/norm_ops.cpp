@@ -43,6 +43,15 @@ std::vector<attr_spec> batch_norm_attrs() {
           {"fuse_with_relu", false}, {"use_mkldnn", false}};
 }
 
+std::vector<slot_spec> batch_norm_inputs() {
+  return {{"X"}, {"Scale"}, {"Bias"}, {"Mean"}, {"Variance"}, {.name = "MomentumTensor", .dispensable = true}};
+}
+
+std::vector<slot_spec> batch_norm_outputs() {
+  return {{"Y"},           {"MeanOut"},      {"VarianceOut"},
+          {"SavedMean"},   {"SavedVariance"}, {.name = "ReserveSpace", .dispensable = true}};
+}
+
 namespace {
 
 void infer_batch_norm(shape_context& ctx) {
@@ -113,18 +122,8 @@ void register_norm_ops(op_registry& r) {
   const std::vector<attr_spec> attrs = batch_norm_attrs();
   for (const std::string type : {"batch_norm", "sync_batch_norm"}) {
     r.add({.type = type,
-           .inputs = {{"X"},
-                      {"Scale"},
-                      {"Bias"},
-                      {"Mean"},
-                      {"Variance"},
-                      {.name = "MomentumTensor", .dispensable = true}},
-           .outputs = {{"Y"},
-                       {"MeanOut"},
-                       {"VarianceOut"},
-                       {"SavedMean"},
-                       {"SavedVariance"},
-                       {.name = "ReserveSpace", .dispensable = true}},
+           .inputs = batch_norm_inputs(),
+           .outputs = batch_norm_outputs(),
            .attrs = attrs,
            .infer_shape = infer_batch_norm,
            .make_grad = make_default_grad({.forward_inputs = {"X", "Scale", "Bias"},

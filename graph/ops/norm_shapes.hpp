@@ -11,6 +11,11 @@ namespace pe {
 /// batch_norm's attributes with Paddle's defaults.
 std::vector<attr_spec> batch_norm_attrs();
 
+/// batch_norm's input slots (X, Scale, Bias, Mean, Variance, MomentumTensor) and output
+/// slots (Y, MeanOut, VarianceOut, SavedMean, SavedVariance, ReserveSpace).
+std::vector<slot_spec> batch_norm_inputs();
+std::vector<slot_spec> batch_norm_outputs();
+
 /// X's dims, checked to be FP32 [N, C, ...] of rank 2 to 5 in NCHW (fuse_with_relu refused).
 const shape_t& batch_norm_input(const shape_context& ctx);
 

@@ -78,25 +78,16 @@ void infer_all_reduce(shape_context& ctx) {
 
 void register_sync_batch_norm_ops(op_registry& r) {
   const std::vector<attr_spec> attrs = batch_norm_attrs();
+  std::vector<slot_spec> apply_inputs = batch_norm_inputs();
+  apply_inputs.push_back({"Stats"});
   r.add({.type = "sync_batch_norm_stats",
          .inputs = {{"X"}, {"Mean"}},
          .outputs = {{"Stats"}},
          .attrs = attrs,
          .infer_shape = infer_stats});
   r.add({.type = "sync_batch_norm_apply",
-         .inputs = {{"X"},
-                    {"Scale"},
-                    {"Bias"},
-                    {"Mean"},
-                    {"Variance"},
-                    {.name = "MomentumTensor", .dispensable = true},
-                    {"Stats"}},
-         .outputs = {{"Y"},
-                     {"MeanOut"},
-                     {"VarianceOut"},
-                     {"SavedMean"},
-                     {"SavedVariance"},
-                     {.name = "ReserveSpace", .dispensable = true}},
+         .inputs = apply_inputs,
+         .outputs = batch_norm_outputs(),
          .attrs = attrs,
          .infer_shape = infer_apply});
   r.add({.type = "sync_batch_norm_grad_stats",

@@ -1,6 +1,6 @@
 // CPU kernels of the elementwise unary ops: relu, tanh, sigmoid (whose grads, as in
-// Paddle, read Out rather than X), leaky_relu and gelu (whose grads read X) and scale (whose
-// grad is itself a scale op).
+// Paddle, read Out rather than X), leaky_relu (whose grad reads X) and scale (whose grad is
+// itself a scale op). gelu runs on oneDNN (dnnl_eltwise_kernels.cpp).
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -77,35 +77,6 @@ void leaky_relu_grad(kernel_context& ctx) {
 
 constexpr float sqrt_2_over_pi = 0.79788456080286535588f;
 constexpr float inv_sqrt_2 = 0.70710678118654752440f;
-constexpr float gelu_cubic = 0.044715f;
-
-/// gelu(x) = x * Phi(x), Phi the standard normal CDF; `approximate` takes Phi(x) as
-/// 0.5 (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
-void gelu(kernel_context& ctx) {
-  if (ctx.attrs().get<bool>("approximate"))
-    map_unary(ctx, "X", "Out", [](float x) {
-      return 0.5f * x * (1.f + std::tanh(sqrt_2_over_pi * (x + gelu_cubic * x * x * x)));
-    });
-  else
-    map_unary(ctx, "X", "Out",
-              [](float x) { return 0.5f * x * (1.f + std::erf(x * inv_sqrt_2)); });
-}
-
-/// X@GRAD = Out@GRAD * d gelu / dx, the derivative of the form gelu computed.
-void gelu_grad(kernel_context& ctx) {
-  if (ctx.attrs().get<bool>("approximate"))
-    map_binary(ctx, "X", "Out@GRAD", "X@GRAD", [](float x, float dout) {
-      const float t = std::tanh(sqrt_2_over_pi * (x + gelu_cubic * x * x * x));
-      const float dt = (1.f - t * t) * sqrt_2_over_pi * (1.f + 3.f * gelu_cubic * x * x);
-      return dout * 0.5f * (1.f + t + x * dt);
-    });
-  else
-    map_binary(ctx, "X", "Out@GRAD", "X@GRAD", [](float x, float dout) {
-      const float density = 0.5f * sqrt_2_over_pi * std::exp(-0.5f * x * x); // phi(x)
-      return dout * (0.5f * (1.f + std::erf(x * inv_sqrt_2)) + x * density);
-    });
-}
-
 } // namespace
 
 void register_activation_kernels(kernel_registry& r) {
@@ -119,8 +90,6 @@ void register_activation_kernels(kernel_registry& r) {
       [](float out, float dout) { return dout * out * (1.f - out); });
   r.add("leaky_relu", place::kind::cpu, leaky_relu);
   r.add("leaky_relu_grad", place::kind::cpu, leaky_relu_grad);
-  r.add("gelu", place::kind::cpu, gelu);
-  r.add("gelu_grad", place::kind::cpu, gelu_grad);
   r.add("scale", place::kind::cpu, scale);
 }
 

@@ -7,7 +7,7 @@ class kernel_registry;
 /// Adds every CPU kernel to `r`. Each group lives in its own file.
 void register_cpu_kernels(kernel_registry& r);
 
-/// mul, matmul_v2, matmul, relu, tanh, sigmoid, leaky_relu, gelu, scale, sum, mean, reduce_mean,
+/// mul, matmul_v2, matmul, relu, tanh, sigmoid, leaky_relu, scale, sum, mean, reduce_mean,
 /// reduce_sum and their _grad kernels (math_kernels.cpp, gemm_kernels.cpp,
 /// activation_kernels.cpp, reduce_kernels.cpp).
 void register_math_kernels(kernel_registry& r);
@@ -36,8 +36,9 @@ void register_init_kernels(kernel_registry& r);
 /// sgd, momentum, adam (optimizer_kernels.cpp).
 void register_optimizer_kernels(kernel_registry& r);
 
-/// conv2d, depthwise_conv2d, pool2d, batch_norm and their _grad kernels through oneDNN
-/// (dnnl_context.cpp, dnnl_conv_kernels.cpp, dnnl_pool_kernels.cpp, dnnl_norm_kernels.cpp).
+/// conv2d, depthwise_conv2d, pool2d, batch_norm, gelu and their _grad kernels through oneDNN
+/// (dnnl_context.cpp, dnnl_conv_kernels.cpp, dnnl_pool_kernels.cpp, dnnl_norm_kernels.cpp,
+/// dnnl_eltwise_kernels.cpp).
 void register_dnnl_kernels(kernel_registry& r);
 
 /// layer_norm and layer_norm_grad (layer_norm_kernels.cpp).

@@ -31,6 +31,7 @@ void register_dnnl_kernels(kernel_registry& r) {
   register_dnnl_conv_kernels(r);
   register_dnnl_pool_kernels(r);
   register_dnnl_norm_kernels(r);
+  register_dnnl_eltwise_kernels(r);
 }
 
 int dnnl_threads() { return omp_get_max_threads(); }

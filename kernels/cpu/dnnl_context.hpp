@@ -17,6 +17,7 @@ namespace pe {
 void register_dnnl_conv_kernels(kernel_registry& r); // conv2d, depthwise_conv2d, their grads
 void register_dnnl_pool_kernels(kernel_registry& r); // pool2d, pool2d_grad
 void register_dnnl_norm_kernels(kernel_registry& r); // batch_norm, batch_norm_grad
+void register_dnnl_eltwise_kernels(kernel_registry& r); // gelu, gelu_grad
 
 /// Runs `primitive` with `args` on the calling thread's oneDNN stream and waits for it.
 ///

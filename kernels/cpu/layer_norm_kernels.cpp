@@ -58,11 +58,20 @@ float* bound_output(kernel_context& ctx, const char* slot, const shape_t& dims) 
   return t.data<float>();
 }
 
+/// `param`'s data, or n copies of `absent` in `fill` when the op binds none: the loops then
+/// need no branch per element, and multiplying by 1 or adding 0 changes no result.
+const float* param_or(const tensor* param, std::vector<float>& fill, std::int64_t n, float absent) {
+  if (param != nullptr) return param->data<float>();
+  fill.assign(static_cast<std::size_t>(n), absent);
+  return fill.data();
+}
+
 void layer_norm_forward(kernel_context& ctx) {
   const layer_norm_front f = layer_norm_front_of(ctx, fp32_input);
   const std::int64_t left = f.d.left, n = f.d.n;
-  const float* scale = f.scale != nullptr ? f.scale->data<float>() : nullptr;
-  const float* bias = f.bias != nullptr ? f.bias->data<float>() : nullptr;
+  std::vector<float> ones, zeros;
+  const float* scale = param_or(f.scale, ones, n, 1.f);
+  const float* bias = param_or(f.bias, zeros, n, 0.f);
   float* mean = bound_output(ctx, "Mean", f.d.stats);
   float* variance = bound_output(ctx, "Variance", f.d.stats);
   tensor& y_out = ctx.output("Y");
@@ -74,12 +83,7 @@ void layer_norm_forward(kernel_context& ctx) {
     float* yr = y + r * n;
     const row_moments m = moments_of(xr, n);
     const double rstd = inverse_std(m.variance, f.epsilon);
-    for (std::int64_t j = 0; j < n; ++j) {
-      double v = (xr[j] - m.mean) * rstd;
-      if (scale != nullptr) v *= scale[j];
-      if (bias != nullptr) v += bias[j];
-      yr[j] = static_cast<float>(v);
-    }
+    for (std::int64_t j = 0; j < n; ++j) yr[j] = static_cast<float>((xr[j] - m.mean) * rstd * scale[j] + bias[j]);
     if (mean != nullptr) mean[r] = static_cast<float>(m.mean);
     if (variance != nullptr) variance[r] = static_cast<float>(m.variance);
   }
@@ -88,7 +92,8 @@ void layer_norm_forward(kernel_context& ctx) {
 void layer_norm_backward(kernel_context& ctx) {
   const layer_norm_grad_front f = layer_norm_grad_front_of(ctx, fp32_input);
   const std::int64_t left = f.d.left, n = f.d.n;
-  const float* scale = f.scale != nullptr ? f.scale->data<float>() : nullptr;
+  std::vector<float> ones;
+  const float* scale = param_or(f.scale, ones, n, 1.f);
   const float* mean = f.mean.data<float>();
   const float* variance = f.variance.data<float>();
   const bool want_dscale = ctx.has_output("Scale@GRAD"), want_dbias = ctx.has_output("Bias@GRAD");
@@ -103,28 +108,27 @@ void layer_norm_backward(kernel_context& ctx) {
   }
   const float* x = f.x.data<float>();
   const float* dy = f.dy.data<float>();
+  // One row's xhat and g = Y@GRAD * Scale, computed once: the sums and X@GRAD read them.
+  std::vector<double> xhat(static_cast<std::size_t>(n)), g(static_cast<std::size_t>(n));
   for (std::int64_t r = 0; r < left && n > 0; ++r) {
     const float* xr = x + r * n;
     const float* dyr = dy + r * n;
     const double m = mean[r], rstd = inverse_std(variance[r], f.epsilon);
-    const auto g = [&](std::int64_t j) {
-      return scale != nullptr ? static_cast<double>(dyr[j]) * scale[j] : dyr[j];
-    };
     double sum_g = 0, sum_gx = 0;
     for (std::int64_t j = 0; j < n; ++j) {
-      const double xhat = (xr[j] - m) * rstd;
-      sum_g += g(j);
-      sum_gx += g(j) * xhat;
-      if (want_dscale) dscale[j] += dyr[j] * xhat;
-      if (want_dbias) dbias[j] += dyr[j];
+      xhat[j] = (xr[j] - m) * rstd;
+      g[j] = static_cast<double>(dyr[j]) * scale[j];
+      sum_g += g[j];
+      sum_gx += g[j] * xhat[j];
     }
+    if (want_dscale)
+      for (std::int64_t j = 0; j < n; ++j) dscale[j] += dyr[j] * xhat[j];
+    if (want_dbias)
+      for (std::int64_t j = 0; j < n; ++j) dbias[j] += dyr[j];
     if (dx == nullptr) continue;
     const double mean_g = sum_g / static_cast<double>(n), mean_gx = sum_gx / static_cast<double>(n);
     float* dxr = dx + r * n;
-    for (std::int64_t j = 0; j < n; ++j) {
-      const double xhat = (xr[j] - m) * rstd;
-      dxr[j] = static_cast<float>(rstd * (g(j) - mean_g - xhat * mean_gx));
-    }
+    for (std::int64_t j = 0; j < n; ++j) dxr[j] = static_cast<float>(rstd * (g[j] - mean_g - xhat[j] * mean_gx));
   }
   const auto store = [&](const char* slot, const shape_t& dims, const std::vector<double>& sums) {
     float* to = bound_output(ctx, slot, dims);

@@ -41,22 +41,27 @@ void copy_as(kernel_context& ctx, const tensor& in, std::string_view slot, const
   });
 }
 
-/// out = in with its axes permuted (out dim i is in dim perm[i]), for elements of type T.
+/// out = in with its axes permuted (out dim i is in dim perm[i]), for elements of type T. The
+/// trailing axes the permutation leaves in place ([0, 2, 1, 3]'s last: attention's heads) are
+/// contiguous in both tensors and copied as runs; an odometer walks the axes before them.
 template <class T>
 void permute_as(const tensor& in, const std::vector<std::size_t>& perm, tensor& out) {
   const std::size_t rank = perm.size();
   std::vector<std::int64_t> in_strides(rank, 1);
   for (std::size_t d = rank; d-- > 1;) in_strides[d - 1] = in_strides[d] * in.dim(d);
-  // Walk `out` in memory order; `from` is the matching offset in `in`.
   const shape_t dims = permuted(in.shape(), perm);
-  std::vector<std::int64_t> strides(rank), index(rank, 0);
-  for (std::size_t i = 0; i < rank; ++i) strides[i] = in_strides[perm[i]];
+  std::size_t walked = rank; // the axes before the runs
+  std::int64_t run = 1;
+  while (walked > 0 && perm[walked - 1] == walked - 1) run *= dims[--walked];
+  // Walk `out` in memory order, a run at a time; `from` is the matching offset in `in`.
+  std::vector<std::int64_t> strides(walked), index(walked, 0);
+  for (std::size_t i = 0; i < walked; ++i) strides[i] = in_strides[perm[i]];
   const T* src = static_cast<const T*>(in.raw());
   T* dst = static_cast<T*>(out.raw());
   std::int64_t from = 0;
-  for (std::int64_t to = 0; to < out.numel(); ++to) {
-    dst[to] = src[from];
-    for (std::size_t a = rank; a-- > 0;) { // odometer over out's index
+  for (std::int64_t to = 0; to < out.numel(); to += run) {
+    for (std::int64_t k = 0; k < run; ++k) dst[to + k] = src[from + k];
+    for (std::size_t a = walked; a-- > 0;) { // odometer over out's index
       from += strides[a];
       if (++index[a] < dims[a]) break;
       from -= strides[a] * dims[a];

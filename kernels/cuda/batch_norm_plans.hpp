@@ -54,6 +54,19 @@ PE_HOST_DEVICE inline float bn_inverse_std(float variance, float epsilon) {
   return 1.f / sqrtf(variance + epsilon);
 }
 
+/// scale * (x - mean) * inv_std + bias: one element of batch_norm's output.
+PE_HOST_DEVICE inline float bn_normalise(float x, float mean, float inv_std, float scale, float bias) {
+  return scale * ((x - mean) * inv_std) + bias;
+}
+
+/// One element of X@GRAD in training, from the channel's sums over its `count` elements:
+/// scale * inv_std * (dy - sum(dy) / count - xhat * sum(dy * xhat) / count).
+PE_HOST_DEVICE inline float bn_input_grad(float x, float dy, float mean, float inv_std, float scale,
+                                          float sum_dy, float sum_dy_xhat, float count) {
+  const float xhat = (x - mean) * inv_std;
+  return scale * inv_std * (dy - sum_dy / count - xhat * sum_dy_xhat / count);
+}
+
 /// Y = Scale * (X - mean) * inv_std + Bias, one element per op(i).
 struct bn_forward_map {
   const float* x;
@@ -66,7 +79,7 @@ struct bn_forward_map {
   reduce_geometry g;
   PE_HOST_DEVICE void operator()(std::int64_t i) const {
     const std::int64_t c = g.small_index(i);
-    y[i] = scale[c] * ((x[i] - mean[c]) * bn_inverse_std(variance[c], epsilon)) + bias[c];
+    y[i] = bn_normalise(x[i], mean[c], bn_inverse_std(variance[c], epsilon), scale[c], bias[c]);
   }
 };
 
@@ -135,9 +148,8 @@ struct bn_backward_map {
       dx[i] = k * dy[i];
       return;
     }
-    const float count = static_cast<float>(g.reduce_count());
-    const float xhat = (x[i] - mean[c]) * s;
-    dx[i] = k * (dy[i] - dbias[c] / count - xhat * dscale[c] / count);
+    dx[i] = bn_input_grad(x[i], dy[i], mean[c], s, scale[c], dbias[c], dscale[c],
+                          static_cast<float>(g.reduce_count()));
   }
 };
 

@@ -96,7 +96,7 @@ struct sync_forward_map {
       return;
     }
     const std::int64_t c = g.small_index(i);
-    y[i] = scale[c] * ((x[i] - mean[c]) * inv_std[c]) + bias[c];
+    y[i] = bn_normalise(x[i], mean[c], inv_std[c], scale[c], bias[c]);
   }
 };
 
@@ -135,9 +135,7 @@ struct sync_backward_map {
       return;
     }
     const std::int64_t c = g.small_index(i);
-    const float s = inv_std[c];
-    const float xhat = (x[i] - mean[c]) * s;
-    dx[i] = scale[c] * s * (dy[i] - stats[c] / count - xhat * stats[channels + c] / count);
+    dx[i] = bn_input_grad(x[i], dy[i], mean[c], inv_std[c], scale[c], stats[c], stats[channels + c], count);
   }
 };
 

@@ -28,6 +28,7 @@
 #include "graph/builder.hpp"
 #include "graph/exec/param_files.hpp"
 #include "graph/models/cnn.hpp"
+#include "graph/sync_batch_norm.hpp"
 #include "graph/models/mlp.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/program_io.hpp"
@@ -84,6 +85,8 @@ void add_models() {
     const model_programs c = build_cnn(cnn);
     add_program("cnn_" + optimizer + "_main", c.main);
     add_program("cnn_" + optimizer + "_startup", c.startup);
+    // As --sync-batch-norm runs it: the statistics' local sums, all-reduce and normalisation.
+    if (optimizer == "momentum") add_program("cnn_sync_batch_norm_main", lower_sync_batch_norm(c.main, true));
   }
 }
 
