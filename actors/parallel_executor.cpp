@@ -18,7 +18,6 @@
 #include "core/steady_clock.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/program_info.hpp"
-#include "graph/sync_batch_norm.hpp"
 #include "graph/validate.hpp"
 
 namespace pe {
@@ -138,7 +137,7 @@ struct executor_state {
 
   executor_state(const proto::ProgramDesc& program, build_strategy b, sync_mode sync,
                  bool check, stall_settings stall_settings)
-      : main(lower_sync_batch_norm(program, b.sync_batch_norm)), build(b), check_nan_inf(check), stall(std::move(stall_settings)),
+      : main(lower_for_strategy(program, b)), build(b), check_nan_inf(check), stall(std::move(stall_settings)),
         watch(stall_timeout_ms(stall.timeout_s)),
         declared(validate_program(main, b.max_tensor_bytes)), feeds(main, declared),
         loss_grad(loss_gradient(main)) {

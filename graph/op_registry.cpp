@@ -173,6 +173,7 @@ const op_registry& op_registry::global() {
     register_pool_ops(r);
     register_norm_ops(r);
     register_sync_batch_norm_ops(r);
+    register_touched_rows_ops(r);
     register_embedding_ops(r);
     register_global_norm_ops(r);
     register_cumsum_ops(r);

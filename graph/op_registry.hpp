@@ -174,6 +174,7 @@ void register_io_ops(op_registry& r);        // feed, fetch
 void register_conv_ops(op_registry& r);      // conv2d, depthwise_conv2d
 void register_pool_ops(op_registry& r);      // pool2d
 void register_norm_ops(op_registry& r);      // batch_norm, sync_batch_norm, layer_norm
+void register_touched_rows_ops(op_registry& r); // sparse_rows_pack, sparse_rows_scatter, c_broadcast
 void register_sync_batch_norm_ops(op_registry& r); // sync_batch_norm_stats, _apply, _grad_stats, _grad_apply, c_allreduce_sum
 void register_embedding_ops(op_registry& r); // lookup_table_v2
 void register_global_norm_ops(op_registry& r); // sqrt, squared_l2_norm

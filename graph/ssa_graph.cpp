@@ -11,6 +11,8 @@
 #include "graph/attributes.hpp"
 #include "graph/op_role.hpp"
 #include "graph/sub_blocks.hpp"
+#include "graph/sync_batch_norm.hpp"
+#include "graph/touched_rows.hpp"
 #include "graph/validate.hpp"
 
 namespace pe {
@@ -60,7 +62,8 @@ class graph_builder {
   ssa_graph build(const std::vector<std::string>& fetch_list) {
     for (int i = 0; i < block_.ops_size(); ++i) add_program_op(i);
     flush_bucket();
-    for (const auto& [param, owner] : graph_.owners) add_broadcast(param, owner);
+    for (const auto& [param, owner] : graph_.owners)
+      if (!row_broadcasts_.contains(param)) add_broadcast(param, owner);
     for (int k = 0; k < static_cast<int>(fetch_list.size()); ++k) add_fetch(fetch_list[k], k);
     if (!strategy_.skip_hazard_edges) add_hazard_edges();
     add_missing_outputs();
@@ -142,6 +145,17 @@ class graph_builder {
       add_all_reduce(input_args(op, "X"));
       return;
     }
+    // A sparse table's touched rows (graph/touched_rows.hpp), from the table's owner.
+    if (op.type() == "c_broadcast" && multi_place()) {
+      const proto::OpDesc::Attr* param = find_attr(op, "param");
+      const int* owner = param != nullptr ? owner_of(param->s()) : nullptr;
+      if (owner == nullptr)
+        throw error("op #" + std::to_string(index) + " (c_broadcast): '" + (param ? param->s() : "") +
+                    "' has no owner place: a table's rows are broadcast in reduce mode only");
+      row_broadcasts_.insert(param->s());
+      add_broadcast(input_args(op, "X").at(0), *owner);
+      return;
+    }
     std::int32_t role = role_of(op);
     auto pairs = role_var_pairs(op, index);
     if (has_bit(role, op_role::optimize)) flush_bucket();
@@ -201,7 +215,10 @@ class graph_builder {
   void combine_gradient(int index, const std::string& param, const std::string& grad) {
     const var_info& info = info_of(index, grad);
     if (info.selected_rows) {
+      // Every place gets every place's rows, in reduce mode too: the owner updates the table,
+      // and the others learn which rows its broadcast will carry.
       add_all_gather(grad);
+      if (reduce_mode()) assign_owner(index, param);
     } else if (reduce_mode()) {
       add_reduce(grad, assign_owner(index, param));
     } else if (strategy_.fuse_all_reduce_bytes == 0) {
@@ -329,6 +346,7 @@ class graph_builder {
   std::vector<std::string> bucket_;
   std::int64_t bucket_bytes_ = 0;
   std::vector<std::int64_t> load_; ///< reduce mode: elements owned per global rank
+  std::set<std::string> row_broadcasts_; ///< tables whose touched rows are broadcast (c_broadcast)
   int first_rank_;                 ///< the global rank of this process's place 0
 };
 
@@ -415,6 +433,12 @@ ssa_graph build_ssa_graph(const proto::ProgramDesc& main, const var_table& valid
     throw error("build_ssa_graph: trainer_id " + std::to_string(strategy.trainer_id) +
                 " outside num_trainers " + std::to_string(strategy.num_trainers));
   return graph_builder(main, validated, num_places, strategy).build(fetch_list);
+}
+
+proto::ProgramDesc lower_for_strategy(const proto::ProgramDesc& program, const build_strategy& strategy) {
+  proto::ProgramDesc lowered = lower_sync_batch_norm(program, strategy.sync_batch_norm);
+  if (strategy.reduce == build_strategy::reduce_mode::reduce) lowered = broadcast_touched_rows(lowered);
+  return lowered;
 }
 
 std::string to_dot(const ssa_graph& graph, const proto::ProgramDesc& main) {

@@ -101,6 +101,11 @@ struct ssa_graph {
   std::vector<std::pair<std::string, int>> owners;
 };
 
+/// The program as an executor runs it under `strategy`: sync_batch_norm lowered into local
+/// sums, an all-reduce and the normalisation (graph/sync_batch_norm.hpp), and in reduce mode a
+/// sparse table's touched rows broadcast from its owner (graph/touched_rows.hpp).
+proto::ProgramDesc lower_for_strategy(const proto::ProgramDesc& program, const build_strategy& strategy);
+
 /// Builds the graph of block 0 of `main` on `num_places` places, with a fetch op per place
 /// for each name of `fetch_list`. Programs without op_role_var (inference) get no
 /// collectives: each place runs independently. Throws pe::error when the program is not
@@ -108,10 +113,12 @@ struct ssa_graph {
 ///
 /// Op order (topological, and the order every place issues its collectives in): each
 /// program op on every place in place order, a gradient's collective right after the op
-/// (an all_gather for a SELECTED_ROWS gradient, in every mode: never fused, and its
-/// parameter gets no owner, so every place runs its optimizer op)
-/// producing it (fused buckets: when full, or before the first optimizer op), then the
-/// broadcasts (reduce mode, in `owners` order), then the fetch ops. Dummy vars come after
+/// producing it (fused buckets: when full, or before the first optimizer op; an all_gather
+/// for a SELECTED_ROWS gradient, in every mode, never fused: in reduce mode its table's owner
+/// runs the optimizer op and a c_broadcast op of the program, graph/touched_rows.hpp, sends
+/// the touched rows, else the whole table is broadcast with the others), then the
+/// broadcasts (reduce mode, in `owners` order), then the fetch ops. The program's own
+/// collectives, c_allreduce_sum and c_broadcast, are collectives where they stand. Dummy vars come after
 /// all the others: the WAR/WAW hazard edges, then one output for each op without any.
 ssa_graph build_ssa_graph(const proto::ProgramDesc& main, int num_places,
                           const build_strategy& strategy,

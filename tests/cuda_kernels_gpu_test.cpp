@@ -65,10 +65,12 @@ const std::vector<std::string> cpu_ops = {
     "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_not",
     "logical_and", "logical_or", "logical_xor", "increment", "select_input", "conditional_block",
     "sync_batch_norm", "sync_batch_norm_grad", "sync_batch_norm_stats", "sync_batch_norm_apply",
-    "sync_batch_norm_grad_stats", "sync_batch_norm_grad_apply", "c_allreduce_sum"};
+    "sync_batch_norm_grad_stats", "sync_batch_norm_grad_apply", "c_allreduce_sum", "sparse_rows_pack",
+    "sparse_rows_scatter", "c_broadcast"};
 
-/// The CPU ops without a GPU kernel (none at present).
-const std::set<std::string> without_gpu_kernel = {};
+/// The CPU ops without a GPU kernel: those of sparse tables' touched rows in reduce mode (GPU
+/// places refuse SELECTED_ROWS gradients by name, before any of these could run).
+const std::set<std::string> without_gpu_kernel = {"sparse_rows_pack", "sparse_rows_scatter", "c_broadcast"};
 
 bool built_with_cuda_kernels() {
   return kernel_registry::global().find("relu", place::kind::gpu) != nullptr;

@@ -7,7 +7,9 @@
 //     SGD, Adam, lazy Adam and momentum with L2Decay; 2-place reruns are bit-identical, and so
 //     are the replicas.
 //   - The SSA graph gathers the sparse gradient (all_gather, named so in errors and traces)
-//     and all-reduces the dense ones; reduce mode gathers it too; executors of 2 processes
+//     and all-reduces the dense ones; reduce mode gathers it too, and the table's owner
+//     alone updates it and broadcasts the touched rows (sgd, lazy adam) or the whole table,
+//     equal to all-reduce mode bit for bit, across processes too; executors of 2 processes
 //     joined in memory train as one process over the same places (bit for bit with one
 //     place each, and Paddle's 2-place losses).
 //   - What is refused, naming the problem: a SELECTED_ROWS variable in a slot that cannot take
@@ -35,6 +37,7 @@
 #include "graph/program_info.hpp"
 #include "graph/program_io.hpp"
 #include "graph/ssa_graph.hpp"
+#include "graph/attributes.hpp"
 #include "graph/validate.hpp"
 #include "collectives/net/process_group.hpp"
 #include "support/loopback_transport.hpp"
@@ -112,13 +115,72 @@ TEST(paddle_sparse_training_runs, two_place_reruns_and_replicas_are_bit_identica
   EXPECT_EQ(first.on_place(embedding + "_moment2_0", 0), first.on_place(embedding + "_moment2_0", 1));
 }
 
-TEST(paddle_sparse_training_runs, reduce_mode_gathers_the_sparse_gradient_and_matches_all_reduce) {
+build_strategy reduce_mode() {
   build_strategy reduce;
   reduce.reduce = build_strategy::reduce_mode::reduce;
-  bow_run reduced("sgd", 2, reduce), all_reduced("sgd", 2);
-  const auto r = reduced.losses(5), a = all_reduced.losses(5);
-  for (std::size_t s = 0; s < r.size(); ++s) EXPECT_NEAR(r[s], a[s], 1e-6) << s;
-  EXPECT_EQ(reduced.on_place(embedding, 0), reduced.on_place(embedding, 1));
+  return reduce;
+}
+
+class reduce_mode_tables : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(reduce_mode_tables, the_owner_updates_the_table_and_every_place_trains_as_in_all_reduce_mode) {
+  // The table's owner alone runs its optimizer op and sends the touched rows (sgd, lazy adam)
+  // or the whole table (adam, momentum): the same update as every place computing it, so the
+  // losses and every place's table are all-reduce mode's bit for bit, on 2 and 3 places.
+  for (int places : {2, 3}) {
+    bow_run reduced(GetParam(), places, reduce_mode()), all_reduced(GetParam(), places);
+    EXPECT_EQ(reduced.losses(8), all_reduced.losses(8)) << places << " places";
+    for (int p = 0; p < places; ++p)
+      EXPECT_EQ(reduced.on_place(embedding, p), all_reduced.on_place(embedding, 0)) << "place " << p << " of " << places;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(fixtures, reduce_mode_tables, ::testing::Values("sgd", "adam", "adam_lazy", "momentum"));
+
+TEST(paddle_sparse_graph, in_reduce_mode_the_owner_broadcasts_only_the_touched_rows_when_only_they_change) {
+  for (const std::string name : {"sgd", "adam_lazy", "momentum", "adam"}) {
+    SCOPED_TRACE(name);
+    const auto main = lower_for_strategy(load_program(fixture_dir(name) + "/main.pb"), reduce_mode());
+    const ssa_graph g = build_ssa_graph(main, 2, reduce_mode(), {});
+    std::vector<std::string> broadcasts;
+    int table_updates = 0;
+    for (const auto& op : g.ops) {
+      if (op.what == op_handle::kind::broadcast) broadcasts.push_back(op.vars.at(0));
+      if (op.what == op_handle::kind::computation) {
+        const auto& desc = main.blocks(0).ops(op.op_index);
+        const auto params = input_args(desc, "Param");
+        if (desc.type() == (name.starts_with("adam") ? "adam" : name) && !params.empty() && params[0] == embedding)
+          ++table_updates;
+      }
+    }
+    EXPECT_EQ(table_updates, 1) << "the table's optimizer op runs on its owner only";
+    const bool rows_only = name == "sgd" || name == "adam_lazy";
+    EXPECT_EQ(std::count(broadcasts.begin(), broadcasts.end(), embedding + "@TOUCHED_ROWS"), rows_only ? 1 : 0);
+    EXPECT_EQ(std::count(broadcasts.begin(), broadcasts.end(), embedding), rows_only ? 0 : 1);
+  }
+}
+
+TEST(paddle_sparse_training_runs, the_touched_rows_broadcast_carries_one_row_per_distinct_id) {
+  // What crosses between places for the table: k x 8 values, k the batch's distinct ids, not
+  // the 40 x 8 table.
+  bow_run reduced("sgd", 2, reduce_mode());
+  const tensor ids = read_npy(reduced.dir + "/ids.npy");
+  const feed_map feeds{{"ids", ids}, {"label", read_npy(reduced.dir + "/label.npy")}};
+  // Fetched per place: each place's copy of the rows the owner sent.
+  const auto fetched = reduced.exe.run_per_place(feeds, {embedding + "@TOUCHED_ROWS"});
+  std::vector<std::int64_t> distinct(ids.values<std::int64_t>().begin(), ids.values<std::int64_t>().end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  ASSERT_LT(distinct.size(), 40u);
+  const tensor table = reduced.exe.host_value(embedding, 0);
+  for (int p = 0; p < 2; ++p) {
+    const tensor& rows = fetched.at(0).at(static_cast<std::size_t>(p));
+    ASSERT_EQ(rows.shape(), (shape_t{static_cast<std::int64_t>(distinct.size()), 8})) << "place " << p;
+    // The updated table's rows, ascending.
+    for (std::size_t k = 0; k < distinct.size(); ++k)
+      for (int j = 0; j < 8; ++j)
+        EXPECT_EQ(rows.values<float>()[k * 8 + j], table.values<float>()[distinct[k] * 8 + j]) << "row " << distinct[k];
+  }
 }
 
 TEST(paddle_sparse_graph, the_sparse_gradient_is_gathered_and_the_dense_ones_all_reduced) {
@@ -291,6 +353,12 @@ TEST(paddle_sparse_processes, two_processes_equal_one_process_over_the_same_plac
   // one process; the dense gradients' fp32 sums are grouped per process.
   const auto two_by_two = process_losses("sgd", 2, 2, 10), four = bow_run("sgd", 4).losses(10);
   for (std::size_t s = 0; s < four.size(); ++s) EXPECT_NEAR(two_by_two[s], four[s], 1e-6) << s;
+}
+
+TEST(paddle_sparse_processes, in_reduce_mode_the_owners_touched_rows_reach_the_other_process) {
+  // The table's owner is in one process; the other gets the touched rows over the network.
+  for (const std::string name : {"sgd", "adam_lazy"})
+    EXPECT_EQ(process_losses(name, 2, 1, 10, reduce_mode()), bow_run(name, 2).losses(10)) << name;
 }
 
 /// The build strategy exchanging sparse gradients as `mode`.

@@ -245,7 +245,8 @@ po::options_description describe() {
     ("reduce", po::value<std::string>()->value_name("MODE")->default_value("allreduce"),
      "how the actor executor combines gradients: allreduce (every place sums all gradients "
      "and runs the optimizer) or reduce (each parameter's owner place sums its gradient, "
-     "updates it and broadcasts it)")
+     "updates it and broadcasts it; a sparse table's owner broadcasts only the rows the step "
+     "touched when its optimizer changes no others: sgd, lazy adam)")
     ("sparse-exchange", po::value<std::string>()->value_name("MODE")->default_value("auto"),
      "how places and processes exchange a sparse (SELECTED_ROWS) gradient, such as an "
      "Embedding's with sparse=True: sparse (gather every place's rows and values), dense "

@@ -20,6 +20,7 @@ void register_cpu_kernels(kernel_registry& r) {
   register_condition_kernels(r);
   register_control_flow_kernels(r);
   register_sync_batch_norm_kernels(r);
+  register_touched_rows_kernels(r);
   register_cpu_finite_check(r);
 }
 

@@ -67,6 +67,10 @@ void register_control_flow_kernels(kernel_registry& r);
 /// one place (sync_batch_norm_kernels.cpp).
 void register_sync_batch_norm_kernels(kernel_registry& r);
 
+/// sparse_rows_pack, sparse_rows_scatter, and c_broadcast on a world of one place
+/// (touched_rows_kernels.cpp).
+void register_touched_rows_kernels(kernel_registry& r);
+
 /// The CPU places' finite check of --check-nan-inf (finite_check.cpp).
 void register_cpu_finite_check(kernel_registry& r);
 

@@ -29,6 +29,7 @@
 #include "graph/exec/param_files.hpp"
 #include "graph/models/cnn.hpp"
 #include "graph/sync_batch_norm.hpp"
+#include "graph/touched_rows.hpp"
 #include "graph/models/mlp.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/program_io.hpp"
@@ -252,6 +253,25 @@ void add_control_flow() {
   add_program("cond_select_input", main);
 }
 
+/// A sparse table's sgd in reduce mode: the touched rows packed, broadcast and scattered
+/// (graph/touched_rows.hpp), the gradient a SELECTED_ROWS input.
+void add_touched_rows() {
+  proto::ProgramDesc main, startup;
+  program_builder b(main, startup, 1);
+  b.declare(b.main_block(), "table", dtype::fp32, {6, 3}, true).set_is_parameter(true);
+  b.declare(b.main_block(), "lr", dtype::fp32, {1}, true);
+  auto& grad = *b.main_block().add_vars();
+  grad.set_name("table@GRAD");
+  grad.mutable_type()->set_type(proto::VarType::SELECTED_ROWS);
+  grad.mutable_type()->mutable_selected_rows()->set_data_type(proto::VarType::FP32);
+  for (const std::int64_t d : {6, 3}) grad.mutable_type()->mutable_selected_rows()->add_dims(d);
+  b.append_op("sgd", {{"Param", {"table"}}, {"Grad", {"table@GRAD"}}, {"LearningRate", {"lr"}}},
+              {{"ParamOut", {"table"}}}, {});
+  const proto::ProgramDesc lowered = broadcast_touched_rows(main);
+  validate_program(lowered);
+  add_program("sgd_touched_rows", lowered);
+}
+
 void add_params() {
   const auto& specs = fuzz::declared_params();
   auto matching = [&](std::size_t i) {
@@ -390,6 +410,7 @@ int main(int argc, char** argv) {
     add_models();
     add_feed_fetch();
     add_control_flow();
+    add_touched_rows();
     add_single_ops();
     add_params();
     add_npy();
