@@ -460,6 +460,27 @@ tensor parallel_executor::host_value(const std::string& name, int p) const {
   return host;
 }
 
+tensor parallel_executor::persistable_value(const std::string& name) const {
+  if (!state_->graph) return host_value(name, 0); // no step has run: as loaded or initialised
+  int updated_on = -1;
+  for (const var_handle& v : graph().vars) {
+    if (v.name != name || v.generated_op < 0) continue;
+    if (v.place == 0) return host_value(name, 0);
+    if (updated_on < 0 || v.place < updated_on) updated_on = v.place;
+  }
+  if (updated_on >= 0) return host_value(name, updated_on);
+  if (runtime_->group != nullptr)
+    for (const auto& op : state_->main.blocks(0).ops())
+      for (const auto& out : op.outputs())
+        for (const auto& arg : out.arguments())
+          if (arg == name)
+            throw error("'" + name + "' is updated on another process's place (its " + op.type() +
+                        " op runs where its parameter's owner is, in reduce mode): this process's copy is "
+                        "stale and cannot be saved; train a job whose state is saved in all-reduce mode, "
+                        "or in one process");
+  return host_value(name, 0);
+}
+
 void parallel_executor::trace(trace_recorder* recorder) {
   std::lock_guard<std::mutex> guard(state_->mutex);
   if (state_->active_runs > 0) throw error("parallel_executor::trace: a step is running");

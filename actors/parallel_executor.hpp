@@ -168,6 +168,15 @@ class parallel_executor {
   /// the place has no such variable or the copy fails.
   tensor host_value(const std::string& name, int p) const;
 
+  /// Persistable `name` as the job holds it, in host memory, for saving it: place 0's value,
+  /// except where the last run's steps updated it on other places only, which reduce mode
+  /// does with the optimizer state of a parameter another place owns (its moments and beta
+  /// powers change on the owner alone): then that place's. Call between steps. Throws
+  /// pe::error when the step updates `name` on none of this process's places but on another
+  /// process's (reduce mode across processes): this process's copy stopped changing, and
+  /// saving it would silently lose the owner's state.
+  tensor persistable_value(const std::string& name) const;
+
   /// Records the firings of later steps into `recorder` (nullptr: stop recording). The
   /// recorder must outlive the steps it records; call between steps. Off, tracing costs one
   /// branch per firing.

@@ -168,7 +168,7 @@ class actor_engine final : public engine {
 
   void set_steps_done(std::int64_t steps) override { train_.set_steps_done(static_cast<std::uint64_t>(steps)); }
 
-  tensor persistable(const std::string& name) const override { return train_.host_value(name, 0); }
+  tensor persistable(const std::string& name) const override { return train_.persistable_value(name); }
 
   std::string training_graph_dot() const override { return to_dot(train_.graph(), main_); }
 

@@ -84,8 +84,9 @@ std::int64_t load_parameters(engine& executor, const proto::ProgramDesc& main,
   return checkpoint ? checkpoint->step : 0;
 }
 
-/// --save-params: every persistable, as place 0 holds it, and where training stands in the
-/// data, as the checkpoint `dir`.
+/// --save-params: every persistable, as the job holds it (place 0's, or in reduce mode the
+/// owner's optimizer state: parallel_executor::persistable_value), and where training stands
+/// in the data, as the checkpoint `dir`.
 void save_checkpoint(const engine& executor, const proto::ProgramDesc& main,
                      const std::string& dir, const batcher& batches,
                      const nlohmann::json& identity, std::ostream& out) {
