@@ -133,8 +133,6 @@ INSTANTIATE_TEST_SUITE_P(
     bad_invocation{"--threads 0", "--threads must be positive"},
     bad_invocation{"--reduce sum", "--reduce"},
     bad_invocation{"--fuse-allreduce-mb -1", "--fuse-allreduce-mb"},
-    bad_invocation{"--nnodes 2 --node-rank 0 --master 127.0.0.1:1 --reduce reduce --save-params ck",
-                   "--save-params with --reduce reduce across processes"},
     bad_invocation{"--blas-threads 0", "--blas-threads"},
     bad_invocation{"--startup s.pb", "--startup"},
     bad_invocation{"--model m.pb", "needs --startup"},

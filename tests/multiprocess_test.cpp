@@ -272,6 +272,23 @@ TEST(JobFaults, AProcessWithAnotherCollectiveBackendIsRefusedAtJoin) {
       << j.ranks[0]->err();
 }
 
+TEST(JobFaults, SavingAReduceModeJobsOptimizerStateIsRefusedBeforeTraining) {
+  // Adam's moments change only in the process of their parameter's owner place; rank 0, which
+  // writes the checkpoint, cannot read them: every rank refuses at once, naming one. SGD keeps
+  // no state, so the same job with sgd saves (parameters are broadcast to every place).
+  temp_dir dir("mp_reduce_save");
+  job adam(dir, 2, words("--places cpu:1 --steps 3 --reduce reduce --optimizer adam --save-params " + dir.file("a")));
+  for (auto status : adam.wait(60s)) EXPECT_EQ(status, 2) << adam.errors();
+  for (auto& r : adam.ranks)
+    EXPECT_NE(r->err().find("--save-params with --reduce reduce across processes: the optimizer state 'fc_"),
+              std::string::npos)
+        << adam.errors();
+  EXPECT_FALSE(std::filesystem::exists(dir.file("a") + "/checkpoint.json"));
+  job sgd(dir, 2, words("--places cpu:1 --steps 3 --reduce reduce --save-params " + dir.file("s")));
+  for (auto status : sgd.wait(60s)) EXPECT_EQ(status, 0) << sgd.errors();
+  EXPECT_TRUE(std::filesystem::exists(dir.file("s") + "/checkpoint.json"));
+}
+
 TEST(JobFaults, APlaceCountMismatchIsNamed) {
   temp_dir dir("mp_places");
   job j(dir, 2, words("--steps 5"), {{"--places", "cpu:1"}, {"--places", "cpu:2"}});

@@ -633,13 +633,6 @@ run_options interpret(const po::variables_map& vm) {
   interpret_tracing(vm, o);
   interpret_executor(vm, o);
   interpret_launch(vm, o);
-  // Reduce mode updates each parameter's optimizer state on its owner place only; rank 0
-  // writes the checkpoint and can read another process's owner places' state from nowhere.
-  if (o.multi_process() && o.reduce == build_strategy::reduce_mode::reduce && !o.save_params.empty())
-    throw error("--save-params with --reduce reduce across processes: each parameter's optimizer state "
-                "changes only in the process of its owner place, and rank 0 alone writes the checkpoint; "
-                "use --reduce allreduce for a job that saves (one process with several places can save "
-                "in reduce mode)");
   return o;
 }
 

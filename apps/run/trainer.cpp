@@ -10,6 +10,7 @@
 #include <iomanip>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <ostream>
 
 #include "apps/run/checkpoint.hpp"
@@ -24,6 +25,8 @@
 #include "data/batcher.hpp"
 #include "data/dataset.hpp"
 #include "graph/exec/param_files.hpp"
+#include "graph/attributes.hpp"
+#include "graph/op_role.hpp"
 #include "graph/program_info.hpp"
 #include "graph/program_io.hpp"
 
@@ -239,6 +242,25 @@ nlohmann::json report(const run_options& o, const run_metrics& metrics,
 
 } // namespace
 
+/// The first persistable an optimizer op writes besides its parameter (a moment, a velocity, a
+/// beta power), or "" when the optimizers keep no state of their own (sgd).
+std::string optimizer_state(const proto::ProgramDesc& main) {
+  const std::set<std::string> persistable = [&] {
+    std::set<std::string> names;
+    for (const auto& v : main.blocks(0).vars())
+      if (v.persistable()) names.insert(v.name());
+    return names;
+  }();
+  for (const auto& op : main.blocks(0).ops()) {
+    if ((role_of(op) & op_role::optimize) == 0 || find_attr(op, "op_role_var") == nullptr) continue;
+    for (const auto& slot : op.outputs())
+      if (slot.parameter() != "ParamOut")
+        for (const auto& name : slot.arguments())
+          if (persistable.contains(name)) return name;
+  }
+  return "";
+}
+
 int run_training(const run_options& o, std::ostream& out, const progress_display& display) {
   interrupt_handler interrupts; // the first SIGINT/SIGTERM now ends training at a step boundary
   auto [model, data] = load_model_and_data(o);
@@ -253,6 +275,15 @@ int run_training(const run_options& o, std::ostream& out, const progress_display
   const auto identity = resume_identity(o, model.main, data.train.size());
   if (lead && !o.save_params.empty())
     check_checkpoint_target("--save-params", o.save_params, persistable_names(model.main));
+  // Reduce mode updates a parameter's optimizer state on its owner place only, and rank 0,
+  // which writes the checkpoint, cannot read another process's places: refused before training
+  // rather than failing at the first save (every rank decides alike: flags and program).
+  if (o.multi_process() && o.reduce == build_strategy::reduce_mode::reduce && !o.save_params.empty())
+    if (const std::string state = optimizer_state(model.main); !state.empty())
+      throw error("--save-params with --reduce reduce across processes: the optimizer state '" + state +
+                  "' changes only in the process of its parameter's owner place, and rank 0 alone writes "
+                  "the checkpoint; use --reduce allreduce for a job that saves (or sgd, which keeps no "
+                  "state, or one process with several places)");
   // SIGUSR1 asks for a report of the running step (the executor takes the flag during its
   // next step); stall reports go to stderr, the metrics and the trace.
   report_signal report_asked;
