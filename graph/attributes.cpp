@@ -101,6 +101,12 @@ void set_attr(proto::OpDesc& op, const std::string& name, const attribute& value
       value);
 }
 
+const proto::VarDesc* declared_var(const proto::BlockDesc& block, std::string_view name) {
+  for (const auto& v : block.vars())
+    if (v.name() == name) return &v;
+  return nullptr;
+}
+
 const proto::OpDesc::Attr* find_attr(const proto::OpDesc& op, std::string_view name) {
   for (const auto& a : op.attrs())
     if (a.name() == name) return &a;

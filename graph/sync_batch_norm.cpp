@@ -20,12 +20,6 @@ bool training(const proto::OpDesc& op) {
   return true;
 }
 
-const proto::VarDesc* find_declared(const proto::BlockDesc& block, std::string_view name) {
-  for (const auto& v : block.vars())
-    if (v.name() == name) return &v;
-  return nullptr;
-}
-
 /// The one variable bound to `slot`, or "" when the slot is absent or empty.
 std::string only_arg(const proto::OpDesc& op, std::string_view slot, bool output) {
   const auto args = output ? output_args(op, slot) : input_args(op, slot);
@@ -80,14 +74,14 @@ class lowering {
   /// Declares the statistics variable "<base>@SYNC_BN_STATS" ([2C + 1], FP32), made unique.
   std::string declare_stats(int index, const proto::OpDesc& op, const std::string& base) {
     const std::string scale = only_arg(op, "Scale", false);
-    const proto::VarDesc* s = find_declared(source_, scale);
+    const proto::VarDesc* s = declared_var(source_, scale);
     if (s == nullptr || !s->type().has_lod_tensor() ||
         s->type().lod_tensor().tensor().dims_size() != 1 || s->type().lod_tensor().tensor().dims(0) < 1)
       throw error("op #" + std::to_string(index) + " (" + op.type() + "): Scale '" + scale +
                   "' must be a declared variable of known dims [C] to share batch statistics across places");
     const std::int64_t c = s->type().lod_tensor().tensor().dims(0);
     std::string name = base + "@SYNC_BN_STATS";
-    for (int k = 1; find_declared(target_, name) != nullptr; ++k)
+    for (int k = 1; declared_var(target_, name) != nullptr; ++k)
       name = base + "@SYNC_BN_STATS_" + std::to_string(k);
     proto::VarDesc& v = *target_.add_vars();
     v.set_name(name);

@@ -11,17 +11,11 @@ namespace pe {
 
 namespace {
 
-const proto::VarDesc* declared(const proto::BlockDesc& block, std::string_view name) {
-  for (const auto& v : block.vars())
-    if (v.name() == name) return &v;
-  return nullptr;
-}
-
 /// Whether `op` is an optimizer op that changes only the rows of a SELECTED_ROWS Grad.
 bool updates_touched_rows_only(const proto::BlockDesc& block, const proto::OpDesc& op) {
   const auto grad = input_args(op, "Grad");
   if (grad.size() != 1 || input_args(op, "Param").size() != 1) return false;
-  const proto::VarDesc* g = declared(block, grad.front());
+  const proto::VarDesc* g = declared_var(block, grad.front());
   if (g == nullptr || g->type().type() != proto::VarType::SELECTED_ROWS) return false;
   if (op.type() == "sgd") return true;
   if (op.type() == "adam") {
@@ -56,14 +50,14 @@ proto::ProgramDesc broadcast_touched_rows(const proto::ProgramDesc& program) {
     const std::string param = input_args(op, "Param").front();
     const std::string grad = input_args(op, "Grad").front();
     const std::string rows = param + "@TOUCHED_ROWS";
-    if (declared(block, rows) == nullptr) {
+    if (declared_var(block, rows) == nullptr) {
       proto::VarDesc& v = *block.add_vars();
       v.set_name(rows);
       v.mutable_type()->set_type(proto::VarType::LOD_TENSOR);
       auto* desc = v.mutable_type()->mutable_lod_tensor()->mutable_tensor();
       desc->set_data_type(static_cast<proto::VarType::Type>(dtype::fp32));
       desc->add_dims(-1);
-      const proto::VarDesc* g = declared(source, grad);
+      const proto::VarDesc* g = declared_var(source, grad);
       const auto& table = g->type().selected_rows();
       desc->add_dims(table.dims_size() == 2 ? table.dims(1) : -1);
       v.set_stop_gradient(true);

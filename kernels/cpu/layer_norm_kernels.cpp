@@ -50,14 +50,6 @@ row_moments moments_of(const float* x, std::int64_t n) {
 
 double inverse_std(double variance, float epsilon) { return 1 / std::sqrt(variance + epsilon); }
 
-/// The data of output `slot` resized to FP32 `dims`, or null when the op does not bind it.
-float* bound_output(kernel_context& ctx, const char* slot, const shape_t& dims) {
-  if (!ctx.has_output(slot)) return nullptr;
-  tensor& t = ctx.output(slot);
-  t.resize(dtype::fp32, dims);
-  return t.data<float>();
-}
-
 /// `param`'s data, or n copies of `absent` in `fill` when the op binds none: the loops then
 /// need no branch per element, and multiplying by 1 or adding 0 changes no result.
 const float* param_or(const tensor* param, std::vector<float>& fill, std::int64_t n, float absent) {
@@ -72,8 +64,8 @@ void layer_norm_forward(kernel_context& ctx) {
   std::vector<float> ones, zeros;
   const float* scale = param_or(f.scale, ones, n, 1.f);
   const float* bias = param_or(f.bias, zeros, n, 0.f);
-  float* mean = bound_output(ctx, "Mean", f.d.stats);
-  float* variance = bound_output(ctx, "Variance", f.d.stats);
+  float* mean = fp32_output(ctx, "Mean", f.d.stats);
+  float* variance = fp32_output(ctx, "Variance", f.d.stats);
   tensor& y_out = ctx.output("Y");
   y_out.resize(dtype::fp32, f.x.shape()); // in place on X is fine: a row is read before written
   const float* x = f.x.data<float>();
@@ -131,7 +123,7 @@ void layer_norm_backward(kernel_context& ctx) {
     for (std::int64_t j = 0; j < n; ++j) dxr[j] = static_cast<float>(rstd * (g[j] - mean_g - xhat[j] * mean_gx));
   }
   const auto store = [&](const char* slot, const shape_t& dims, const std::vector<double>& sums) {
-    float* to = bound_output(ctx, slot, dims);
+    float* to = fp32_output(ctx, slot, dims);
     for (std::size_t j = 0; j < sums.size(); ++j) to[j] = static_cast<float>(sums[j]);
   };
   if (want_dscale) store("Scale@GRAD", f.scale_grad_dims, dscale);

@@ -26,6 +26,14 @@ const tensor& fp32_input(const kernel_context& ctx, std::string_view slot, std::
 
 /// Fails unless input `slot` has `dims` (a 0-D scalar [] counts as [1]), naming the slot
 /// and both shapes.
+/// The data of output `slot` resized to FP32 `dims`, or null when the op does not bind it.
+inline float* fp32_output(kernel_context& ctx, std::string_view slot, const shape_t& dims) {
+  if (!ctx.has_output(slot)) return nullptr;
+  tensor& t = ctx.output(slot);
+  t.resize(dtype::fp32, dims);
+  return t.data<float>();
+}
+
 void expect_dims(const kernel_context& ctx, std::string_view slot, const tensor& t,
                  const shape_t& dims);
 

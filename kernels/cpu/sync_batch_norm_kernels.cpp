@@ -27,14 +27,6 @@ void for_channels(const bn_dims& d, F&& f) {
     }
 }
 
-/// Output `slot` resized to `dims`, or null when not bound.
-float* fp32_output(kernel_context& ctx, const char* slot, const shape_t& dims) {
-  if (!ctx.has_output(slot)) return nullptr;
-  tensor& t = ctx.output(slot);
-  t.resize(dtype::fp32, dims);
-  return t.data<float>();
-}
-
 void stats_kernel(kernel_context& ctx) {
   const sync_bn_stats_front f = sync_bn_stats_front_of(ctx, fp32_input);
   const float* x = f.x.data<float>();
