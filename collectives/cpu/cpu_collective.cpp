@@ -15,6 +15,9 @@ constexpr std::size_t block = 1024; // elements summed through a stack buffer at
 
 void apply(const cpu_collective& c, const std::vector<float*>& places, std::size_t begin,
            std::size_t end) {
+  // One place's sum, reduction or broadcast is its own values: what a process with one
+  // place runs before and after the network stage of every collective.
+  if (places.size() == 1) return;
   if (c.what == cpu_collective::kind::broadcast) {
     for (std::size_t p = 0; p < places.size(); ++p)
       if (static_cast<int>(p) != c.root)

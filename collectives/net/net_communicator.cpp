@@ -160,6 +160,7 @@ struct net_communicator::exchange {
   std::vector<tensor*> buffers; // the lead's
   bool started = false;
   bool ring = false;
+  bool in_place = false;                       // ring: on the one buffer itself, not on `mine`
   std::vector<char> mine;                      // ring, all_gather: this process's contribution, then the result
   int step = 0;                                // ring: steps done
   bool step_sent = false;                      // direct: the payload is sent; ring: step 0's chunk is
@@ -237,7 +238,7 @@ bool net_communicator::poll(exchange& x, bool stream_failed) {
       } else {
         const std::size_t total = check_buffers(x.buffers, call.label);
         x.ring = call.what == kind::all_reduce && processes >= 3 && total >= ring_bytes_;
-        if (x.ring) x.mine = pack(x.buffers, call.label);
+        if (x.ring) start_ring(x);
       }
     }
     for (int p = 0; p < processes; ++p)
@@ -377,7 +378,8 @@ bool net_communicator::ring(exchange& x) {
   const int me = inbox.rank(), n = inbox.size();
   const int left = mod(me - 1, n), right = mod(me + 1, n);
   const int steps = 2 * (n - 1);
-  const std::size_t floats = x.mine.size() / sizeof(float);
+  char* const values = x.in_place ? static_cast<char*>(x.buffers[0]->raw()) : x.mine.data();
+  const std::size_t floats = (x.in_place ? x.buffers[0]->bytes() : x.mine.size()) / sizeof(float);
   // Steps 0 .. n-2 reduce-scatter: chunk c accumulates around the ring from process c, so
   // process c-1 ends with its sum in the order c, c+1, ...; steps n-1 .. 2n-3 all-gather
   // the finished chunks, so every process ends with the same bytes. What a process receives
@@ -390,7 +392,7 @@ bool net_communicator::ring(exchange& x) {
     return std::pair<std::size_t, std::size_t>{b * sizeof(float), (e - b) * sizeof(float)};
   };
   auto send_range = [&](int s, std::size_t begin, std::size_t size) {
-    const char* chunk = x.mine.data() + begin;
+    const char* chunk = values + begin;
     send_packets(transport_, right, split_payload(header_of(x, x.first_step + static_cast<std::uint64_t>(s)), size,
                                                   [chunk](std::size_t offset, std::size_t bytes, std::vector<char>& out) {
                                                     out.insert(out.end(), chunk + offset, chunk + offset + bytes);
@@ -432,14 +434,18 @@ bool net_communicator::ring(exchange& x) {
           x.awaiting.push_back(left);
           return false;
         }
-        char* into = x.mine.data() + begin + offset;
-        if (scatter) sum_in_order({piece->data(), into}, bytes, into);
-        else std::memcpy(into, piece->data(), bytes);
+        char* into = values + begin + offset;
+        // The received bytes become the packet sent on: a partial sum that only travels
+        // (reduce-scatter before its last step) is summed into them and never stored here;
+        // the chunk's final sum and the gathered chunks are stored and also sent on.
+        const bool stored = !scatter || s == n - 2;
+        if (scatter) sum_in_order({piece->data(), into}, bytes, stored && !forwards ? into : piece->data());
+        if (stored && (forwards || !scatter)) std::memcpy(into, piece->data(), bytes);
         if (forwards) {
           net_packet next = header_of(x, x.first_step + static_cast<std::uint64_t>(s + 1));
           next.offset = offset;
           next.total = size;
-          next.bytes.assign(into, into + bytes);
+          next.bytes = std::move(*piece);
           send_packet(transport_, right, std::move(next));
         }
       }
@@ -448,8 +454,15 @@ bool net_communicator::ring(exchange& x) {
     x.packet = 0;
     x.headers_checked = false;
   }
-  unpack(x.mine, x.buffers);
+  if (!x.in_place) unpack(x.mine, x.buffers);
   return true;
+}
+
+void net_communicator::start_ring(exchange& x) {
+  // One buffer (an unfused gradient, a sparse table's dense fallback) is the ring's working
+  // copy itself; a fused bucket's buffers are packed into one and unpacked at the end.
+  x.in_place = x.buffers.size() == 1;
+  if (!x.in_place) x.mine = pack(x.buffers, x.call.label);
 }
 
 std::optional<std::vector<char>> net_communicator::take_packet(std::uint64_t sequence, int from, std::size_t offset,
@@ -535,7 +548,8 @@ bool net_communicator::choose_exchange(exchange& x) {
     for (tensor& table : x.tables) x.buffers.push_back(&table);
     x.call.what = collective_call::kind::all_reduce;
     x.ring = processes >= 3 && check_buffers(x.buffers, x.call.label) >= ring_bytes_;
-    x.mine = x.ring ? pack(x.buffers, x.call.label) : std::vector<char>{}; // the direct stage reads the tables
+    x.mine.clear(); // the direct stage reads the tables
+    if (x.ring) start_ring(x);
   } else {
     x.mine = encode_rows(x.buffers, x.call.label);
   }

@@ -78,6 +78,8 @@ class net_communicator final : public staged_communicator {
   bool sum_as_packets_arrive(exchange& x, std::size_t expected);
   /// The ring all-reduce: reduce-scatter then all-gather, one chunk per step to the right.
   bool ring(exchange& x);
+  /// Sets up the ring's working copy of the buffers (the one buffer itself where possible).
+  void start_ring(exchange& x);
   /// Packet `offset` of the payload `from` sent at wire `sequence`, once it arrived (nullopt
   /// before); throws unless it holds `bytes` bytes (the sender cut at other offsets).
   std::optional<std::vector<char>> take_packet(std::uint64_t sequence, int from, std::size_t offset,
