@@ -114,35 +114,46 @@ void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref
   }
 }
 
+/// Fires node `id` for `step` on the calling thread: enqueues its work after `inputs`, then
+/// tells each reader through `send(reader actor, step, event_ref)`.
+template <class Send>
+void fire_node(actor_env& env, int id, std::uint64_t step, const std::vector<event_ref>& inputs, Send&& send) {
+  step_node& n = env.graph->nodes()[static_cast<std::size_t>(id)];
+  trace_recorder* t = env.trace != nullptr && env.trace->wants(step) ? env.trace : nullptr;
+  n.fired_step = step;
+  n.enqueued_ns = t != nullptr ? t->now_ns() : 0;
+  if (env.live) env.graph->live(id).fired.store(step, std::memory_order_release);
+  try {
+    if (n.is_collective()) launch_collective(env, n, inputs, t);
+    else launch_op(env, n, inputs, t);
+  } catch (const std::exception& e) {
+    env.in->fail(n.label + ": " + e.what()); // enqueueing itself failed: nothing to wait on
+  }
+  for (const step_node::edge& e : n.successors) {
+    event_ref r;
+    if (e.place >= 0) // the event of the place whose variable version the reader reads
+      r = {&n.done_on(e.place), &env.devices[static_cast<std::size_t>(e.place)]->get_stream(n.runs_on), e.place};
+    send(env.actors[static_cast<std::size_t>(e.to)], step, r);
+  }
+  if (env.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) env.all_fired();
+}
+
 } // namespace
+
+void fire_source(actor_env& env, int id, std::uint64_t step) {
+  static const std::vector<event_ref> no_inputs;
+  fire_node(env, id, step, no_inputs, [](const caf::actor& reader, std::uint64_t s, event_ref r) {
+    caf::anon_send(reader, ready_atom::value, s, r);
+  });
+}
 
 caf::behavior op_actor(caf::stateful_actor<op_actor_state>* self, actor_env* env, int id) {
   auto fire = [self, env, id](std::uint64_t step) {
-    step_node& n = env->graph->nodes()[static_cast<std::size_t>(id)];
-    trace_recorder* t = env->trace != nullptr && env->trace->wants(step) ? env->trace : nullptr;
-    n.fired_step = step;
-    n.enqueued_ns = t != nullptr ? t->now_ns() : 0;
-    if (env->live) env->graph->live(id).fired.store(step, std::memory_order_release);
-    try {
-      if (n.is_collective()) launch_collective(*env, n, self->state.inputs, t);
-      else launch_op(*env, n, self->state.inputs, t);
-    } catch (const std::exception& e) {
-      env->in->fail(n.label + ": " + e.what()); // enqueueing itself failed: nothing to wait on
-    }
-    for (const step_node::edge& e : n.successors) {
-      event_ref r;
-      if (e.place >= 0) // the event of the place whose variable version the reader reads
-        r = {&n.done_on(e.place),
-             &env->devices[static_cast<std::size_t>(e.place)]->get_stream(n.runs_on), e.place};
-      self->send(env->actors[static_cast<std::size_t>(e.to)], ready_atom::value, step, r);
-    }
-    if (env->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) env->all_fired();
+    fire_node(*env, id, step, self->state.inputs, [self](const caf::actor& reader, std::uint64_t s, event_ref r) {
+      self->send(reader, ready_atom::value, s, r);
+    });
   };
   return {
-      [self, fire](start_atom, std::uint64_t step) {
-        self->state = op_actor_state{step, 0, {}};
-        fire(step);
-      },
       [self, env, id, fire](ready_atom, std::uint64_t step, event_ref r) {
         auto& s = self->state;
         if (s.step != step) {

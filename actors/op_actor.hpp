@@ -47,15 +47,22 @@ struct actor_env {
   std::function<void()> all_fired;  ///< called by the last op actor of a step
 };
 
-using start_atom = caf::atom_constant<caf::atom("start")>;
 using ready_atom = caf::atom_constant<caf::atom("ready")>;
 
-/// The behaviour of every op handle. On (start_atom, step) for a source, or once
+/// The behaviour of every op handle but a source's (fire_source fires those). Once
 /// (ready_atom, step, event_ref) arrived for every input edge: make its stream wait for
 /// the inputs written on other streams, enqueue its work, record its event, and tell each
 /// reader (ready_atom, step, event_ref). The op actor never runs a kernel itself: the host
 /// runs ahead while the places' streams run the kernels back to back.
 caf::behavior op_actor(caf::stateful_actor<struct op_actor_state>* self, actor_env* env, int id);
+
+/// Fires source node `id` (one without inputs) for `step` on the calling thread: enqueues
+/// its work and tells its readers, as an op actor does once its inputs arrived. What the
+/// thread that runs a step does for the step's sources, so that the first kernels are on
+/// their streams without waiting for a CAF worker to wake (a sleeping worker takes tens of
+/// microseconds to wake on a virtual machine's idle core, on every step). The source's
+/// actor gets no message and keeps no state for the step: a source has nothing to count.
+void fire_source(actor_env& env, int id, std::uint64_t step);
 
 struct op_actor_state {
   std::uint64_t step = ~std::uint64_t{0};

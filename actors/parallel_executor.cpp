@@ -15,6 +15,7 @@
 #include "actors/trace.hpp"
 #include "collectives/net/process_group.hpp"
 #include "collectives/net/tensor_bytes.hpp"
+#include "core/spin_wait.hpp"
 #include "core/steady_clock.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/program_info.hpp"
@@ -23,6 +24,23 @@
 namespace pe {
 
 namespace {
+
+/// How long the thread that runs a step looks (yielding its core) for the step's end before
+/// it sleeps: a training step on CPU places often lasts about a millisecond, and a thread
+/// that sleeps through it pays a wake-up when it ends, which on a virtual machine's idle
+/// core costs tens of microseconds, on every step, before the next step can begin. Measured
+/// with bench/training_bench on the 2-vCPU EPYC (MLP, batch 64): 1 place 0.90x of the
+/// reference loop with the streams' own 50 us, 0.98x with 2 ms. A longer step spins 2 ms of
+/// it, then sleeps as before.
+constexpr auto step_end_spin = std::chrono::milliseconds(2);
+
+/// Spins (yielding) until `ready()` or until `deadline`; the waits that follow block.
+template <class Ready>
+void spin_before_waiting(std::chrono::steady_clock::time_point deadline, Ready&& ready) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < deadline)
+    spin_until(std::chrono::duration_cast<std::chrono::microseconds>(deadline - now), std::forward<Ready>(ready));
+}
 
 /// The loss-gradient variable the Backward|Loss op seeds, or "" (inference programs).
 std::string loss_gradient(const proto::ProgramDesc& main) {
@@ -717,12 +735,17 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   if (replaying) {
     st.captured->replay(st.feeds_ready, st.in);
   } else {
-    for (int source : st.graph->sources())
-      caf::anon_send(st.env.actors[static_cast<std::size_t>(source)], start_atom::value, step);
+    // Unlocked: the last node to fire takes the lock to say so, and a source may be last.
+    lock.unlock();
+    for (int source : st.graph->sources()) fire_source(st.env, source, step);
+    lock.lock();
   }
   // Watched, every wait is bounded by the watch's tick, and each tick looks at the step.
   bool stalled = false;
   const auto fired = [&st] { return st.all_fired; };
+  // Not spun for: while the op actors fire, a spinning thread would take a core from the
+  // CAF worker that fires them.
+  const auto spin_deadline = std::chrono::steady_clock::now() + step_end_spin;
   if (!watching) st.changed.wait(lock, fired);
   else
     while (!st.changed.wait_for(lock, st.watch.tick(), fired)) {
@@ -749,6 +772,10 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       // A replay's work is on the graph's origin stream and the copy streams only.
       if (replaying && kind != stream_kind::copy && !st.captured->is_origin(s)) continue;
       std::optional<bool> done;
+      spin_before_waiting(spin_deadline, [&s] {
+        const stream::item_counts c = s.counts();
+        return c.completed >= c.enqueued; // a hint: synchronize() below decides
+      });
       if (!stalled && !watching) done = s.synchronize();
       while (!stalled && !done && !(done = s.synchronize_for(st.watch.tick())))
         stalled = look_at_step(st, rt);
