@@ -364,7 +364,7 @@ void recover_after_stall(executor_state& st, executor_runtime& rt) {
 parallel_executor::parallel_executor(std::vector<place> places, const proto::ProgramDesc& startup,
                                      const proto::ProgramDesc& main, build_strategy build,
                                      execution_strategy exec)
-    : runtime_(std::make_shared<executor_runtime>(std::move(places), exec.num_threads, exec.group)),
+    : runtime_(std::make_shared<executor_runtime>(std::move(places), exec.num_threads, exec.group, exec.pin_places)),
       state_(std::make_unique<executor_state>(
           main, build, exec.sync, exec.check_nan_inf,
           executor_state::stall_settings{exec.stall_timeout_s, exec.on_stall, exec.on_report, exec.report_request})) {

@@ -73,6 +73,10 @@ struct execution_strategy {
   /// code needs the host mid-step (dropout, control flow) cannot be captured: its steps
   /// run eagerly, with a note on stderr saying why. Traced steps run eagerly.
   bool cuda_graphs = false;
+  /// Each CPU place's device thread pinned to a core of its own (devices/host_cpus.hpp):
+  /// fewer migrations and no two places on one core while another idles, when the job has
+  /// the machine to itself; two jobs that both pin share their first cores.
+  bool pin_places = false;
 };
 
 /// Paddle's ParallelExecutor with every op handle a CAF actor and every place a device.

@@ -4,10 +4,11 @@
 
 #include "collectives/communicators.hpp"
 #include "collectives/net/process_group.hpp"
+#include "devices/host_cpus.hpp"
 
 namespace pe {
 
-executor_runtime::executor_runtime(std::vector<place> places, int threads, process_group* g)
+executor_runtime::executor_runtime(std::vector<place> places, int threads, process_group* g, bool pin)
     : group(g), num_threads(threads) {
   if (places.empty()) throw error("parallel_executor: no places given");
   if (threads < 1)
@@ -21,6 +22,7 @@ executor_runtime::executor_runtime(std::vector<place> places, int threads, proce
     devices.push_back(open_device(p));
     scopes.push_back(std::make_unique<scope>());
   }
+  if (pin) pin_places(device_list(), ranks.process_rank * static_cast<int>(ranks.local_places.size()));
   config = std::make_unique<caf::actor_system_config>();
   config->set("scheduler.max-threads", num_threads);
   // Op actors only enqueue work on the devices, so a worker is idle most of the time. CAF's

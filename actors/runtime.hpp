@@ -24,8 +24,10 @@ class process_group;
 /// ends), then the scopes their work used.
 struct executor_runtime {
   /// Throws pe::error for no places or a place without a device in this build. `group`
-  /// (may be null) places this process's places among the job's ranks.
-  executor_runtime(std::vector<place> places, int threads, process_group* group);
+  /// (may be null) places this process's places among the job's ranks. `pin`: each CPU
+  /// place's device thread on a core of its own (devices/host_cpus.hpp), this process's
+  /// places after the cores of the job's processes before it.
+  executor_runtime(std::vector<place> places, int threads, process_group* group, bool pin = false);
   ~executor_runtime();
   executor_runtime(const executor_runtime&) = delete;
   executor_runtime& operator=(const executor_runtime&) = delete;

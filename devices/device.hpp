@@ -53,6 +53,11 @@ class device {
   /// device cannot capture (CPU places, GPU places simulated on the host).
   virtual std::unique_ptr<stream_capture> make_capture() { return nullptr; }
 
+  /// Binds the host thread that runs this place's work to CPU `cpu` (an operating-system
+  /// CPU number): a CPU place's device thread. False where the device has no such thread
+  /// (a GPU place: its streams' threads only launch) or the system refused.
+  virtual bool pin_host_thread(int cpu) { (void)cpu; return false; }
+
   /// Stops every stream: queued work is dropped and blocked waits return, so that nothing
   /// outlives the device. Idempotent; the destructor calls it.
   virtual void stop() = 0;

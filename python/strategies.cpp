@@ -70,6 +70,7 @@ execution_strategy python_execution_strategy::engine() const {
   e.sync = sync;
   e.check_nan_inf = check_nan_inf;
   e.cuda_graphs = cuda_graphs;
+  e.pin_places = pin_places;
   e.stall_timeout_s = stall_timeout;
   e.on_stall = on_stall;
   e.on_report = report_sink(on_stall_report);
@@ -148,6 +149,10 @@ void bind_strategies(py::module_& m) {
                      "GPU places of one GPU: after two steps of the same feed shapes, capture a "
                      "step as a CUDA graph and replay it for later steps of those shapes "
                      "(pe-actor-run's --cuda-graphs; default False); refused on CPU places")
+      .def_readwrite("pin_places", &python_execution_strategy::pin_places,
+                     "pin each CPU place's device thread to a core of its own (pe-actor-run's "
+                     "--pin-places; default False): faster when the job has the machine to "
+                     "itself, but two jobs that both pin share their first cores")
       .def_readwrite("stall_timeout", &python_execution_strategy::stall_timeout,
                      "seconds a step may make no progress (no op fires, no kernel, transfer or "
                      "stream item finishes) before it stalls (pe-actor-run's --stall-timeout; "
@@ -163,6 +168,7 @@ void bind_strategies(py::module_& m) {
                ", sync=" + std::string(py::str(py::cast(s.sync))) +
                ", check_nan_inf=" + (s.check_nan_inf ? "True" : "False") +
                ", cuda_graphs=" + (s.cuda_graphs ? "True" : "False") +
+               ", pin_places=" + (s.pin_places ? "True" : "False") +
                ", stall_timeout=" + std::string(py::str(py::cast(s.stall_timeout))) +
                ", on_stall=" + std::string(py::str(py::cast(s.on_stall))) + ")";
       });

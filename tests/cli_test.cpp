@@ -68,7 +68,7 @@ TEST(Cli, HelpListsEveryFlagAndExitsZero) {
        {"--model", "--startup", "--hidden", "--steps", "--epochs", "--batch-size", "--lr",
         "--optimizer", "--seed", "--data", "--eval", "--normalize", "--save-program",
         "--metrics", "--places", "--executor", "--blas-threads", "--threads", "--reduce",
-        "--fuse-allreduce-mb", "--sparse-exchange", "--sync", "--dot", "--trace", "--trace-steps", "--check-hazards"})
+        "--fuse-allreduce-mb", "--sparse-exchange", "--sync", "--dot", "--trace", "--trace-steps", "--check-hazards", "--pin-places"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   for (const char* fact : {"default: 0.1 for sgd", "warm-up", "idx:DIR", "CPU_NUM",
                            "OPENBLAS_NUM_THREADS", "CUDA", "global mini-batch",
@@ -119,6 +119,7 @@ INSTANTIATE_TEST_SUITE_P(
     bad_invocation{"--executor reference --threads 2", "configure the actor executor"},
     bad_invocation{"--executor reference --dot g.dot", "configure the actor executor"},
     bad_invocation{"--executor reference --sync wait", "configure the actor executor"},
+    bad_invocation{"--executor reference --pin-places", "configure the actor executor"},
     bad_invocation{"--sync poll", "--sync: expected event or wait, got 'poll'"},
     bad_invocation{"--executor reference --trace t.json", "--executor reference has no actors"},
     bad_invocation{"--executor reference --check-hazards", "--executor reference has no actors"},
@@ -404,6 +405,16 @@ TEST(Cli, RejectsIdxDataThatDoesNotFitTheRun) {
   EXPECT_EQ(misfit.status, 2);
   EXPECT_NE(misfit.err.find("width 16"), std::string::npos) << misfit.err;
   EXPECT_NE(misfit.err.find("width 784"), std::string::npos) << misfit.err;
+}
+
+TEST(Cli, PinnedPlacesTrainTheSameSteps) {
+  temp_dir dir("cli_pin");
+  const std::string metrics = dir.file("pinned.json");
+  auto pinned = run("--places cpu:3 --steps 20 --pin-places --metrics " + metrics, dir);
+  ASSERT_EQ(pinned.status, 0) << pinned.err;
+  EXPECT_NE(pinned.out.find("places pinned to cores"), std::string::npos) << pinned.out;
+  auto loose = train("--places cpu:3 --steps 20", dir);
+  EXPECT_EQ(losses(read_json(metrics)), losses(loose)) << "pinning moves threads, not what they compute";
 }
 
 } // namespace

@@ -296,6 +296,13 @@ po::options_description describe() {
      "steps run as usual. A program whose kernels need the host during a step (dropout, "
      "control flow) is not captured: a note on stderr says why and training goes on without "
      "graphs. Refused with CPU places, several processes, --sync wait or --check-nan-inf")
+    ("pin-places", po::bool_switch(),
+     "pin each CPU place's device thread (the thread that runs its kernels) to a core of its "
+     "own among the cores this process may use, round robin when the places outnumber them; "
+     "with --nnodes, process rank r takes the cores after those of the ranks before it. "
+     "Faster when the job has the machine to itself (the scheduler no longer puts two places "
+     "on one core while another idles); off by default, because two jobs that both pin share "
+     "their first cores. No effect on GPU places")
     ("stall-timeout", po::value<double>()->value_name("SECONDS")->default_value(default_stall_timeout_s, "300"),
      "a training step of the actor executor that makes no progress for this long (no op "
      "fires, no kernel, transfer or stream item finishes, no place joins a collective) "
@@ -441,8 +448,8 @@ void interpret_executor(const po::variables_map& vm, run_options& o) {
                 "; use --executor actor for several places");
   if (vm.count("threads") || given(vm, "reduce") || given(vm, "fuse-allreduce-mb") ||
       given(vm, "sparse-exchange") || given(vm, "sync") || vm.count("dot") || given(vm, "stall-timeout") ||
-      given(vm, "on-stall") || given(vm, "cuda-graphs") || given(vm, "sync-batch-norm"))
-    throw error("--threads, --reduce, --fuse-allreduce-mb, --sparse-exchange, --sync, --dot, --stall-timeout, --on-stall, --cuda-graphs and --sync-batch-norm configure the "
+      given(vm, "on-stall") || given(vm, "cuda-graphs") || given(vm, "sync-batch-norm") || given(vm, "pin-places"))
+    throw error("--threads, --reduce, --fuse-allreduce-mb, --sparse-exchange, --sync, --dot, --stall-timeout, --on-stall, --cuda-graphs, --sync-batch-norm and --pin-places configure the "
                 "actor executor, not --executor reference");
   if (o.tracing())
     throw error("--trace and --check-hazards record the actor executor's op firings; "
@@ -580,6 +587,7 @@ run_options interpret(const po::variables_map& vm) {
   o.max_tensor_bytes = take<std::int64_t>(vm, "max-tensor-bytes");
   o.check_nan_inf = take<bool>(vm, "check-nan-inf");
   o.cuda_graphs = take<bool>(vm, "cuda-graphs");
+  o.pin_places = take<bool>(vm, "pin-places");
   o.sync_batch_norm = take<bool>(vm, "sync-batch-norm");
   o.stall_timeout = take<double>(vm, "stall-timeout");
   if (!(o.stall_timeout >= 0 && std::isfinite(o.stall_timeout)))

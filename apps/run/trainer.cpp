@@ -172,6 +172,7 @@ void print_header(std::ostream& out, const run_options& o) {
         << ", --sync " << spelling(o.sync);
     if (o.reduce == build_strategy::reduce_mode::all_reduce && o.fuse_allreduce_mb > 0)
       out << " fused in " << o.fuse_allreduce_mb << " MiB buckets";
+    if (o.pin_places) out << ", places pinned to cores";
   }
   out << ", global batch " << o.batch_size << ", " << o.blas_threads << " BLAS thread"
       << (o.blas_threads == 1 ? "" : "s");

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <vector>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include "core/spin_wait.hpp"
 #include "core/tensor.hpp"
 #include "devices/progress.hpp"
@@ -78,6 +81,14 @@ void cpu_device::stop() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
   for (auto& s : streams_) s->drop_queue();
   notify_progress(); // streams of other devices waiting on these fail now
+}
+
+bool cpu_device::pin_host_thread(int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE || !thread_.joinable()) return false;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return pthread_setaffinity_np(thread_.native_handle(), sizeof one, &one) == 0;
 }
 
 void cpu_device::wake() {

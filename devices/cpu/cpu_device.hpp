@@ -42,6 +42,7 @@ class cpu_device final : public device {
   std::unique_ptr<event> make_event() override;
   stream::task copy_work(stream& on, tensor& dst, const tensor& src) override;
   void stop() override;
+  bool pin_host_thread(int cpu) override;
 
   /// Wakes this device's thread: work was enqueued on one of its streams.
   void wake();

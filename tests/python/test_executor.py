@@ -170,6 +170,17 @@ def test_cuda_graphs_are_refused_on_cpu_places_naming_why(small_mlp):
         pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, exec_strategy=graphs)
 
 
+def test_pinned_places_train_the_same_steps(small_mlp):
+    model, feed = small_mlp
+    pinned = pe_actor.ExecutionStrategy()
+    assert pinned.pin_places is False
+    pinned.pin_places = True
+    assert "pin_places=True" in repr(pinned)
+    loose = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main)
+    bound = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, exec_strategy=pinned)
+    assert train(bound, model, feed, 5) == train(loose, model, feed, 5)
+
+
 @pytest.mark.parametrize("combined", [False, True])
 def test_saved_parameters_load_into_a_new_executor(small_mlp, tmp_path, combined):
     model, feed = small_mlp
