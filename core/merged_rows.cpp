@@ -19,15 +19,31 @@ merged_rows::merged_rows(const tensor& sparse) {
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a] < rows[b]; });
   const float* from = sparse.data<float>();
-  for (std::size_t e : order) {
-    const float* add = from + static_cast<std::int64_t>(e) * width_;
-    if (rows_.empty() || rows_.back() != rows[e]) {
-      rows_.push_back(rows[e]);
-      values_.insert(values_.end(), add, add + width_);
-      continue;
+  auto entry = [&](std::size_t e) { return from + static_cast<std::int64_t>(e) * width_; };
+  // The repeated rows' sums go to sums_, sized first so that the pointers into it stay valid.
+  std::size_t repeated = 0;
+  for (std::size_t i = 0; i < order.size(); ++i)
+    if (i + 1 < order.size() && rows[order[i + 1]] == rows[order[i]] && (i == 0 || rows[order[i - 1]] != rows[order[i]]))
+      ++repeated;
+  sums_.resize(repeated * static_cast<std::size_t>(width_));
+  std::size_t filled = 0;
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t end = i + 1;
+    while (end < order.size() && rows[order[end]] == rows[order[i]]) ++end;
+    rows_.push_back(rows[order[i]]);
+    if (end == i + 1) {
+      values_.push_back(entry(order[i]));
+    } else {
+      // Summed in the order the entries appear (the stable sort kept it).
+      float* sum = sums_.data() + filled++ * static_cast<std::size_t>(width_);
+      std::copy(entry(order[i]), entry(order[i]) + width_, sum);
+      for (std::size_t k = i + 1; k < end; ++k) {
+        const float* add = entry(order[k]);
+        for (std::int64_t j = 0; j < width_; ++j) sum[j] += add[j];
+      }
+      values_.push_back(sum);
     }
-    float* sum = values_.data() + static_cast<std::int64_t>(rows_.size() - 1) * width_;
-    for (std::int64_t j = 0; j < width_; ++j) sum[j] += add[j];
+    i = end;
   }
 }
 

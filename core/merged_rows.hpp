@@ -15,7 +15,9 @@ namespace pe {
 /// every place and in every run, and those of one place fed the whole batch.
 class merged_rows {
  public:
-  /// `sparse` must hold a SELECTED_ROWS value (tensor::sparse_rows), FP32 [rows, width].
+  /// `sparse` must hold a SELECTED_ROWS value (tensor::sparse_rows), FP32 [rows, width], and
+  /// outlive this: a row that appears once is read where it is, not copied (an embedding's
+  /// gathered gradient has thousands of rows, nearly all distinct, merged every step).
   explicit merged_rows(const tensor& sparse);
 
   std::size_t size() const { return rows_.size(); }
@@ -23,11 +25,12 @@ class merged_rows {
   std::int64_t height() const { return height_; }
   std::int64_t row(std::size_t k) const { return rows_[k]; }
   /// The summed values of the k-th distinct row (width() of them).
-  const float* values(std::size_t k) const { return values_.data() + static_cast<std::int64_t>(k) * width_; }
+  const float* values(std::size_t k) const { return values_[k]; }
 
  private:
   std::vector<std::int64_t> rows_;
-  std::vector<float> values_;
+  std::vector<const float*> values_; // in `sparse` for a row that appears once, else in sums_
+  std::vector<float> sums_;          // the repeated rows' sums (never reallocated once filled)
   std::int64_t width_ = 0;
   std::int64_t height_ = 0;
 };
