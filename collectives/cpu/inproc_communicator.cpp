@@ -304,6 +304,13 @@ bool inproc_communicator::poll(part& p, bool stream_failed) {
     notify.changed = true;
     if (++m.finished == ranks_) {
       m.span.end_ns = steady_ns();
+      // Every rank has read every input: each rank's gathered rows go to its buffers now,
+      // before the completion, which may release those buffers (a place that does not read
+      // them: a sparse table's non-owner in reduce mode). Taken by each rank after the
+      // report, they raced with that release (a double free, ASan).
+      if (!m.failure && call.what == collective_call::kind::all_gather)
+        for (std::size_t r = 0; r < m.gathered.size(); ++r)
+          for (std::size_t v = 0; v < m.gathered[r].size(); ++v) *m.buffers[r][v] = std::move(m.gathered[r][v]);
       // The last rank to finish reports once; every rank's part is done only after this
       // returns on its own stream, and readers wait on every rank's event.
       completion finish = m.done;
@@ -316,11 +323,6 @@ bool inproc_communicator::poll(part& p, bool stream_failed) {
   }
   if (m.finished < ranks_) return false;
   const std::optional<std::string> failure = m.failure;
-  if (!failure && call.what == collective_call::kind::all_gather) {
-    // Every rank has read every input: each takes its gathered rows now.
-    auto& mine = m.gathered[static_cast<std::size_t>(p.rank)];
-    for (std::size_t v = 0; v < mine.size(); ++v) *p.buffers[v] = std::move(mine[v]);
-  }
   if (++m.left == ranks_) meetings_.erase(call.sequence);
   if (failure) throw error(*failure);
   return true;

@@ -47,7 +47,8 @@ class inproc_communicator final : public communicator {
     collective_span span;
     completion done;
     /// all_gather: [rank][variable], what rank's buffers become. Each rank builds its own
-    /// while the others may still read its inputs, and takes it once every rank finished.
+    /// while the others may still read its inputs; the last rank to finish moves every
+    /// rank's into its buffers, before the completion.
     std::vector<std::vector<tensor>> gathered;
     /// all_gather: the call's exchange chose the dense all-reduce (decided in check(), from
     /// every rank's row counts), so each rank's gathered rows are the touched rows, summed.
