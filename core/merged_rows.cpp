@@ -20,13 +20,7 @@ merged_rows::merged_rows(const tensor& sparse) {
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a] < rows[b]; });
   const float* from = sparse.data<float>();
   auto entry = [&](std::size_t e) { return from + static_cast<std::int64_t>(e) * width_; };
-  // The repeated rows' sums go to sums_, sized first so that the pointers into it stay valid.
-  std::size_t repeated = 0;
-  for (std::size_t i = 0; i < order.size(); ++i)
-    if (i + 1 < order.size() && rows[order[i + 1]] == rows[order[i]] && (i == 0 || rows[order[i - 1]] != rows[order[i]]))
-      ++repeated;
-  sums_.resize(repeated * static_cast<std::size_t>(width_));
-  std::size_t filled = 0;
+  std::vector<std::size_t> summed; // the k of each repeated row, its sum's place in sums_
   for (std::size_t i = 0; i < order.size();) {
     std::size_t end = i + 1;
     while (end < order.size() && rows[order[end]] == rows[order[i]]) ++end;
@@ -35,16 +29,19 @@ merged_rows::merged_rows(const tensor& sparse) {
       values_.push_back(entry(order[i]));
     } else {
       // Summed in the order the entries appear (the stable sort kept it).
-      float* sum = sums_.data() + filled++ * static_cast<std::size_t>(width_);
-      std::copy(entry(order[i]), entry(order[i]) + width_, sum);
+      const std::size_t at = sums_.size();
+      sums_.insert(sums_.end(), entry(order[i]), entry(order[i]) + width_);
       for (std::size_t k = i + 1; k < end; ++k) {
         const float* add = entry(order[k]);
-        for (std::int64_t j = 0; j < width_; ++j) sum[j] += add[j];
+        for (std::int64_t j = 0; j < width_; ++j) sums_[at + static_cast<std::size_t>(j)] += add[j];
       }
-      values_.push_back(sum);
+      summed.push_back(values_.size());
+      values_.push_back(nullptr); // set below, once sums_ no longer moves
     }
     i = end;
   }
+  for (std::size_t r = 0; r < summed.size(); ++r)
+    values_[summed[r]] = sums_.data() + r * static_cast<std::size_t>(width_);
 }
 
 } // namespace pe

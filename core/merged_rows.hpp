@@ -30,7 +30,7 @@ class merged_rows {
  private:
   std::vector<std::int64_t> rows_;
   std::vector<const float*> values_; // in `sparse` for a row that appears once, else in sums_
-  std::vector<float> sums_;          // the repeated rows' sums (never reallocated once filled)
+  std::vector<float> sums_;          // the repeated rows' sums, in row order
   std::int64_t width_ = 0;
   std::int64_t height_ = 0;
 };

@@ -438,9 +438,8 @@ bool net_communicator::ring(exchange& x) {
         // The received bytes become the packet sent on: a partial sum that only travels
         // (reduce-scatter before its last step) is summed into them and never stored here;
         // the chunk's final sum and the gathered chunks are stored and also sent on.
-        const bool stored = !scatter || s == n - 2;
-        if (scatter) sum_in_order({piece->data(), into}, bytes, stored && !forwards ? into : piece->data());
-        if (stored && (forwards || !scatter)) std::memcpy(into, piece->data(), bytes);
+        if (scatter) sum_in_order({piece->data(), into}, bytes, piece->data());
+        if (!scatter || s == n - 2) std::memcpy(into, piece->data(), bytes);
         if (forwards) {
           net_packet next = header_of(x, x.first_step + static_cast<std::uint64_t>(s + 1));
           next.offset = offset;
