@@ -27,6 +27,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <optional>
 #include <utility>
@@ -208,11 +210,48 @@ std::optional<std::pair<double, double>> torch_baseline(int steps) {
   return std::make_pair(*samples, *rss);
 }
 
+constexpr const char* usage =
+    "Usage: sparse_bench [--steps=N] [--dense-steps=N] [--benchmark_* flags, ignored]\n"
+    "Trains a bag-of-words model with a 1M x 64 sparse embedding on 2 places of one process and\n"
+    "on 2 processes, sparse against dense gradients (and PyTorch DDP where /usr/bin/python3 has\n"
+    "torch), and prints one markdown table. --steps: timed steps of the sparse runs (default 30);\n"
+    "--dense-steps: of the dense runs (default 3). Both at least 1.\n";
+
+/// --NAME=N from argv (a positive count), else `fallback`; exits with status 2 naming a bad one.
 int flag(int argc, char** argv, const std::string& name, int fallback) {
   const std::string prefix = "--" + name + "=";
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]).rfind(prefix, 0) == 0) return std::stoi(argv[i] + prefix.size());
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind(prefix, 0) != 0) continue;
+    std::size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(arg.substr(prefix.size()), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != arg.size() - prefix.size() || value < 1) {
+      std::cerr << "sparse_bench: error: " << arg << ": expected a whole number of at least 1\n" << usage;
+      std::exit(2);
+    }
+    return value;
+  }
   return fallback;
+}
+
+/// Exits: with the usage for --help, with status 2 for an argument it does not know.
+void check_arguments(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << usage;
+      std::exit(0);
+    }
+    if (arg.rfind("--steps=", 0) == 0 || arg.rfind("--dense-steps=", 0) == 0 || arg.rfind("--benchmark_", 0) == 0)
+      continue;
+    std::cerr << "sparse_bench: error: unknown argument " << arg << "\n" << usage;
+    std::exit(2);
+  }
 }
 
 std::string fixed(double v, int digits) {
@@ -224,6 +263,7 @@ std::string fixed(double v, int digits) {
 } // namespace
 
 int main(int argc, char** argv) {
+  check_arguments(argc, argv);
   const int steps = flag(argc, argv, "steps", 30), dense_steps = flag(argc, argv, "dense-steps", 3);
   const std::string bench = "sparse embedding 1M x 64 (bow, 256 x 20 ids per place, sgd)";
   std::cout << "| benchmark | configuration | value | baseline | ratio |\n|---|---|---|---|---|\n";

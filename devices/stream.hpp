@@ -37,6 +37,20 @@ class event {
   /// Blocks the calling thread until the captured work has finished. Returns false when
   /// that work failed (a task threw, or waited on failed work) or its stream was stopped.
   virtual bool synchronize() const = 0;
+
+  /// Calls `then` once the captured work has finished (or failed, or its stream stopped):
+  /// on the calling thread when it already has, else on the thread that finishes it, which
+  /// may be a device's own thread: `then` must be short and must not block. Returns false,
+  /// without calling `then`, where this kind of event cannot (a GPU's, whose completion the
+  /// host only learns by asking): the caller then orders its work with stream::wait alone.
+  ///
+  /// Why: a CPU place's streams share one thread, so a wait at the head of its compute
+  /// stream holds every kernel queued behind it; work that must wait for another stream is
+  /// better enqueued once that stream is done (see actors/op_actor.cpp).
+  virtual bool when_done(std::function<void()> then) const {
+    (void)then;
+    return false;
+  }
 };
 
 /// An in-order queue of work on one place.

@@ -248,6 +248,58 @@ TEST_P(device_rules, an_event_never_recorded_counts_as_complete) {
   EXPECT_EQ(w.release(), ok);
 }
 
+// event::when_done: a CPU event calls back once its work finished (now when it has, at the
+// finish on the device's thread otherwise, at the stream's stop at the latest); a GPU
+// place's event says it cannot, and calls nothing.
+TEST_P(device_rules, when_done_calls_back_once_the_captured_work_finished_or_says_it_cannot) {
+  blocked_work w;
+  std::atomic<int> calls{0};
+  std::atomic<bool> work_was_done_at_call{false}, never_recorded{false};
+  std::atomic<bool> work_done{false};
+  w.a.enqueue([&] { work_done = true; });
+  w.a.record(*w.e); // behind the blocked task and the flag's task
+  const bool can = w.e->when_done([&] {
+    work_was_done_at_call = work_done.load();
+    ++calls;
+  });
+  EXPECT_EQ(can, tested == place::kind::cpu);
+  auto unrecorded = w.dev0->make_event();
+  const bool can_unrecorded = unrecorded->when_done([&] { never_recorded = true; });
+  EXPECT_EQ(can_unrecorded, can);
+  EXPECT_EQ(never_recorded.load(), can) << "an event never recorded is complete: called at once";
+  std::this_thread::sleep_for(race_window);
+  EXPECT_EQ(calls.load(), 0) << "called back before the captured work finished";
+  EXPECT_EQ(w.release(), ok);
+  if (!can) return;
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (calls.load() == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_TRUE(work_was_done_at_call.load());
+  // Finished already: the callback runs on the calling thread, before when_done returns.
+  const auto caller = std::this_thread::get_id();
+  std::atomic<bool> on_caller{false};
+  EXPECT_TRUE(w.e->when_done([&] { on_caller = std::this_thread::get_id() == caller; }));
+  EXPECT_TRUE(on_caller.load());
+}
+
+TEST_P(device_rules, when_done_calls_back_at_the_latest_when_its_stream_stops) {
+  blocked_work w;
+  std::atomic<bool> called{false};
+  const bool can = w.e->when_done([&] { called = true; });
+  if (!can) {
+    EXPECT_EQ(w.release(), ok);
+    return;
+  }
+  std::this_thread::sleep_for(race_window);
+  EXPECT_FALSE(called.load());
+  // The stream stops while its work is blocked: nobody waits on the callback forever. (The
+  // stop itself returns once the blocked task, which holds the device's thread, ends.)
+  std::thread stopper([&] { w.dev0->stop(); });
+  EXPECT_TRUE(eventually(called)) << "a stopped stream's callbacks must run: its work never will";
+  w.g.open();
+  stopper.join();
+}
+
 TEST_P(device_rules, host_waits_on_events_of_different_devices) {
   auto dev0 = open_place(0);
   auto dev1 = open_place(1);

@@ -36,6 +36,13 @@ bool cpu_event::synchronize() const {
   return s->wait_for(ticket) && !s->failed_at_or_before(ticket);
 }
 
+bool cpu_event::when_done(std::function<void()> then) const {
+  cpu_stream* s = stream_.load(std::memory_order_acquire);
+  if (s == nullptr) then(); // never recorded: complete
+  else s->call_when_finished(ticket_.load(std::memory_order_acquire), std::move(then));
+  return true;
+}
+
 // --- cpu_stream ------------------------------------------------------------------------
 
 cpu_stream::cpu_stream(cpu_device& owner, stream_kind kind) : owner_(owner), kind_(kind) {}
@@ -45,9 +52,44 @@ place cpu_stream::where() const {
 }
 
 void cpu_stream::stop() {
-  std::lock_guard<std::mutex> guard(mutex_);
-  stopping_ = true;
-  finished_.notify_all();
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stopping_ = true;
+    finished_.notify_all();
+  }
+  run_due_callbacks(); // every ticket counts as finished now
+}
+
+void cpu_stream::call_when_finished(std::uint64_t ticket, std::function<void()> then) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    // Counted before the check, both seq_cst, as finish() stores completed_ before it
+    // reads the count: either this sees the ticket finished, or finish() sees the callback.
+    pending_callbacks_.fetch_add(1);
+    if (!finished(ticket)) {
+      callbacks_.push_back({ticket, std::move(then)});
+      return;
+    }
+    pending_callbacks_.fetch_sub(1);
+  }
+  then();
+}
+
+void cpu_stream::run_due_callbacks() {
+  std::vector<std::function<void()>> due;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    for (auto it = callbacks_.begin(); it != callbacks_.end();) {
+      if (!finished(it->ticket)) {
+        ++it;
+        continue;
+      }
+      due.push_back(std::move(it->then));
+      it = callbacks_.erase(it);
+      pending_callbacks_.fetch_sub(1);
+    }
+  }
+  for (auto& then : due) then(); // unlocked: a callback may enqueue here or wait on this stream
 }
 
 void cpu_stream::drop_queue() {
@@ -247,6 +289,7 @@ void cpu_stream::finish(std::uint64_t ticket) {
   // Only when a stream of another device waits on this one: every kernel would otherwise
   // wake a place that sleeps waiting for the other places.
   if (watchers_.load() > 0) notify_progress();
+  if (pending_callbacks_.load() > 0) run_due_callbacks();
 }
 
 } // namespace pe

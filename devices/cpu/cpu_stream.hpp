@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <vector>
 
 #include "devices/first_failure.hpp"
 #include "devices/stream.hpp"
@@ -20,6 +21,7 @@ class cpu_event final : public event {
  public:
   bool query() const override;
   bool synchronize() const override;
+  bool when_done(std::function<void()> then) const override;
 
  private:
   friend class cpu_stream;
@@ -71,6 +73,10 @@ class cpu_stream final : public stream {
   /// Destroys the queued work; call once the device thread has ended.
   void drop_queue();
 
+  /// Calls `then` once `ticket` has finished, or the stream stopped: now, on the calling
+  /// thread, when it already has; else on the thread that finishes it (unlocked).
+  void call_when_finished(std::uint64_t ticket, std::function<void()> then);
+
  private:
   friend class cpu_event;
   struct item {
@@ -100,6 +106,8 @@ class cpu_stream final : public stream {
   bool failed_at_or_before(std::uint64_t ticket) const;
   bool finished(std::uint64_t ticket) const;
   void fail(std::uint64_t ticket, failure why);
+  /// Runs the callbacks of call_when_finished that are due (all of them once stopped).
+  void run_due_callbacks();
 
   cpu_device& owner_;
   stream_kind kind_;
@@ -113,6 +121,12 @@ class cpu_stream final : public stream {
   std::atomic<bool> stopping_{false};
   mutable std::atomic<int> waiters_{0};  // host threads blocked in wait_for
   std::atomic<int> watchers_{0};         // waits of other streams stuck on this one
+  struct callback {
+    std::uint64_t ticket;
+    std::function<void()> then;
+  };
+  std::vector<callback> callbacks_;      // guarded by mutex_
+  std::atomic<int> pending_callbacks_{0}; // callbacks_.size(), read by finish() unlocked
 };
 
 } // namespace pe
