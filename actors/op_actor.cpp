@@ -156,8 +156,8 @@ void send_anonymously(const caf::actor& reader, std::uint64_t step, event_ref r)
 /// there, it lets them run meanwhile. A collective never defers: every place issues the
 /// collectives in one sequence, and its communication stream holds nothing but that.
 bool defers(const actor_env& env, const step_node& n, const event_ref& r) {
-  if (r.done == nullptr || r.done->query()) return false;
-  return r.on != &env.devices[static_cast<std::size_t>(n.place)]->get_stream(n.runs_on);
+  return r.done != nullptr && r.done->calls_back() &&
+         r.on != &env.devices[static_cast<std::size_t>(n.place)]->get_stream(n.runs_on) && !r.done->query();
 }
 
 /// Fires `id` for `step` once every input from `next` on that defers() is done: registers

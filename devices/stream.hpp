@@ -51,6 +51,10 @@ class event {
     (void)then;
     return false;
   }
+
+  /// Whether when_done() can call back (asked first, so that a caller pays nothing on
+  /// events that cannot: a GPU event's query() is a driver call).
+  virtual bool calls_back() const { return false; }
 };
 
 /// An in-order queue of work on one place.

@@ -263,6 +263,7 @@ TEST_P(device_rules, when_done_calls_back_once_the_captured_work_finished_or_say
     ++calls;
   });
   EXPECT_EQ(can, tested == place::kind::cpu);
+  EXPECT_EQ(w.e->calls_back(), can);
   auto unrecorded = w.dev0->make_event();
   const bool can_unrecorded = unrecorded->when_done([&] { never_recorded = true; });
   EXPECT_EQ(can_unrecorded, can);

@@ -22,6 +22,7 @@ class cpu_event final : public event {
   bool query() const override;
   bool synchronize() const override;
   bool when_done(std::function<void()> then) const override;
+  bool calls_back() const override { return true; }
 
  private:
   friend class cpu_stream;
