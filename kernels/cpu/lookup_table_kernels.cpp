@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/selected_rows.hpp"
+#include "kernels/cpu/prefetch_rows.hpp"
 
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/math_kernels.hpp"
@@ -65,6 +66,12 @@ void lookup_forward(kernel_context& ctx) {
     const float* w = f.w.data<float>();
     float* o = out.data<float>();
     for_each_id(ctx, g, [&](std::int64_t i, std::int64_t id) {
+      // The rows are scattered over W: ask for one a few ids ahead (checked ids only).
+      if (const std::int64_t ahead = i + static_cast<std::int64_t>(prefetch_rows_ahead); ahead < g.ids.numel()) {
+        const std::int64_t next = g.ids.type() == dtype::int64 ? g.ids.data<std::int64_t>()[ahead]
+                                                               : g.ids.data<std::int32_t>()[ahead];
+        if (next >= 0 && next < g.rows) prefetch_floats(w + next * g.width, g.width);
+      }
       float* to = o + i * g.width;
       if (is_padding(id, g))
         std::fill(to, to + g.width, 0.f);

@@ -18,12 +18,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
 #include "core/selected_rows.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "core/merged_rows.hpp"
+#include "kernels/cpu/prefetch_rows.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/optimizer_ops.hpp"
 
@@ -47,9 +49,13 @@ enum class sparse_update {
 
 /// Calls step(i, g, held) for each element i of Param (n elements) to update and its
 /// gradient g: every element of a dense Grad (held); of a SELECTED_ROWS Grad, merged, those
-/// `mode` says, rows ascending, `held` false for a row the gradient does not hold.
+/// `mode` says, rows ascending, `held` false for a row the gradient does not hold. Updating
+/// touched rows only, it prefetches each array of `state` (the ones step reads and writes,
+/// with Param's layout) prefetch_rows_ahead held rows ahead: the rows lie scattered over
+/// the table.
 template <class Step>
-void for_each_grad(const tensor& grad, std::int64_t n, sparse_update mode, Step&& step) {
+void for_each_grad(const tensor& grad, std::int64_t n, sparse_update mode, std::initializer_list<const float*> state,
+                   Step&& step) {
   if (!grad.sparse_rows()) {
     const float* g = grad.data<float>();
     for (std::int64_t i = 0; i < n; ++i) step(i, g[i], true);
@@ -61,6 +67,9 @@ void for_each_grad(const tensor& grad, std::int64_t n, sparse_update mode, Step&
   for (std::int64_t row = 0; row < merged.height(); ++row) {
     const bool held = k < merged.size() && merged.row(k) == row;
     if (held) {
+      if (mode == sparse_update::touched_rows && k + prefetch_rows_ahead < merged.size())
+        for (const float* array : state)
+          prefetch_floats<true>(array + merged.row(k + prefetch_rows_ahead) * width, width);
       const float* g = merged.values(k++);
       for (std::int64_t j = 0; j < width; ++j) step(row * width + j, g[j], true);
     } else if (mode == sparse_update::every_row) {
@@ -99,7 +108,7 @@ void sgd(kernel_context& ctx) {
   const std::int64_t n = f.param.numel();
   // A sparse update leaves the other rows as they were: copied when ParamOut is another tensor.
   if (f.grad.sparse_rows() && !in_place) std::copy(p, p + n, param_out);
-  for_each_grad(f.grad, n, sparse_update::touched_rows,
+  for_each_grad(f.grad, n, sparse_update::touched_rows, {param_out},
                 [&](std::int64_t i, float g, bool) { param_out[i] = p[i] - lr * g; });
 }
 
@@ -113,7 +122,7 @@ void momentum(kernel_context& ctx) {
   float* velocity_out = state_output(ctx, "VelocityOut", f.velocity);
   const float* p = f.param.data<float>();
   const std::int64_t n = f.param.numel();
-  for_each_grad(f.grad, n, sparse_update::every_row, [&](std::int64_t i, float grad, bool) {
+  for_each_grad(f.grad, n, sparse_update::every_row, {}, [&](std::int64_t i, float grad, bool) {
     const float g = f.rescale * grad + f.decay * p[i];
     const float v = f.mu * velocity[i] + g;
     const float step = f.nesterov ? g + f.mu * v : v;
@@ -200,7 +209,8 @@ void adam_update(kernel_context& ctx, decoupled_decay decay) {
   const bool lazy = sparse && ctx.attrs().get<bool>("lazy_mode"); // only sparse gradients read it
   // A row the gradient does not hold (without lazy_mode) gets Paddle's zero-gradient step,
   // whose epsilon is not bias-corrected.
-  for_each_grad(f.grad, n, lazy ? sparse_update::touched_rows : sparse_update::every_row, [&](std::int64_t i, float g, bool held) {
+  for_each_grad(f.grad, n, lazy ? sparse_update::touched_rows : sparse_update::every_row,
+                {param_out, moment1_out, moment2_out}, [&](std::int64_t i, float g, bool held) {
     const float m1 = beta1 * moment1[i] + (1.f - beta1) * g;
     const float m2 = beta2 * moment2[i] + (1.f - beta2) * g * g;
     param_out[i] = p[i] * keep - lr_t * m1 / (std::sqrt(m2) + (held ? eps_t : epsilon));
