@@ -1,6 +1,7 @@
 #include "graph/attributes.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -105,6 +106,11 @@ const proto::VarDesc* declared_var(const proto::BlockDesc& block, std::string_vi
   for (const auto& v : block.vars())
     if (v.name() == name) return &v;
   return nullptr;
+}
+
+proto::VarDesc* declared_var(proto::BlockDesc& block, std::string_view name) {
+  // The const lookup's answer is one of `block`'s own variables, which the caller may change.
+  return const_cast<proto::VarDesc*>(declared_var(std::as_const(block), name));
 }
 
 const proto::OpDesc::Attr* find_attr(const proto::OpDesc& op, std::string_view name) {

@@ -20,6 +20,8 @@ void set_attr(proto::OpDesc& op, const std::string& name, const attribute& value
 
 /// The variable `name` declared in `block`, or nullptr.
 const proto::VarDesc* declared_var(const proto::BlockDesc& block, std::string_view name);
+/// The same, to change it.
+proto::VarDesc* declared_var(proto::BlockDesc& block, std::string_view name);
 
 /// The proto attr `name` of `op`, or nullptr.
 const proto::OpDesc::Attr* find_attr(const proto::OpDesc& op, std::string_view name);

@@ -22,12 +22,6 @@ proto::BlockDesc& ensure_block(proto::ProgramDesc& program) {
   return *program.mutable_blocks(0);
 }
 
-proto::VarDesc* find_var(proto::BlockDesc& block, std::string_view name) {
-  for (auto& v : *block.mutable_vars())
-    if (v.name() == name) return &v;
-  return nullptr;
-}
-
 const var_info& info_of(const var_table& vars, const std::string& name) {
   auto it = vars.find(name);
   if (it == vars.end()) throw error("variable '" + name + "' is not declared");
@@ -69,7 +63,7 @@ std::string program_builder::unique_name(const std::string& prefix) {
 
 proto::VarDesc& program_builder::declare(proto::BlockDesc& block, const std::string& name,
                                          dtype type, const shape_t& dims, bool persistable) {
-  if (proto::VarDesc* existing = find_var(block, name)) return *existing;
+  if (proto::VarDesc* existing = declared_var(block, name)) return *existing;
   proto::VarDesc& v = *block.add_vars();
   v.set_name(name);
   v.mutable_type()->set_type(proto::VarType::LOD_TENSOR);
