@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "actors/parallel_executor.hpp"
+#include "bench/joined_processes.hpp"
 #include "collectives/net/net_transport.hpp"
 #include "collectives/net/process_group.hpp"
 #include "core/sparse_exchange.hpp"
@@ -143,7 +144,7 @@ result run_process(const config& c, int rank, int port) {
 /// Runs `c` in forked processes; rank 0's result (the processes' samples/s are the global
 /// batch's, the same on each; bytes and RSS are per process), or nullopt when one failed.
 std::optional<result> run_config(const config& c) {
-  const int port = 20000 + static_cast<int>(getpid() % 20000);
+  const int port = c.processes > 1 ? bench::free_port() : 0; // the OS's pick, before forking
   std::vector<std::pair<pid_t, int>> children; // pid, read end
   for (int rank = 0; rank < c.processes; ++rank) {
     int fds[2];
