@@ -13,6 +13,15 @@ def train(exe, model, feed, steps):
     return [float(exe.run(feed=feed, fetch_list=[model.loss])[0][0]) for _ in range(steps)]
 
 
+def switched_on(strategy, field):
+    """`strategy` (a fresh one) with its boolean `field` set, after checking that it is off by
+    default and that repr shows it on."""
+    assert getattr(strategy, field) is False
+    setattr(strategy, field, True)
+    assert f"{field}=True" in repr(strategy)
+    return strategy
+
+
 def test_a_test_executor_sharing_variables_sees_the_trained_parameters(small_mlp):
     model, feed = small_mlp
     train_exe = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main,
@@ -162,20 +171,14 @@ def test_check_nan_inf_names_the_op_and_the_tensor_limit_refuses_large_programs(
 
 def test_cuda_graphs_are_refused_on_cpu_places_naming_why(small_mlp):
     model, _ = small_mlp
-    graphs = pe_actor.ExecutionStrategy()
-    assert graphs.cuda_graphs is False
-    graphs.cuda_graphs = True
-    assert "cuda_graphs=True" in repr(graphs)
+    graphs = switched_on(pe_actor.ExecutionStrategy(), "cuda_graphs")
     with pytest.raises(pe_actor.Error, match=r"CUDA graphs \(--cuda-graphs\) cannot run here: cpu:0 is not a GPU place"):
         pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, exec_strategy=graphs)
 
 
 def test_pinned_places_train_the_same_steps(small_mlp):
     model, feed = small_mlp
-    pinned = pe_actor.ExecutionStrategy()
-    assert pinned.pin_places is False
-    pinned.pin_places = True
-    assert "pin_places=True" in repr(pinned)
+    pinned = switched_on(pe_actor.ExecutionStrategy(), "pin_places")
     loose = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main)
     bound = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, exec_strategy=pinned)
     assert train(bound, model, feed, 5) == train(loose, model, feed, 5)
@@ -309,12 +312,9 @@ def test_sync_batch_norm_makes_two_places_normalise_as_one_place_with_the_whole_
                                         build_strategy=build)
         return train(exe, model, feed, 5)
 
-    assert pe_actor.BuildStrategy().sync_batch_norm is False
+    switched_on(pe_actor.BuildStrategy(), "sync_batch_norm")
     one = losses(1, False)
     np.testing.assert_allclose(losses(2, True), one, rtol=1e-5)
     np.testing.assert_allclose(losses(3, True), one, rtol=1e-5)
     # Each place normalising its own rows is another model: the flag is what made them equal.
     assert np.max(np.abs(np.array(losses(2, False)) - one) / np.abs(one)) > 1e-4
-    synced = pe_actor.BuildStrategy()
-    synced.sync_batch_norm = True
-    assert "sync_batch_norm=True" in repr(synced)
