@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/selected_rows.hpp"
@@ -45,17 +46,27 @@ std::int64_t id_at(const kernel_context& ctx, const lookup_geometry& g, const Id
   return id;
 }
 
-/// Calls row(i, id) for each id in index order, its type that of Ids.
-template <class Row>
-void for_each_id(const kernel_context& ctx, const lookup_geometry& g, Row&& row) {
+/// Calls row(i, id) for each id in index order, its type that of Ids. Before each, ahead(id)
+/// with the (unchecked) id prefetch_rows_ahead positions on, while there is one.
+template <class Row, class Ahead>
+void for_each_id(const kernel_context& ctx, const lookup_geometry& g, Row&& row, Ahead&& ahead) {
   const std::int64_t n = g.ids.numel();
   const auto visit = [&](const auto* ids) {
-    for (std::int64_t i = 0; i < n; ++i) row(i, id_at(ctx, g, ids, i));
+    constexpr auto distance = static_cast<std::int64_t>(prefetch_rows_ahead);
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (i + distance < n) ahead(static_cast<std::int64_t>(ids[i + distance]));
+      row(i, id_at(ctx, g, ids, i));
+    }
   };
   if (g.ids.type() == dtype::int64)
     visit(g.ids.data<std::int64_t>());
   else
     visit(g.ids.data<std::int32_t>());
+}
+
+template <class Row>
+void for_each_id(const kernel_context& ctx, const lookup_geometry& g, Row&& row) {
+  for_each_id(ctx, g, std::forward<Row>(row), [](std::int64_t) {});
 }
 
 void lookup_forward(kernel_context& ctx) {
@@ -65,19 +76,19 @@ void lookup_forward(kernel_context& ctx) {
     out.resize(dtype::fp32, g.out_dims());
     const float* w = f.w.data<float>();
     float* o = out.data<float>();
-    for_each_id(ctx, g, [&](std::int64_t i, std::int64_t id) {
-      // The rows are scattered over W: ask for one a few ids ahead (checked ids only).
-      if (const std::int64_t ahead = i + static_cast<std::int64_t>(prefetch_rows_ahead); ahead < g.ids.numel()) {
-        const std::int64_t next = g.ids.type() == dtype::int64 ? g.ids.data<std::int64_t>()[ahead]
-                                                               : g.ids.data<std::int32_t>()[ahead];
-        if (next >= 0 && next < g.rows) prefetch_floats(w + next * g.width, g.width);
-      }
-      float* to = o + i * g.width;
-      if (is_padding(id, g))
-        std::fill(to, to + g.width, 0.f);
-      else
-        std::copy(w + id * g.width, w + (id + 1) * g.width, to);
-    });
+    for_each_id(
+        ctx, g,
+        [&](std::int64_t i, std::int64_t id) {
+          float* to = o + i * g.width;
+          if (is_padding(id, g))
+            std::fill(to, to + g.width, 0.f);
+          else
+            std::copy(w + id * g.width, w + (id + 1) * g.width, to);
+        },
+        // The rows are scattered over W: ask for one a few ids ahead (ids within W only).
+        [&](std::int64_t next) {
+          if (next >= 0 && next < g.rows) prefetch_floats(w + next * g.width, g.width);
+        });
   });
 }
 
