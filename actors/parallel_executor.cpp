@@ -81,7 +81,7 @@ void receive_rank0_persistables(executor_runtime& rt,
     names += name + '\n';
     values.push_back(value);
   }
-  const auto sent = group.broadcast(std::vector<char>(names.begin(), names.end()), 0);
+  const auto sent = group.broadcast(bytes_of(names.data(), names.size()), 0);
   if (std::string(sent.begin(), sent.end()) != names)
     throw error("process rank 0's startup program initialised other persistables than this "
                 "process's");

@@ -1,13 +1,13 @@
 #include "core/host_allocator.hpp"
 
-#include <new>
+#include "core/host_block_cache.hpp"
 
 namespace pe {
 
 std::shared_ptr<std::byte> host_allocator::allocate(std::size_t bytes) {
-  constexpr std::align_val_t alignment{64};
-  auto* p = static_cast<std::byte*>(::operator new(bytes == 0 ? 1 : bytes, alignment));
-  return {p, [](std::byte* q) { ::operator delete(q, alignment); }};
+  auto& cache = host_block_cache::instance();
+  auto* p = static_cast<std::byte*>(cache.take(bytes));
+  return {p, [&cache, bytes](std::byte* q) { cache.give(q, bytes); }};
 }
 
 host_allocator& host_allocator::instance() {

@@ -4,7 +4,8 @@
 
 namespace pe {
 
-/// Host memory, 64-byte aligned (BLAS and vectorised loops stay on their fast paths).
+/// Host memory, 64-byte aligned (BLAS and vectorised loops stay on their fast paths); large
+/// blocks are pooled by host_block_cache, so a step's buffers are reused, not faulted in anew.
 class host_allocator final : public allocator {
  public:
   std::shared_ptr<std::byte> allocate(std::size_t bytes) override;

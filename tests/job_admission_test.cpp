@@ -122,8 +122,8 @@ process_group_options options(int rank, int port, std::string job_token,
   return o;
 }
 
-std::vector<char> bytes(const std::string& s) {
-  return {s.begin(), s.end()};
+byte_buffer bytes(const std::string& s) {
+  return bytes_of(s.data(), s.size());
 }
 
 /// Rank 0 with `token` waits; `stranger` (rank 1's claim with another token) is refused
@@ -142,7 +142,7 @@ void stranger_is_refused_and_the_job_goes_on(const std::string& master_token, co
   auto g0 = master.get();
   auto g1 = member.get();
   auto gathered = std::async(std::launch::async, [&] { return g1->all_gather(bytes("one")); });
-  EXPECT_EQ(g0->all_gather(bytes("zero")), (std::vector<std::vector<char>>{bytes("zero"), bytes("one")}));
+  EXPECT_EQ(g0->all_gather(bytes("zero")), (std::vector<byte_buffer>{bytes("zero"), bytes("one")}));
   EXPECT_EQ(gathered.get().size(), 2u);
   if (!master_token.empty()) {
     std::lock_guard<std::mutex> guard(warnings_mutex);
@@ -221,7 +221,7 @@ TEST(JobToken, PacketsFromAStrangerAreDroppedAndTheJobGoesOn) {
   }
   EXPECT_FALSE(g0->broken());
   auto gathered = std::async(std::launch::async, [&] { return g1->all_gather(bytes("one")); });
-  EXPECT_EQ(g0->all_gather(bytes("zero")), (std::vector<std::vector<char>>{bytes("zero"), bytes("one")}));
+  EXPECT_EQ(g0->all_gather(bytes("zero")), (std::vector<byte_buffer>{bytes("zero"), bytes("one")}));
   EXPECT_EQ(gathered.get()[0], bytes("zero"));
 }
 

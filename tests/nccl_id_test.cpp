@@ -44,7 +44,7 @@ TEST(NcclId, AnIdOfAnotherSizeIsRefusedNamingRankZero) {
   testing::loopback_network network(2);
   auto lying_root = std::async(std::launch::async, [&network] {
     process_group group(network.transport(0), 0, std::chrono::seconds(20));
-    group.broadcast(std::vector<char>(5, 'x'), 0); // not an id
+    group.broadcast(bytes_of("xxxxx", 5), 0); // not an id
   });
   process_group group(network.transport(1), 0, std::chrono::seconds(20));
   try {

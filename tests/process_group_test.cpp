@@ -47,19 +47,19 @@ std::vector<std::unique_ptr<process_group>> join_all(int size) {
   return groups;
 }
 
-std::vector<char> bytes(const std::string& s) {
-  return {s.begin(), s.end()};
+byte_buffer bytes(const std::string& s) {
+  return bytes_of(s.data(), s.size());
 }
 
 TEST(ProcessGroup, ThreeProcessesGatherAndBroadcast) {
   auto groups = join_all(3);
-  std::vector<std::future<std::vector<std::vector<char>>>> gathered;
+  std::vector<std::future<std::vector<byte_buffer>>> gathered;
   for (auto& g : groups)
     gathered.push_back(std::async(std::launch::async, [&g] {
       return g->all_gather(bytes("rank " + std::to_string(g->rank())));
     }));
   for (auto& f : gathered)
-    EXPECT_EQ(f.get(), (std::vector<std::vector<char>>{bytes("rank 0"), bytes("rank 1"), bytes("rank 2")}));
+    EXPECT_EQ(f.get(), (std::vector<byte_buffer>{bytes("rank 0"), bytes("rank 1"), bytes("rank 2")}));
 
   const tensor big = tensor::from_vector(std::vector<float>(3'000'000, 0.25f), {1000, 3000}); // 3 packets
   std::vector<std::future<std::vector<tensor>>> sent;
@@ -85,7 +85,7 @@ TEST(ProcessGroup, AGatherThatWaitsSaysForWhomEveryInterval) {
   });
   const auto got = groups[0]->all_gather(
       bytes("zero"), [&](int rank, std::chrono::milliseconds waited) { heard.emplace_back(rank, waited); }, 100ms);
-  EXPECT_EQ(got, (std::vector<std::vector<char>>{bytes("zero"), bytes("one")}));
+  EXPECT_EQ(got, (std::vector<byte_buffer>{bytes("zero"), bytes("one")}));
   EXPECT_EQ(late.get(), got);
   ASSERT_GE(heard.size(), 3u);
   for (std::size_t k = 0; k < heard.size(); ++k) {

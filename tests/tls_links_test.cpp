@@ -91,7 +91,7 @@ TEST(TlsLinks, StrangersFailedHandshakesLeaveTheJobsConnectionsWhole) {
     knocking = false;
   });
   int exchanges = 0;
-  const std::vector<char> one{'1'}, zero{'0'};
+  const byte_buffer one = bytes_of("1", 1), zero = bytes_of("0", 1);
   while (knocking || exchanges < 20) {
     auto gathered = std::async(std::launch::async, [&] { return g1->all_gather(one); });
     ASSERT_EQ(g0->all_gather(zero).size(), 2u);

@@ -200,7 +200,7 @@ class actor_engine final : public engine {
   int agreed_signal(int mine) override {
     if (!group_) return mine;
     const auto* p = reinterpret_cast<const char*>(&mine);
-    for (const auto& theirs : group_->all_gather(std::vector<char>(p, p + sizeof mine))) {
+    for (const auto& theirs : group_->all_gather(bytes_of(p, sizeof mine))) {
       int signal = 0;
       if (theirs.size() != sizeof signal)
         throw error("a process sent a malformed stop vote of " + std::to_string(theirs.size()) + " bytes");

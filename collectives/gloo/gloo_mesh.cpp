@@ -54,7 +54,7 @@ class mesh_context final : public gloo::Context {
     auto pairs = device->createContext(rank, size);
     pairs->setTimeout(timeout);
     // Mine: for every peer in rank order, [u32 length][the address its pair listens on].
-    std::vector<char> mine;
+    byte_buffer mine;
     for (int peer = 0; peer < size; ++peer) {
       if (peer == rank) continue;
       const std::vector<char> address = pairs->createPair(peer)->address().bytes();
@@ -80,7 +80,7 @@ class mesh_context final : public gloo::Context {
 
  private:
   /// In `theirs` (what process `peer` sent), the address of its pair for this process.
-  std::vector<char> entry_for_me(const std::vector<char>& theirs, int peer) const {
+  std::vector<char> entry_for_me(const byte_buffer& theirs, int peer) const {
     const int index = rank < peer ? rank : rank - 1;
     std::size_t at = 0;
     for (int i = 0;; ++i) {

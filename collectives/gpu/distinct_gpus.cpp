@@ -18,7 +18,7 @@ constexpr std::size_t fields = 4; // place, machine, host, bus id
 
 /// A process's places on the wire: "place\tmachine\thost\tbus id\n" each (none of them
 /// holds a tab or a newline).
-std::vector<char> encode(const std::vector<gpu_of_place>& gpus) {
+byte_buffer encode(const std::vector<gpu_of_place>& gpus) {
   std::string text;
   for (const gpu_of_place& g : gpus) text += g.place + '\t' + g.machine + '\t' + g.host + '\t' + g.bus_id + '\n';
   return {text.begin(), text.end()};
@@ -26,7 +26,7 @@ std::vector<char> encode(const std::vector<gpu_of_place>& gpus) {
 
 /// A process's places from the wire; throws pe::error naming `process` when a line is not
 /// four non-empty fields.
-std::vector<gpu_of_place> decode(const std::vector<char>& bytes, int process) {
+std::vector<gpu_of_place> decode(const byte_buffer& bytes, int process) {
   const std::string text(bytes.begin(), bytes.end());
   std::vector<gpu_of_place> gpus;
   std::size_t at = 0;
@@ -72,7 +72,7 @@ std::string this_machine() {
 }
 
 void refuse_shared_gpus(process_group& group, const std::vector<gpu_of_place>& mine) {
-  const std::vector<std::vector<char>> all = group.all_gather(encode(mine));
+  const std::vector<byte_buffer> all = group.all_gather(encode(mine));
   // (machine, bus id) -> the first place of the job on that GPU, as "process rank R's P".
   std::map<std::pair<std::string, std::string>, std::string> owners;
   for (std::size_t process = 0; process < all.size(); ++process) {

@@ -19,9 +19,13 @@ std::vector<char> make_nccl_id() {
 }
 
 std::vector<char> share_nccl_id(process_group& group) {
-  std::vector<char> mine;
-  if (group.rank() == 0) mine = make_nccl_id();
-  std::vector<char> id = group.broadcast(mine, 0);
+  byte_buffer mine;
+  if (group.rank() == 0) {
+    const std::vector<char> made = make_nccl_id();
+    mine.assign(made.begin(), made.end());
+  }
+  const byte_buffer sent = group.broadcast(mine, 0);
+  std::vector<char> id(sent.begin(), sent.end());
   if (id.size() != NCCL_UNIQUE_ID_BYTES)
     throw error("process rank 0 sent an NCCL id of " + std::to_string(id.size()) + " bytes, not " +
                 std::to_string(NCCL_UNIQUE_ID_BYTES));

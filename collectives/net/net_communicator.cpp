@@ -43,13 +43,12 @@ void for_each_part(const std::vector<tensor*>& buffers, std::size_t offset, std:
 }
 
 /// The buffers' FP32 values, concatenated, as bytes.
-std::vector<char> pack(const std::vector<tensor*>& buffers, const std::string& label) {
+byte_buffer pack(const std::vector<tensor*>& buffers, const std::string& label) {
   const std::size_t total = check_buffers(buffers, label);
-  std::vector<char> bytes;
+  byte_buffer bytes;
   bytes.reserve(total); // appended to: no zeroing of bytes about to be overwritten
   for (const tensor* t : buffers) {
-    const char* values = static_cast<const char*>(t->raw());
-    bytes.insert(bytes.end(), values, values + t->bytes());
+    append_bytes(bytes, t->raw(), t->bytes());
   }
   return bytes;
 }
@@ -57,16 +56,15 @@ std::vector<char> pack(const std::vector<tensor*>& buffers, const std::string& l
 /// The buffers' values ([0, total) of their concatenation) as packets with `header`'s
 /// fields, cut straight from the tensors.
 std::vector<net_packet> packets_of(const net_packet& header, const std::vector<tensor*>& buffers, std::size_t total) {
-  return split_payload(header, total, [&](std::size_t offset, std::size_t n, std::vector<char>& out) {
+  return split_payload(header, total, [&](std::size_t offset, std::size_t n, byte_buffer& out) {
     for_each_part(buffers, offset, n, [&](const tensor& t, std::size_t begin, std::size_t bytes, std::size_t) {
-      const char* values = static_cast<const char*>(t.raw()) + begin;
-      out.insert(out.end(), values, values + bytes);
+      append_bytes(out, static_cast<const char*>(t.raw()) + begin, bytes);
     });
   });
 }
 
 /// Writes `bytes` back over the buffers, in order; the sizes were checked.
-void unpack(const std::vector<char>& bytes, const std::vector<tensor*>& buffers) {
+void unpack(const byte_buffer& bytes, const std::vector<tensor*>& buffers) {
   std::size_t at = 0;
   for (tensor* t : buffers) {
     std::memcpy(t->raw(), bytes.data() + at, t->bytes());
@@ -108,7 +106,7 @@ std::uint64_t payload_bytes_sent() {
 }
 
 void send_payload(net_transport& t, int to, const net_packet& header,
-                  const std::vector<char>& payload) {
+                  const byte_buffer& payload) {
   send_packets(t, to, split_payload(header, payload));
 }
 
@@ -161,14 +159,14 @@ struct net_communicator::exchange {
   bool started = false;
   bool ring = false;
   bool in_place = false;                       // ring: on the one buffer itself, not on `mine`
-  std::vector<char> mine;                      // ring, all_gather: this process's contribution, then the result
+  byte_buffer mine;                      // ring, all_gather: this process's contribution, then the result
   int step = 0;                                // ring: steps done
   bool step_sent = false;                      // direct: the payload is sent; ring: step 0's chunk is
   bool failure_told = false;
   std::vector<std::optional<net_payload>> got; // direct: by process rank
   bool headers_checked = false;                // summing: every peer's header (ring: this step's)
   std::size_t packet = 0;                      // summing: packets summed so far (ring: in this step)
-  std::vector<std::optional<std::vector<char>>> pieces; // direct, summing: this packet, by rank
+  std::vector<std::optional<byte_buffer>> pieces; // direct, summing: this packet, by rank
   std::vector<int> awaiting;                   // the processes the last poll lacked data of
   // all_gather: the row counts every process announced (step 0), then the choice. With
   // the dense fallback the stage runs as an all-reduce of `tables` (buffers point at them)
@@ -394,8 +392,8 @@ bool net_communicator::ring(exchange& x) {
   auto send_range = [&](int s, std::size_t begin, std::size_t size) {
     const char* chunk = values + begin;
     send_packets(transport_, right, split_payload(header_of(x, x.first_step + static_cast<std::uint64_t>(s)), size,
-                                                  [chunk](std::size_t offset, std::size_t bytes, std::vector<char>& out) {
-                                                    out.insert(out.end(), chunk + offset, chunk + offset + bytes);
+                                                  [chunk](std::size_t offset, std::size_t bytes, byte_buffer& out) {
+                                                    append_bytes(out, chunk + offset, bytes);
                                                   }));
   };
   if (!x.step_sent) { // step 0: this process's own chunk
@@ -464,7 +462,7 @@ void net_communicator::start_ring(exchange& x) {
   if (!x.in_place) x.mine = pack(x.buffers, x.call.label);
 }
 
-std::optional<std::vector<char>> net_communicator::take_packet(std::uint64_t sequence, int from, std::size_t offset,
+std::optional<byte_buffer> net_communicator::take_packet(std::uint64_t sequence, int from, std::size_t offset,
                                                                std::size_t bytes) {
   auto piece = transport_.inbox().take_piece(channel_, sequence, from, offset);
   if (piece && piece->size() != bytes)
@@ -504,7 +502,7 @@ bool net_communicator::take_whole(exchange& x, std::uint64_t step, std::vector<s
   return complete;
 }
 
-void net_communicator::send_to_all(const exchange& x, std::uint64_t step, const std::vector<char>& payload) {
+void net_communicator::send_to_all(const exchange& x, std::uint64_t step, const byte_buffer& payload) {
   const int me = transport_.inbox().rank(), processes = transport_.inbox().size();
   for (int p = 0; p < processes; ++p)
     if (p != me) send_payload(transport_, p, header_of(x, step), payload);

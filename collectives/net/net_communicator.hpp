@@ -82,7 +82,7 @@ class net_communicator final : public staged_communicator {
   void start_ring(exchange& x);
   /// Packet `offset` of the payload `from` sent at wire `sequence`, once it arrived (nullopt
   /// before); throws unless it holds `bytes` bytes (the sender cut at other offsets).
-  std::optional<std::vector<char>> take_packet(std::uint64_t sequence, int from, std::size_t offset,
+  std::optional<byte_buffer> take_packet(std::uint64_t sequence, int from, std::size_t offset,
                                                std::size_t bytes);
   /// The all_gather of SELECTED_ROWS buffers: the row counts to and from every process
   /// (choose_exchange), then whole payloads of rows, or the dense all-reduce of the tables.
@@ -94,7 +94,7 @@ class net_communicator final : public staged_communicator {
   /// far as it has arrived: true when everything is here; the missing go to x.awaiting.
   bool take_whole(exchange& x, std::uint64_t step, std::vector<std::optional<net_payload>>& got);
   /// Sends `payload` as `step` of x's collective to every other process.
-  void send_to_all(const exchange& x, std::uint64_t step, const std::vector<char>& payload);
+  void send_to_all(const exchange& x, std::uint64_t step, const byte_buffer& payload);
   /// Throws unless what `from` sent is the same collective with `expected` bytes (any
   /// number when nullopt: an all_gather's payloads differ by process).
   void check(const exchange& x, int from, const net_payload& got, std::optional<std::size_t> expected) const;

@@ -131,9 +131,16 @@ std::optional<net_payload> net_inbox::take_locked(const key& k, bool in_order) {
   if (it->second.received < it->second.total) return std::nullopt;
   assembly& a = it->second;
   // Non-overlapping pieces within [0, total) whose sizes add up to total tile it exactly.
-  net_payload out{a.kind, a.root, std::move(a.failure), std::vector<char>(a.total), a.total, std::move(a.label)};
-  for (auto& [offset, piece] : a.pieces)
-    std::memcpy(out.bytes.data() + offset, piece.data(), piece.size());
+  // One piece is the payload itself (moved, not copied); byte_buffer leaves the bytes it
+  // sizes unwritten, and the pieces write every one of them.
+  net_payload out{a.kind, a.root, std::move(a.failure), {}, a.total, std::move(a.label)};
+  if (a.pieces.size() == 1 && a.pieces.begin()->first == 0) {
+    out.bytes = std::move(a.pieces.begin()->second);
+  } else {
+    out.bytes.resize(a.total);
+    for (auto& [offset, piece] : a.pieces)
+      std::memcpy(out.bytes.data() + offset, piece.data(), piece.size());
+  }
   pending_.erase(it);
   auto& last = taken_[{std::get<0>(k), std::get<2>(k)}];
   last = std::max(last, std::get<1>(k));
@@ -154,7 +161,7 @@ std::optional<net_payload> net_inbox::header(std::uint32_t channel, std::uint64_
   return net_payload{a.kind, a.root, a.failure, {}, a.total, a.label};
 }
 
-std::optional<std::vector<char>> net_inbox::take_piece(std::uint32_t channel, std::uint64_t sequence,
+std::optional<byte_buffer> net_inbox::take_piece(std::uint32_t channel, std::uint64_t sequence,
                                                        int from, std::uint64_t offset) {
   std::lock_guard<std::mutex> guard(mutex_);
   if (broken_) throw error(*broken_);
@@ -169,7 +176,7 @@ std::optional<std::vector<char>> net_inbox::take_piece(std::uint32_t channel, st
               " bytes of " + where(channel, sequence) + " but none at offset " + std::to_string(offset);
     throw error(*broken_);
   }
-  std::vector<char> bytes = std::move(piece->second);
+  byte_buffer bytes = std::move(piece->second);
   a.pieces.erase(piece);
   a.consumed += bytes.size();
   if (a.consumed == a.total) {

@@ -56,7 +56,7 @@ class net_inbox {
   /// Moves out the packet at `offset` of the payload if it arrived; the payload counts as
   /// taken once its last byte is. Throws pe::error when the inbox is broken, and breaks it
   /// when the payload's bytes all arrived without one at `offset` (the peer lied).
-  std::optional<std::vector<char>> take_piece(std::uint32_t channel, std::uint64_t sequence, int from,
+  std::optional<byte_buffer> take_piece(std::uint32_t channel, std::uint64_t sequence, int from,
                                               std::uint64_t offset);
 
   /// Like take, for a payload that may never come (a peer's failure notice): no order check.
@@ -80,7 +80,7 @@ class net_inbox {
     std::uint64_t consumed = 0; // bytes moved out by take_piece
     std::string failure;
     std::string label;
-    std::map<std::uint64_t, std::vector<char>> pieces; // by offset
+    std::map<std::uint64_t, byte_buffer> pieces; // by offset
   };
 
   /// The reason `p` is a lie, or nullopt; call with mutex_ held.

@@ -5,7 +5,7 @@
 namespace pe {
 
 std::vector<net_packet> split_payload(const net_packet& header, std::size_t size,
-                                      const std::function<void(std::size_t, std::size_t, std::vector<char>&)>& fill) {
+                                      const std::function<void(std::size_t, std::size_t, byte_buffer&)>& fill) {
   std::vector<net_packet> packets;
   std::size_t offset = 0;
   do {
@@ -21,9 +21,9 @@ std::vector<net_packet> split_payload(const net_packet& header, std::size_t size
   return packets;
 }
 
-std::vector<net_packet> split_payload(const net_packet& header, const std::vector<char>& payload) {
-  return split_payload(header, payload.size(), [&](std::size_t offset, std::size_t n, std::vector<char>& out) {
-    out.insert(out.end(), payload.data() + offset, payload.data() + offset + n);
+std::vector<net_packet> split_payload(const net_packet& header, const byte_buffer& payload) {
+  return split_payload(header, payload.size(), [&](std::size_t offset, std::size_t n, byte_buffer& out) {
+    append_bytes(out, payload.data() + offset, n);
   });
 }
 

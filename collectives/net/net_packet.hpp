@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/byte_buffer.hpp"
+
 namespace pe {
 
 /// The one message that carries data between processes: a piece of one payload (a
@@ -24,7 +26,7 @@ struct net_packet {
   std::uint64_t offset = 0;   ///< where `bytes` starts in the payload
   std::uint64_t total = 0;    ///< the payload's size in bytes
   std::string failure;        ///< non-empty: the sender failed this exchange, and why
-  std::vector<char> bytes;
+  byte_buffer bytes;
 };
 
 /// What one payload from one process became once every packet arrived.
@@ -32,7 +34,7 @@ struct net_payload {
   std::int32_t kind = 0;
   std::int32_t root = 0;
   std::string failure;
-  std::vector<char> bytes;
+  byte_buffer bytes;
   std::uint64_t total = 0; ///< the payload's size (bytes holds all of it once complete)
   std::string label;       ///< the sender's name for the collective (net_packet::label)
 };
@@ -53,13 +55,13 @@ inline constexpr std::size_t net_label_bytes = std::size_t{4} << 10;
 
 /// Cuts `payload` into packets of at most net_packet_bytes (one packet when empty), each
 /// carrying `header`'s fields and its offset.
-std::vector<net_packet> split_payload(const net_packet& header, const std::vector<char>& payload);
+std::vector<net_packet> split_payload(const net_packet& header, const byte_buffer& payload);
 
 /// The same for a payload of `size` bytes that `fill(offset, n, out)` writes: it appends
 /// the payload's bytes [offset, offset + n) to `out` (reserved, empty). Packets are then
 /// cut straight from where the bytes live (tensors, a range of a buffer) without first
 /// copying the whole payload into one vector.
 std::vector<net_packet> split_payload(const net_packet& header, std::size_t size,
-                                      const std::function<void(std::size_t, std::size_t, std::vector<char>&)>& fill);
+                                      const std::function<void(std::size_t, std::size_t, byte_buffer&)>& fill);
 
 } // namespace pe

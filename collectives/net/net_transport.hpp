@@ -25,7 +25,7 @@ class net_transport {
 
 /// Sends `payload` to process `to` as packets with `header`'s fields.
 void send_payload(net_transport& t, int to, const net_packet& header,
-                  const std::vector<char>& payload);
+                  const byte_buffer& payload);
 
 /// Sends `packets` (split_payload's) to process `to`.
 void send_packets(net_transport& t, int to, std::vector<net_packet> packets);

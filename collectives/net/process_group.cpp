@@ -34,11 +34,11 @@ std::unique_ptr<communicator> process_group::make_communicator(int local_ranks) 
 
 std::optional<std::string> process_group::broken() const { return transport_->inbox().broken(); }
 
-std::vector<std::vector<char>> process_group::all_gather(const std::vector<char>& mine) {
+std::vector<byte_buffer> process_group::all_gather(const byte_buffer& mine) {
   return all_gather(mine, nullptr, exchange_timeout_);
 }
 
-std::vector<std::vector<char>> process_group::all_gather(const std::vector<char>& mine,
+std::vector<byte_buffer> process_group::all_gather(const byte_buffer& mine,
                                                          const std::function<void(int, std::chrono::milliseconds)>& waiting,
                                                          std::chrono::milliseconds every) {
   const std::uint64_t sequence = exchanges_++;
@@ -47,11 +47,11 @@ std::vector<std::vector<char>> process_group::all_gather(const std::vector<char>
   header.from = rank();
   for (int p = 0; p < size(); ++p)
     if (p != rank()) send_payload(*transport_, p, header, mine);
-  std::vector<std::vector<char>> all(static_cast<std::size_t>(size()));
+  std::vector<byte_buffer> all(static_cast<std::size_t>(size()));
   const auto slice = waiting ? std::max(every, std::chrono::milliseconds(1)) : exchange_timeout_;
   for (int p = 0; p < size(); ++p) {
     if (p == rank()) {
-      all[static_cast<std::size_t>(p)] = mine;
+      all[static_cast<std::size_t>(p)] = bytes_of(mine.data(), mine.size());
       continue;
     }
     for (std::chrono::milliseconds waited{0};;) {
@@ -86,7 +86,7 @@ void process_group::send_note_to_rank0(const std::string& text) {
   header.sequence = notes_sent_++;
   header.from = rank();
   const std::string cut = text.substr(0, note_bytes);
-  send_payload(*transport_, 0, header, std::vector<char>(cut.begin(), cut.end()));
+  send_payload(*transport_, 0, header, bytes_of(cut.data(), cut.size()));
 }
 
 std::vector<std::vector<std::string>> process_group::take_notes(std::chrono::milliseconds wait) {
@@ -109,7 +109,7 @@ std::vector<std::vector<std::string>> process_group::take_notes(std::chrono::mil
   }
 }
 
-std::vector<char> process_group::broadcast(const std::vector<char>& bytes, int root) {
+byte_buffer process_group::broadcast(const byte_buffer& bytes, int root) {
   const std::uint64_t sequence = exchanges_++;
   if (rank() != root) return transport_->inbox().wait_take(0, sequence, root, exchange_timeout_).bytes;
   net_packet header;
@@ -122,7 +122,7 @@ std::vector<char> process_group::broadcast(const std::vector<char>& bytes, int r
 
 std::vector<tensor> process_group::broadcast_tensors(const std::vector<const tensor*>& tensors,
                                                      int root) {
-  auto bytes = broadcast(rank() == root ? encode_tensors(tensors) : std::vector<char>{}, root);
+  auto bytes = broadcast(rank() == root ? encode_tensors(tensors) : byte_buffer{}, root);
   return decode_tensors(bytes, "process rank " + std::to_string(root));
 }
 

@@ -74,17 +74,17 @@ class process_group {
 
   /// Every process's `mine`, by rank. Throws pe::error naming the process that failed, was
   /// lost or sent nothing within the exchange timeout.
-  std::vector<std::vector<char>> all_gather(const std::vector<char>& mine);
+  std::vector<byte_buffer> all_gather(const byte_buffer& mine);
 
   /// The same, calling `waiting(rank, waited)` each time it has waited another `every` for
   /// process `rank`'s part (a stall watch's report); the exchange timeout still ends the
   /// wait. `waiting` may throw to end it sooner.
-  std::vector<std::vector<char>> all_gather(const std::vector<char>& mine,
+  std::vector<byte_buffer> all_gather(const byte_buffer& mine,
                                             const std::function<void(int, std::chrono::milliseconds)>& waiting,
                                             std::chrono::milliseconds every);
 
   /// Rank `root`'s `bytes` on every process.
-  std::vector<char> broadcast(const std::vector<char>& bytes, int root);
+  byte_buffer broadcast(const byte_buffer& bytes, int root);
 
   /// Tensors on rank `root` copied to every process (encode_tensors on the wire).
   std::vector<tensor> broadcast_tensors(const std::vector<const tensor*>& tensors, int root);

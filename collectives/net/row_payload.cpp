@@ -27,7 +27,7 @@ void expect_table(const std::string& which, std::int64_t width, std::int64_t hei
 
 } // namespace
 
-std::vector<char> encode_rows(const std::vector<tensor*>& buffers, const std::string& label) {
+byte_buffer encode_rows(const std::vector<tensor*>& buffers, const std::string& label) {
   std::vector<tensor> parts;
   for (const tensor* t : buffers) {
     expect_rows(t, label);
@@ -40,7 +40,7 @@ std::vector<char> encode_rows(const std::vector<tensor*>& buffers, const std::st
   return encode_tensors(views);
 }
 
-std::vector<tensor> decode_rows(const std::vector<char>& bytes, const std::vector<tensor*>& mine,
+std::vector<tensor> decode_rows(const byte_buffer& bytes, const std::vector<tensor*>& mine,
                                 const std::string& source) {
   std::vector<tensor> parts = decode_tensors(bytes, source);
   if (parts.size() != 3 * mine.size())
@@ -68,7 +68,7 @@ std::vector<tensor> decode_rows(const std::vector<char>& bytes, const std::vecto
   return out;
 }
 
-std::vector<char> encode_row_counts(const std::vector<tensor*>& buffers, const std::string& label) {
+byte_buffer encode_row_counts(const std::vector<tensor*>& buffers, const std::string& label) {
   std::vector<std::int64_t> counts;
   for (const tensor* t : buffers) {
     expect_rows(t, label);
@@ -78,7 +78,7 @@ std::vector<char> encode_row_counts(const std::vector<tensor*>& buffers, const s
   return encode_tensors({&all});
 }
 
-std::vector<std::int64_t> decode_row_counts(const std::vector<char>& bytes, const std::vector<tensor*>& mine,
+std::vector<std::int64_t> decode_row_counts(const byte_buffer& bytes, const std::vector<tensor*>& mine,
                                             const std::string& source) {
   const std::vector<tensor> parts = decode_tensors(bytes, source);
   const auto buffers = static_cast<std::int64_t>(mine.size());

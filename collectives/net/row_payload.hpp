@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/byte_buffer.hpp"
 #include "core/tensor.hpp"
 
 namespace pe {
@@ -13,25 +14,25 @@ namespace pe {
 /// The lead's SELECTED_ROWS buffers as bytes (encode_tensors): per buffer its rows (INT64
 /// [n]), its value (FP32 [n, width]) and its table's height (INT64 [1]). Throws pe::error
 /// naming `label` when a buffer is not a SELECTED_ROWS value.
-std::vector<char> encode_rows(const std::vector<tensor*>& buffers, const std::string& label);
+byte_buffer encode_rows(const std::vector<tensor*>& buffers, const std::string& label);
 
 /// The SELECTED_ROWS values `bytes` holds, one per buffer of `mine` (this process's own),
 /// checked: a payload that does not decode or holds another number of buffers, a row count
 /// that disagrees with the values' rows, a row outside the table, or a width or height other
 /// than mine is a pe::error naming `source` (the peer) and what it sent.
-std::vector<tensor> decode_rows(const std::vector<char>& bytes, const std::vector<tensor*>& mine,
+std::vector<tensor> decode_rows(const byte_buffer& bytes, const std::vector<tensor*>& mine,
                                 const std::string& source);
 
 /// What a process announces before an all_gather's rows (so that every process makes the same
 /// sparse-or-dense choice from every process's row count): per buffer of `buffers` (its
 /// lead's SELECTED_ROWS values) its row count, width and height, as an INT64 [buffers, 3]
 /// tensor's bytes. Throws pe::error naming `label` when a buffer is not a SELECTED_ROWS value.
-std::vector<char> encode_row_counts(const std::vector<tensor*>& buffers, const std::string& label);
+byte_buffer encode_row_counts(const std::vector<tensor*>& buffers, const std::string& label);
 
 /// The row counts `bytes` announces, one per buffer of `mine`, checked: a payload that does
 /// not decode, holds another number of buffers, a negative count, or a width or height other
 /// than mine is a pe::error naming `source`.
-std::vector<std::int64_t> decode_row_counts(const std::vector<char>& bytes, const std::vector<tensor*>& mine,
+std::vector<std::int64_t> decode_row_counts(const byte_buffer& bytes, const std::vector<tensor*>& mine,
                                             const std::string& source);
 
 } // namespace pe

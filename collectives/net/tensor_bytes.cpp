@@ -8,14 +8,13 @@ namespace pe {
 namespace {
 
 template <class T>
-void put(std::vector<char>& out, T value) {
-  const auto* p = reinterpret_cast<const char*>(&value);
-  out.insert(out.end(), p, p + sizeof(T));
+void put(byte_buffer& out, T value) {
+  append_bytes(out, &value, sizeof(T));
 }
 
 /// Reads from a byte vector, failing with the source's name when it runs out.
 struct reader {
-  const std::vector<char>& bytes;
+  const byte_buffer& bytes;
   const std::string& source;
   std::size_t at = 0;
 
@@ -36,21 +35,25 @@ struct reader {
 
 } // namespace
 
-std::vector<char> encode_tensors(const std::vector<const tensor*>& tensors) {
-  std::vector<char> out;
+byte_buffer encode_tensors(const std::vector<const tensor*>& tensors) {
+  std::size_t size = sizeof(std::uint32_t);
+  for (const tensor* t : tensors)
+    size += sizeof(std::int32_t) + sizeof(std::uint32_t) + t->shape().size() * sizeof(std::int64_t) +
+            sizeof(std::uint64_t) + t->bytes();
+  byte_buffer out;
+  out.reserve(size); // appended to without growing
   put<std::uint32_t>(out, static_cast<std::uint32_t>(tensors.size()));
   for (const tensor* t : tensors) {
     put<std::int32_t>(out, static_cast<std::int32_t>(t->type()));
     put<std::uint32_t>(out, static_cast<std::uint32_t>(t->shape().size()));
     for (std::int64_t d : t->shape()) put<std::int64_t>(out, d);
     put<std::uint64_t>(out, t->bytes());
-    const auto* p = static_cast<const char*>(t->raw());
-    out.insert(out.end(), p, p + t->bytes());
+    append_bytes(out, t->raw(), t->bytes());
   }
   return out;
 }
 
-std::vector<tensor> decode_tensors(const std::vector<char>& bytes, const std::string& source) {
+std::vector<tensor> decode_tensors(const byte_buffer& bytes, const std::string& source) {
   reader in{bytes, source};
   const auto count = in.get<std::uint32_t>();
   std::vector<tensor> out;

@@ -335,7 +335,7 @@ void add_tensor_messages() {
   const std::vector<std::vector<const tensor*>> messages = {{&a}, {&a, &b}, {&c, &b, &a}, {}};
   int k = 0;
   for (const auto& m : messages) {
-    const std::vector<char> bytes = encode_tensors(m);
+    const byte_buffer bytes = encode_tensors(m);
     // The first byte chooses the mode: odd = a tensor message.
     write_file("net_message", "tensors_" + std::to_string(k++), '\1' + std::string(bytes.begin(), bytes.end()));
   }

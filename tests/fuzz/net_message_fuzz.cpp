@@ -33,7 +33,8 @@ pe::net_packet some_packet(pe::fuzz::byte_source& in) {
     const std::vector<char> why = in.bytes(in.in_range(0, 32));
     p.failure.assign(why.begin(), why.end());
   }
-  p.bytes = in.bytes(in.in_range(0, 64));
+  const std::vector<char> payload = in.bytes(in.in_range(0, 64));
+  p.bytes = pe::bytes_of(payload.data(), payload.size());
   return p;
 }
 
@@ -43,7 +44,7 @@ void check_payload(const std::optional<pe::net_payload>& p) {
 }
 
 /// Decodes a tensor message; what decodes must encode back to the same bytes.
-void check_tensors(const std::vector<char>& bytes) {
+void check_tensors(const pe::byte_buffer& bytes) {
   std::vector<pe::tensor> tensors;
   try {
     tensors = pe::decode_tensors(bytes, "process rank 1");
@@ -60,7 +61,10 @@ void check_tensors(const std::vector<char>& bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   pe::fuzz::byte_source in(data, size);
   if (in.flag()) {
-    check_tensors(in.rest());
+    {
+      const std::vector<char> rest = in.rest();
+      check_tensors(pe::bytes_of(rest.data(), rest.size()));
+    }
     return 0;
   }
   pe::net_inbox inbox(0, 3);

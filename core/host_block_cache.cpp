@@ -1,0 +1,141 @@
+#include "core/host_block_cache.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define PE_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define PE_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define PE_POISON(p, n) ((void)(p), (void)(n))
+#define PE_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+namespace pe {
+
+namespace {
+
+constexpr std::align_val_t align{host_block_cache::alignment};
+
+void* system_take(std::size_t bytes) { return ::operator new(bytes == 0 ? 1 : bytes, align); }
+void system_give(void* block) { ::operator delete(block, align); }
+
+/// PE_ACTOR_HOST_CACHE_MIB as bytes, or the default when unset or not a whole number.
+std::size_t limit_from_environment() {
+  const char* text = std::getenv("PE_ACTOR_HOST_CACHE_MIB");
+  if (text == nullptr || *text == '\0') return host_block_cache::default_limit_bytes;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long mib = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || text[0] == '-' || mib > (std::size_t{1} << 30))
+    return host_block_cache::default_limit_bytes;
+  return static_cast<std::size_t>(mib) << 20;
+}
+
+} // namespace
+
+host_block_cache::host_block_cache(std::size_t limit_bytes) : limit_(limit_bytes) {}
+
+host_block_cache::~host_block_cache() {
+  release();
+  // Blocks still in use are the callers' to free; a give() after destruction would be a
+  // bug, which is why instance() is never destroyed.
+}
+
+host_block_cache& host_block_cache::instance() {
+  static auto* cache = new host_block_cache(limit_from_environment());
+  return *cache;
+}
+
+void* host_block_cache::take(std::size_t bytes) {
+  if (!pooled_size(bytes)) return system_take(bytes);
+  const std::size_t size = round_size(bytes);
+  std::unique_lock lock(mutex_);
+  ++stats_.takes;
+  // Best fit: the smallest free block of at least `size`, if it wastes at most a quarter.
+  if (auto it = free_by_size_.lower_bound(size); it != free_by_size_.end() && it->first <= size + size / 4) {
+    void* block = it->second->block;
+    const std::size_t got = it->first;
+    free_by_age_.erase(it->second);
+    free_by_size_.erase(it);
+    stats_.pooled_bytes -= got;
+    --stats_.pooled_blocks;
+    ++stats_.reuses;
+    stats_.in_use_bytes += got;
+    in_use_.emplace(block, got);
+    PE_UNPOISON(block, got);
+    return block;
+  }
+  lock.unlock();
+  void* block = system_take(size);
+  lock.lock();
+  stats_.in_use_bytes += size;
+  in_use_.emplace(block, size);
+  return block;
+}
+
+void host_block_cache::give(void* block, std::size_t bytes) {
+  if (block == nullptr) return;
+  if (!pooled_size(bytes)) {
+    system_give(block);
+    return;
+  }
+  std::unique_lock lock(mutex_);
+  const auto it = in_use_.find(block);
+  // Not ours (cannot happen for blocks take() returned): the system's, as for other sizes.
+  const std::size_t size = it == in_use_.end() ? 0 : it->second;
+  if (it != in_use_.end()) in_use_.erase(it);
+  stats_.in_use_bytes -= size;
+  if (size == 0 || size > limit_) {
+    lock.unlock();
+    system_give(block);
+    return;
+  }
+  PE_POISON(block, size);
+  const auto at = free_by_age_.insert(free_by_age_.end(), pooled{block, size, {}});
+  at->by_size = free_by_size_.emplace(size, at);
+  stats_.pooled_bytes += size;
+  ++stats_.pooled_blocks;
+  trim_locked(limit_);
+}
+
+std::size_t host_block_cache::limit() const {
+  std::lock_guard lock(mutex_);
+  return limit_;
+}
+
+void host_block_cache::set_limit(std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  limit_ = bytes;
+  trim_locked(bytes);
+}
+
+void host_block_cache::release() {
+  std::lock_guard lock(mutex_);
+  trim_locked(0);
+}
+
+void host_block_cache::trim_locked(std::size_t limit) {
+  // The blocks freed longest ago go first. (system_give under the lock: munmap of a large
+  // block is quick next to what it saves, and trimming is rare.)
+  while (stats_.pooled_bytes > limit && !free_by_age_.empty()) drop_locked(free_by_age_.begin());
+}
+
+void host_block_cache::drop_locked(age_list::iterator it) {
+  PE_UNPOISON(it->block, it->size);
+  system_give(it->block);
+  stats_.pooled_bytes -= it->size;
+  --stats_.pooled_blocks;
+  free_by_size_.erase(it->by_size);
+  free_by_age_.erase(it);
+}
+
+host_block_cache::stats host_block_cache::counts() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+} // namespace pe
