@@ -5,7 +5,8 @@
 # CNN and Paddle's programs on several places (oneDNN kernels on the device threads), and
 # the collectives and jobs across processes (CAF networking and Gloo; the multi-process test runs the
 # sanitized pe-actor-run, whose reports fail its exit status), admission by the job token and
-# TLS links between processes, stall reports and collectives called differently by their ranks.
+# TLS links between processes, stall reports and collectives called differently by their ranks,
+# and the pool of large host blocks that threads take and give back.
 # Usage: scripts/sanitize.sh thread|address [TEST...]   (default: every test listed below)
 # ThreadSanitizer runs the tests against a TSan-instrumented CAF (scripts/build_caf_tsan.sh):
 # with Debian's uninstrumented libcaf_core it reports races inside CAF's mailboxes.
@@ -26,7 +27,7 @@ tests=(device_test communicator_test cpu_collective_test parallel_executor_test
        process_group_test process_executor_test multiprocess_test collective_rendezvous_test
        queued_stream_test host_gpu_executor_test conv_algorithms_test distinct_gpus_test
        caching_allocator_test gloo_communicator_test job_admission_test tls_links_test
-       cli_job_security_test stall_test collective_desync_test cli_stall_test)
+       cli_job_security_test stall_test collective_desync_test cli_stall_test host_block_cache_test)
 if (( $# > 0 )); then tests=("$@"); fi
 cmake --build "$build" -j2 --target "${tests[@]}"
 if [[ "$kind" == thread ]]; then

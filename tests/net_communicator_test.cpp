@@ -19,6 +19,7 @@
 #include "collectives/dense_rows.hpp"
 #include "collectives/net/net_communicator.hpp"
 #include "collectives/net/net_packet.hpp"
+#include "collectives/net/row_payload.hpp"
 #include "collectives/net/tensor_bytes.hpp"
 #include "core/selected_rows.hpp"
 #include "devices/device.hpp"
@@ -363,6 +364,83 @@ TEST(NetAllGatherFaults, APeerWhoseAnnouncedRowCountsLieIsRefusedNamingIt) {
   EXPECT_NE(e.find("process rank 1's buffer 0 announces -5 rows"), std::string::npos) << e;
   e = error_when_peer_sends(two_rows, values, height, tensor::from_vector<std::int64_t>({2, 2}, {2}));
   EXPECT_NE(e.find("process rank 1 announced its row counts as something other than INT64 [1, 3]"), std::string::npos) << e;
+}
+
+/// `tensors` as process 1's payload for step `step` of all_gather #0, delivered to process 0.
+void deliver_from_peer(job& j, std::uint64_t step, const std::vector<const tensor*>& tensors) {
+  for (auto& packet : split_payload(peer_header(step), encode_tensors(tensors)))
+    j.network.inbox(0).deliver(std::move(packet));
+}
+
+/// Rank r's counts tensor (INT64 [1, 3]) as encode_row_counts announces them.
+tensor counts_of(const tensor& rows_value) {
+  return tensor::from_vector<std::int64_t>({rows_value.dim(0), rows_value.dim(1), rows_value.sparse_rows()->height()},
+                                           {1, 3});
+}
+
+TEST(NetAllGatherEarlyRows, APeerThatSendsItsRowsWithItsCountsSendsNothingMore) {
+  job j(2, 1);
+  tensor mine = rank_rows(0);
+  j.launch(gather_call(sparse_exchange::automatic), 0, {&mine});
+  const tensor theirs = rank_rows(1);
+  const tensor counts = counts_of(theirs);
+  const tensor rows = tensor::from_vector(theirs.sparse_rows()->rows(), {theirs.dim(0)});
+  const tensor height = tensor::from_vector<std::int64_t>({10}, {1});
+  deliver_from_peer(j, 0, {&counts, &rows, &theirs, &height}); // step 0 only
+  const auto done = j.on(0).synchronize_for(std::chrono::milliseconds(5000));
+  ASSERT_TRUE(done.has_value()) << "process 0 waits for rows it already has";
+  ASSERT_TRUE(*done) << j.error(0);
+  const tensor r0 = rank_rows(0);
+  const tensor expected = concat_selected_rows({&r0, &theirs}, place::cpu(0));
+  EXPECT_EQ(mine.sparse_rows()->rows(), expected.sparse_rows()->rows());
+  EXPECT_TRUE(bit_identical(mine, expected));
+  // Process 0 expected the gather too (2 rows against a table of 10): its rows went with its
+  // counts, and nothing followed at step 1.
+  auto sent = j.network.inbox(1).take(1, 0, 0);
+  ASSERT_TRUE(sent.has_value());
+  tensor like_mine = rank_rows(0);
+  const announced_rows a = decode_row_counts(sent->bytes, {&like_mine}, "process rank 0");
+  ASSERT_TRUE(a.rows.has_value());
+  EXPECT_EQ(a.counts, std::vector<std::int64_t>{1});
+  EXPECT_TRUE(bit_identical((*a.rows)[0], r0));
+  EXPECT_FALSE(j.network.inbox(1).take(1, 1, 0).has_value());
+}
+
+TEST(NetAllGatherEarlyRows, AProcessSendsNoRowsWithItsCountsWhenTheExchangeIsDense) {
+  job j(2, 1);
+  tensor mine = rank_rows(0);
+  j.launch(gather_call(sparse_exchange::dense), 0, {&mine});
+  std::optional<net_payload> sent;
+  for (int i = 0; i < 500 && !sent; ++i) {
+    sent = j.network.inbox(1).take(1, 0, 0);
+    if (!sent) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(sent.has_value()) << "process 0 announced nothing";
+  tensor like_mine = rank_rows(0);
+  EXPECT_FALSE(decode_row_counts(sent->bytes, {&like_mine}, "process rank 0").rows.has_value());
+}
+
+TEST(NetAllGatherEarlyRows, EarlyRowsThatDisagreeWithTheirCountsAreRefusedNamingThePeer) {
+  job j(2, 1);
+  tensor mine = rank_rows(0);
+  j.launch(gather_call(sparse_exchange::sparse), 0, {&mine});
+  const tensor theirs = rank_rows(1); // 2 rows
+  const tensor one_row = tensor::from_vector<std::int64_t>({1, 2, 10}, {1, 3});
+  const tensor rows = tensor::from_vector(theirs.sparse_rows()->rows(), {theirs.dim(0)});
+  const tensor height = tensor::from_vector<std::int64_t>({10}, {1});
+  deliver_from_peer(j, 0, {&one_row, &rows, &theirs, &height});
+  const auto done = j.on(0).synchronize_for(std::chrono::milliseconds(5000));
+  ASSERT_TRUE(done.has_value()) << "process 0 hangs";
+  EXPECT_FALSE(*done);
+  EXPECT_NE(j.error(0).find("process rank 1 announced 1 rows of buffer 0 but sent 2"), std::string::npos) << j.error(0);
+  // Counts followed by something that is not a buffer's rows: refused as well.
+  job k(2, 1);
+  tensor mine_k = rank_rows(0);
+  k.launch(gather_call(sparse_exchange::sparse), 0, {&mine_k});
+  const tensor counts = counts_of(theirs);
+  deliver_from_peer(k, 0, {&counts, &rows});
+  ASSERT_TRUE(k.on(0).synchronize_for(std::chrono::milliseconds(5000)).has_value()) << "process 0 hangs";
+  EXPECT_NE(k.error(0).find("optionally followed by its rows"), std::string::npos) << k.error(0);
 }
 
 } // namespace

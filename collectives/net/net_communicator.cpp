@@ -176,6 +176,9 @@ struct net_communicator::exchange {
   bool counts_sent = false;
   std::vector<std::optional<net_payload>> counts;  // by process rank
   std::vector<std::vector<std::int64_t>> announced; // [process][buffer], once all are here
+  bool rows_sent_early = false;                 // this process sent its rows with its counts
+  std::vector<bool> early_from;                 // by process rank: its rows came with its counts
+  std::vector<std::vector<tensor>> theirs;      // by process rank: its rows, decoded
   bool dense = false;
   std::vector<tensor> tables;
   std::vector<tensor*> gathered;
@@ -232,7 +235,8 @@ bool net_communicator::poll(exchange& x, bool stream_failed) {
       // The direct exchange sends packets cut from the buffers and sums into them; only the
       // ring (its working copy) and all_gather (encoded rows) need the payload in one piece.
       if (x.gathering) {
-        x.mine = encode_row_counts(x.buffers, call.label); // what step 0 announces
+        x.rows_sent_early = expects_gather(x);
+        x.mine = encode_row_counts(x.buffers, call.label, x.rows_sent_early); // what step 0 announces
       } else {
         const std::size_t total = check_buffers(x.buffers, call.label);
         x.ring = call.what == kind::all_reduce && processes >= 3 && total >= ring_bytes_;
@@ -489,12 +493,13 @@ std::optional<std::vector<staged_communicator::network_wait>> net_communicator::
   return out;
 }
 
-bool net_communicator::take_whole(exchange& x, std::uint64_t step, std::vector<std::optional<net_payload>>& got) {
+bool net_communicator::take_whole(exchange& x, std::uint64_t step, std::vector<std::optional<net_payload>>& got,
+                                  const std::vector<bool>* skip) {
   net_inbox& inbox = transport_.inbox();
   const int me = inbox.rank(), processes = inbox.size();
   bool complete = true;
   for (int p = 0; p < processes; ++p) {
-    if (p == me) continue;
+    if (p == me || (skip != nullptr && (*skip)[static_cast<std::size_t>(p)])) continue;
     auto& slot = got[static_cast<std::size_t>(p)];
     if (!slot) slot = inbox.take(channel_, wire(x.call.sequence, step), p);
     if (!slot) complete = false, x.awaiting.push_back(p);
@@ -508,6 +513,16 @@ void net_communicator::send_to_all(const exchange& x, std::uint64_t step, const 
     if (p != me) send_payload(transport_, p, header_of(x, step), payload);
 }
 
+bool net_communicator::expects_gather(const exchange& x) const {
+  const int processes = transport_.inbox().size();
+  sparse_exchange_cost guess;
+  for (const tensor* t : x.buffers) {
+    if (!t->initialized() || !t->sparse_rows() || t->rank() != 2) return false; // refused when encoded
+    guess.add(t->dim(0) * processes, t->sparse_rows()->height(), t->dim(1));
+  }
+  return !guess.takes_dense(x.call.exchange);
+}
+
 bool net_communicator::choose_exchange(exchange& x) {
   const int me = transport_.inbox().rank(), processes = transport_.inbox().size();
   if (!x.counts_sent) {
@@ -516,16 +531,22 @@ bool net_communicator::choose_exchange(exchange& x) {
   }
   if (!take_whole(x, 0, x.counts)) return false;
   x.announced.resize(static_cast<std::size_t>(processes));
+  x.early_from.assign(static_cast<std::size_t>(processes), false);
+  x.theirs.resize(static_cast<std::size_t>(processes));
   sparse_exchange_cost cost;
   for (int p = 0; p < processes; ++p) {
-    auto& rows = x.announced[static_cast<std::size_t>(p)];
+    const auto at = static_cast<std::size_t>(p);
+    auto& rows = x.announced[at];
     if (p == me) {
       for (const tensor* t : x.buffers) rows.push_back(t->dim(0));
       continue;
     }
-    const net_payload& got = *x.counts[static_cast<std::size_t>(p)];
+    net_payload& got = *x.counts[at];
     check(x, p, got, std::nullopt);
-    rows = decode_row_counts(got.bytes, x.buffers, "process rank " + std::to_string(p));
+    announced_rows a = decode_row_counts(got.bytes, x.buffers, "process rank " + std::to_string(p));
+    got.bytes = {}; // decoded: the rows are copies
+    rows = std::move(a.counts);
+    if (a.rows) x.early_from[at] = true, x.theirs[at] = std::move(*a.rows);
   }
   for (std::size_t v = 0; v < x.buffers.size(); ++v) {
     std::int64_t rows = 0;
@@ -546,11 +567,14 @@ bool net_communicator::choose_exchange(exchange& x) {
     x.call.what = collective_call::kind::all_reduce;
     x.ring = processes >= 3 && check_buffers(x.buffers, x.call.label) >= ring_bytes_;
     x.mine.clear(); // the direct stage reads the tables
+    x.theirs.clear(); // rows sent early are not needed
     if (x.ring) start_ring(x);
+    x.step_sent = false;
   } else {
-    x.mine = encode_rows(x.buffers, x.call.label);
+    // Rows this process sent with its counts are not sent again.
+    x.mine = x.rows_sent_early ? byte_buffer{} : encode_rows(x.buffers, x.call.label);
+    x.step_sent = x.rows_sent_early;
   }
-  x.step_sent = false;
   x.first_step = 1;
   return true;
 }
@@ -568,18 +592,16 @@ bool net_communicator::gather(exchange& x) {
     x.step_sent = true;
     send_to_all(x, x.first_step, x.mine);
   }
-  if (!take_whole(x, x.first_step, x.got)) return false;
-  std::vector<std::vector<tensor>> theirs(static_cast<std::size_t>(processes));
+  if (!take_whole(x, x.first_step, x.got, &x.early_from)) return false;
+  auto& theirs = x.theirs;
   for (int p = 0; p < processes; ++p) {
-    if (p == me) continue;
-    const net_payload& got = *x.got[static_cast<std::size_t>(p)];
+    const auto at = static_cast<std::size_t>(p);
+    if (p == me || x.early_from[at]) continue;
+    const net_payload& got = *x.got[at];
     check(x, p, got, std::nullopt);
     const std::string peer = "process rank " + std::to_string(p);
-    auto& rows = theirs[static_cast<std::size_t>(p)] = decode_rows(got.bytes, x.buffers, peer);
-    for (std::size_t v = 0; v < rows.size(); ++v)
-      if (rows[v].dim(0) != x.announced[static_cast<std::size_t>(p)][v])
-        throw error(peer + " announced " + std::to_string(x.announced[static_cast<std::size_t>(p)][v]) +
-                    " rows of buffer " + std::to_string(v) + " but sent " + std::to_string(rows[v].dim(0)));
+    auto& rows = theirs[at] = decode_rows(got.bytes, x.buffers, peer);
+    for (std::size_t v = 0; v < rows.size(); ++v) expect_announced(peer, v, x.announced[at][v], rows[v]);
   }
   for (std::size_t v = 0; v < x.buffers.size(); ++v) {
     std::vector<const tensor*> in_order;

@@ -37,7 +37,8 @@ namespace pe {
 ///
 /// all_gather (SELECTED_ROWS gradients): every process first announces its lead's row counts
 /// (with widths and heights) to every other, so that every process makes the same choice
-/// (collective_call::exchange, core/sparse_exchange.hpp). Gathering, every process sends its
+/// (collective_call::exchange, core/sparse_exchange.hpp); a process whose own rows make the
+/// gather look certain sends them along (expects_gather). Gathering, every process sends its
 /// lead's rows and values (row_payload.hpp; a size of its own) to every other and
 /// concatenates everyone's in process order, which is global rank order: every process holds
 /// the same rows, those of one process over all the places. Densely, each process adds its
@@ -90,9 +91,16 @@ class net_communicator final : public staged_communicator {
   /// Sends this process's row counts, takes every peer's (checked) and chooses, the same on
   /// every process, whether the stage gathers rows or all-reduces tables: true once chosen.
   bool choose_exchange(exchange& x);
-  /// Takes what every peer sent for `step` of x's collective into `got` (by process rank) as
-  /// far as it has arrived: true when everything is here; the missing go to x.awaiting.
-  bool take_whole(exchange& x, std::uint64_t step, std::vector<std::optional<net_payload>>& got);
+  /// Whether x's gather looks certain from this process's own rows (as if every process had
+  /// as many): then its rows go with its counts, saving the round trip of announcing first
+  /// when the choice is the gather (rows sent for nothing otherwise, at most a dense
+  /// exchange's share; every process still chooses from the counts alone).
+  bool expects_gather(const exchange& x) const;
+  /// Takes what every peer (but those `skip` marks) sent for `step` of x's collective into
+  /// `got` (by process rank) as far as it has arrived: true when everything is here; the
+  /// missing go to x.awaiting.
+  bool take_whole(exchange& x, std::uint64_t step, std::vector<std::optional<net_payload>>& got,
+                  const std::vector<bool>* skip = nullptr);
   /// Sends `payload` as `step` of x's collective to every other process.
   void send_to_all(const exchange& x, std::uint64_t step, const byte_buffer& payload);
   /// Throws unless what `from` sent is the same collective with `expected` bytes (any

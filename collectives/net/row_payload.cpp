@@ -25,32 +25,30 @@ void expect_table(const std::string& which, std::int64_t width, std::int64_t hei
                 " rows");
 }
 
-} // namespace
-
-byte_buffer encode_rows(const std::vector<tensor*>& buffers, const std::string& label) {
-  std::vector<tensor> parts;
+/// Appends encode_rows' tensors for `buffers` to `parts`.
+void add_row_parts(const std::vector<tensor*>& buffers, const std::string& label, std::vector<tensor>& parts) {
   for (const tensor* t : buffers) {
     expect_rows(t, label);
     parts.push_back(tensor::from_vector(t->sparse_rows()->rows(), {static_cast<std::int64_t>(t->sparse_rows()->rows().size())}));
     parts.push_back(*t);
     parts.push_back(tensor::from_vector<std::int64_t>({t->sparse_rows()->height()}, {1}));
   }
+}
+
+byte_buffer encode_parts(const std::vector<tensor>& parts) {
   std::vector<const tensor*> views;
   for (const tensor& t : parts) views.push_back(&t);
   return encode_tensors(views);
 }
 
-std::vector<tensor> decode_rows(const byte_buffer& bytes, const std::vector<tensor*>& mine,
-                                const std::string& source) {
-  std::vector<tensor> parts = decode_tensors(bytes, source);
-  if (parts.size() != 3 * mine.size())
-    throw error(source + " sent " + std::to_string(parts.size()) + " tensors for " + std::to_string(mine.size()) +
-                " SELECTED_ROWS buffers (3 each: rows, values, height)");
+/// The SELECTED_ROWS values in parts[first, first + 3 * mine.size()), checked (decode_rows).
+std::vector<tensor> rows_from_parts(std::vector<tensor>& parts, std::size_t first, const std::vector<tensor*>& mine,
+                                    const std::string& source) {
   std::vector<tensor> out;
   for (std::size_t v = 0; v < mine.size(); ++v) {
-    const tensor& rows = parts[3 * v];
-    tensor& value = parts[3 * v + 1];
-    const tensor& height = parts[3 * v + 2];
+    const tensor& rows = parts[first + 3 * v];
+    tensor& value = parts[first + 3 * v + 1];
+    const tensor& height = parts[first + 3 * v + 2];
     const std::string which = source + "'s buffer " + std::to_string(v);
     if (rows.type() != dtype::int64 || rows.rank() != 1 || height.type() != dtype::int64 || height.numel() != 1 ||
         value.type() != dtype::fp32 || value.rank() != 2)
@@ -68,32 +66,61 @@ std::vector<tensor> decode_rows(const byte_buffer& bytes, const std::vector<tens
   return out;
 }
 
-byte_buffer encode_row_counts(const std::vector<tensor*>& buffers, const std::string& label) {
+} // namespace
+
+byte_buffer encode_rows(const std::vector<tensor*>& buffers, const std::string& label) {
+  std::vector<tensor> parts;
+  add_row_parts(buffers, label, parts);
+  return encode_parts(parts);
+}
+
+std::vector<tensor> decode_rows(const byte_buffer& bytes, const std::vector<tensor*>& mine,
+                                const std::string& source) {
+  std::vector<tensor> parts = decode_tensors(bytes, source);
+  if (parts.size() != 3 * mine.size())
+    throw error(source + " sent " + std::to_string(parts.size()) + " tensors for " + std::to_string(mine.size()) +
+                " SELECTED_ROWS buffers (3 each: rows, values, height)");
+  return rows_from_parts(parts, 0, mine, source);
+}
+
+byte_buffer encode_row_counts(const std::vector<tensor*>& buffers, const std::string& label, bool with_rows) {
   std::vector<std::int64_t> counts;
   for (const tensor* t : buffers) {
     expect_rows(t, label);
     counts.insert(counts.end(), {t->dim(0), t->dim(1), t->sparse_rows()->height()});
   }
-  const tensor all = tensor::from_vector(counts, {static_cast<std::int64_t>(buffers.size()), 3});
-  return encode_tensors({&all});
+  std::vector<tensor> parts{tensor::from_vector(counts, {static_cast<std::int64_t>(buffers.size()), 3})};
+  if (with_rows) add_row_parts(buffers, label, parts);
+  return encode_parts(parts);
 }
 
-std::vector<std::int64_t> decode_row_counts(const byte_buffer& bytes, const std::vector<tensor*>& mine,
-                                            const std::string& source) {
-  const std::vector<tensor> parts = decode_tensors(bytes, source);
+announced_rows decode_row_counts(const byte_buffer& bytes, const std::vector<tensor*>& mine,
+                                 const std::string& source) {
+  std::vector<tensor> parts = decode_tensors(bytes, source);
   const auto buffers = static_cast<std::int64_t>(mine.size());
-  if (parts.size() != 1 || parts[0].type() != dtype::int64 || parts[0].shape() != shape_t{buffers, 3})
+  if ((parts.size() != 1 && parts.size() != 1 + 3 * mine.size()) || parts[0].type() != dtype::int64 ||
+      parts[0].shape() != shape_t{buffers, 3})
     throw error(source + " announced its row counts as something other than INT64 [" + std::to_string(buffers) +
-                ", 3] (rows, width, height per SELECTED_ROWS buffer)");
+                ", 3] (rows, width, height per SELECTED_ROWS buffer), optionally followed by its rows");
   const std::int64_t* c = parts[0].data<std::int64_t>();
-  std::vector<std::int64_t> rows;
+  announced_rows out;
   for (std::size_t v = 0; v < mine.size(); ++v, c += 3) {
     const std::string which = source + "'s buffer " + std::to_string(v);
     if (c[0] < 0) throw error(which + " announces " + std::to_string(c[0]) + " rows");
     expect_table(which, c[1], c[2], *mine[v]);
-    rows.push_back(c[0]);
+    out.counts.push_back(c[0]);
   }
-  return rows;
+  if (parts.size() > 1) {
+    out.rows = rows_from_parts(parts, 1, mine, source);
+    for (std::size_t v = 0; v < mine.size(); ++v) expect_announced(source, v, out.counts[v], (*out.rows)[v]);
+  }
+  return out;
+}
+
+void expect_announced(const std::string& source, std::size_t buffer, std::int64_t announced, const tensor& rows) {
+  if (rows.dim(0) != announced)
+    throw error(source + " announced " + std::to_string(announced) + " rows of buffer " + std::to_string(buffer) +
+                " but sent " + std::to_string(rows.dim(0)));
 }
 
 } // namespace pe
