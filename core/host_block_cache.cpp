@@ -1,6 +1,6 @@
 #include "core/host_block_cache.hpp"
 
-#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -23,19 +23,26 @@ constexpr std::align_val_t align{host_block_cache::alignment};
 void* system_take(std::size_t bytes) { return ::operator new(bytes == 0 ? 1 : bytes, align); }
 void system_give(void* block) { ::operator delete(block, align); }
 
-/// PE_ACTOR_HOST_CACHE_MIB as bytes, or the default when unset or not a whole number.
+/// PE_ACTOR_HOST_CACHE_MIB as bytes; the default when unset, or (with a warning) not valid.
 std::size_t limit_from_environment() {
   const char* text = std::getenv("PE_ACTOR_HOST_CACHE_MIB");
-  if (text == nullptr || *text == '\0') return host_block_cache::default_limit_bytes;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long mib = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0' || text[0] == '-' || mib > (std::size_t{1} << 30))
-    return host_block_cache::default_limit_bytes;
-  return static_cast<std::size_t>(mib) << 20;
+  if (text == nullptr) return host_block_cache::default_limit_bytes;
+  if (const auto limit = host_block_cache::parse_limit(text)) return *limit;
+  std::fprintf(stderr,
+               "pe-actor: warning: PE_ACTOR_HOST_CACHE_MIB=%s is not a whole number of MiB (0 to 1048576); "
+               "the host block pool keeps its default of %zu MiB\n",
+               text, host_block_cache::default_limit_bytes >> 20);
+  return host_block_cache::default_limit_bytes;
 }
 
 } // namespace
+
+std::optional<std::size_t> host_block_cache::parse_limit(const std::string& text) {
+  if (text.empty() || text.size() > 7 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const std::size_t mib = std::stoul(text);
+  if (mib > (std::size_t{1} << 20)) return std::nullopt;
+  return mib << 20;
+}
 
 host_block_cache::host_block_cache(std::size_t limit_bytes) : limit_(limit_bytes) {}
 

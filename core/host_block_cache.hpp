@@ -5,6 +5,8 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_map>
 
 namespace pe {
@@ -36,7 +38,8 @@ class host_block_cache {
   static constexpr std::size_t min_cached_bytes = std::size_t{64} << 10;
   static constexpr std::size_t max_cached_bytes = std::size_t{64} << 20;
   /// The pool's default limit: PE_ACTOR_HOST_CACHE_MIB (a whole number of MiB, 0 turns
-  /// pooling off) when set and valid, else 64 MiB (a step's reused buffers in the
+  /// pooling off) when set, else 64 MiB (another value is named in a warning on stderr and
+  /// the default kept) (a step's reused buffers in the
   /// benchmarks: 10-20 MiB).
   static constexpr std::size_t default_limit_bytes = std::size_t{64} << 20;
 
@@ -68,6 +71,10 @@ class host_block_cache {
   /// Gives every pooled block back to the system.
   void release();
   stats counts() const;
+
+  /// PE_ACTOR_HOST_CACHE_MIB's value `text` in bytes: nullopt unless a whole number of MiB
+  /// (digits only) up to 1 TiB.
+  static std::optional<std::size_t> parse_limit(const std::string& text);
 
   /// Whether a request of `bytes` is served from the pool (the size bounds, not the limit).
   static bool pooled_size(std::size_t bytes) { return bytes >= min_cached_bytes && bytes <= max_cached_bytes; }

@@ -131,6 +131,14 @@ TEST(host_block_cache, threads_take_and_give_without_sharing_a_block) {
   EXPECT_EQ(s.in_use_bytes, 0u);
 }
 
+TEST(host_block_cache, the_limit_from_the_environment_is_a_whole_number_of_mib) {
+  EXPECT_EQ(host_block_cache::parse_limit("0"), std::size_t{0});
+  EXPECT_EQ(host_block_cache::parse_limit("64"), 64 * mib);
+  EXPECT_EQ(host_block_cache::parse_limit("1048576"), (std::size_t{1} << 20) * mib);
+  for (const char* bad : {"", "-1", "1.5", "64M", " 64", "1048577", "99999999999999999999"})
+    EXPECT_FALSE(host_block_cache::parse_limit(bad).has_value()) << bad;
+}
+
 TEST(byte_buffer, append_and_copy_keep_every_byte) {
   std::vector<char> source(300 * 1024);
   for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<char>(i * 31 + 7);
