@@ -2,6 +2,10 @@
 
 #include <omp.h>
 
+#include <utility>
+#include <vector>
+
+#include "core/host_block_cache.hpp"
 #include "kernels/cpu/blas.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 
@@ -14,6 +18,9 @@ struct dnnl_thread {
   dnnl::stream stream{engine};
   int threads = 0; ///< the OpenMP team size last applied on this thread
 };
+
+/// The blocks dnnl_scratch took on this thread inside the innermost dnnl_scratch_scope.
+thread_local std::vector<std::pair<void*, std::size_t>>* scratch_blocks = nullptr;
 
 dnnl_thread& this_thread() {
   thread_local dnnl_thread t;
@@ -54,7 +61,20 @@ dnnl::memory dnnl_memory(const dnnl::memory::desc& md, const tensor& t) {
   return {md, dnnl_engine(), const_cast<void*>(t.raw())};
 }
 
-dnnl::memory dnnl_scratch(const dnnl::memory::desc& md) { return {md, dnnl_engine()}; }
+dnnl_scratch_scope::dnnl_scratch_scope() : outer_(scratch_blocks) { scratch_blocks = &blocks_; }
+
+dnnl_scratch_scope::~dnnl_scratch_scope() {
+  for (const auto& [block, bytes] : blocks_) host_block_cache::instance().give(block, bytes);
+  scratch_blocks = outer_;
+}
+
+dnnl::memory dnnl_scratch(const dnnl::memory::desc& md) {
+  if (scratch_blocks == nullptr) return {md, dnnl_engine()}; // owned by oneDNN
+  const std::size_t bytes = md.get_size();
+  void* block = host_block_cache::instance().take(bytes);
+  scratch_blocks->emplace_back(block, bytes);
+  return {md, dnnl_engine(), block};
+}
 
 dnnl::memory::desc dnnl_any(const dnnl::memory::desc& plain) {
   return {plain.dims(), plain.data_type(), dnnl::memory::format_tag::any};
