@@ -55,7 +55,8 @@ dnnl::memory dnnl_memory(const dnnl::memory::desc& md, const tensor& t);
 /// Scratch memory of descriptor `md` (reordered operands, results in a blocked layout):
 /// inside a dnnl_scratch_scope (every with_dnnl body), a block of host_block_cache given back
 /// when the scope ends, so a step's megabyte reorders reuse the last step's pages instead of
-/// oneDNN mallocing fresh ones each time (page faults: ~10% of the CNN's step on 2 places);
+/// oneDNN mallocing fresh ones each time (the built-in CNN on 2 places at batch 128 took
+/// 8,000-12,000 page faults per step before);
 /// outside one, memory oneDNN owns.
 dnnl::memory dnnl_scratch(const dnnl::memory::desc& md);
 
