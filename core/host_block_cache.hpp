@@ -26,7 +26,9 @@ namespace pe {
 /// what a one-off burst left (the packets of a table sent at start) gives way to what the
 /// steps reuse. Smaller and larger
 /// blocks go straight to the system allocator (small ones glibc keeps on its own; the
-/// larger ones are a table's size, allocated once). Every block is 64-byte aligned.
+/// larger ones are a table's size, allocated once). Every block is 64-byte aligned; from
+/// huge_pages_from_bytes on, 2 MiB aligned and advised (madvise) to use transparent huge
+/// pages.
 ///
 /// Thread-safe (one mutex; only the few large allocations of a step take it). Blocks may
 /// be freed by another thread than the one that took them. Under AddressSanitizer the
@@ -37,6 +39,8 @@ class host_block_cache {
   static constexpr std::size_t granule_bytes = std::size_t{64} << 10;
   static constexpr std::size_t min_cached_bytes = std::size_t{64} << 10;
   static constexpr std::size_t max_cached_bytes = std::size_t{64} << 20;
+  /// Blocks from this size on are 2 MiB aligned and advised to use transparent huge pages.
+  static constexpr std::size_t huge_pages_from_bytes = std::size_t{32} << 20;
   /// The pool's default limit: PE_ACTOR_HOST_CACHE_MIB (a whole number of MiB, 0 turns
   /// pooling off) when set, else 64 MiB (another value is named in a warning on stderr and
   /// the default kept) (a step's reused buffers in the

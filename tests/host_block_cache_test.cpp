@@ -51,6 +51,12 @@ TEST(host_block_cache, small_and_huge_blocks_bypass_the_pool) {
   const auto s = cache.counts();
   EXPECT_EQ(s.takes, 0u);
   EXPECT_EQ(s.pooled_blocks, 0u);
+  // A table-sized block starts on a 2 MiB boundary (for transparent huge pages), pooled or not.
+  for (std::size_t bytes : {host_block_cache::huge_pages_from_bytes, host_block_cache::max_cached_bytes + 1}) {
+    void* p = cache.take(bytes);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % (std::size_t{2} << 20), 0u) << bytes;
+    cache.give(p, bytes);
+  }
   EXPECT_TRUE(host_block_cache::pooled_size(host_block_cache::min_cached_bytes));
   EXPECT_TRUE(host_block_cache::pooled_size(host_block_cache::max_cached_bytes));
 }
