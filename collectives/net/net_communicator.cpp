@@ -159,7 +159,7 @@ struct net_communicator::exchange {
   bool started = false;
   bool ring = false;
   bool in_place = false;                       // ring: on the one buffer itself, not on `mine`
-  byte_buffer mine;                      // ring, all_gather: this process's contribution, then the result
+  byte_buffer mine;                            // ring, all_gather: this process's contribution, then the result
   int step = 0;                                // ring: steps done
   bool step_sent = false;                      // direct: the payload is sent; ring: step 0's chunk is
   bool failure_told = false;
@@ -176,9 +176,9 @@ struct net_communicator::exchange {
   bool counts_sent = false;
   std::vector<std::optional<net_payload>> counts;  // by process rank
   std::vector<std::vector<std::int64_t>> announced; // [process][buffer], once all are here
-  bool rows_sent_early = false;                 // this process sent its rows with its counts
-  std::vector<bool> early_from;                 // by process rank: its rows came with its counts
-  std::vector<std::vector<tensor>> theirs;      // by process rank: its rows, decoded
+  bool rows_sent_early = false;                // this process sent its rows with its counts
+  std::vector<bool> early_from;                // by process rank: its rows came with its counts
+  std::vector<std::vector<tensor>> theirs;     // by process rank: its rows, decoded
   bool dense = false;
   std::vector<tensor> tables;
   std::vector<tensor*> gathered;
@@ -467,7 +467,7 @@ void net_communicator::start_ring(exchange& x) {
 }
 
 std::optional<byte_buffer> net_communicator::take_packet(std::uint64_t sequence, int from, std::size_t offset,
-                                                               std::size_t bytes) {
+                                                         std::size_t bytes) {
   auto piece = transport_.inbox().take_piece(channel_, sequence, from, offset);
   if (piece && piece->size() != bytes)
     throw error("process rank " + std::to_string(from) + " cut its payload at other offsets (" +

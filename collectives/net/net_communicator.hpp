@@ -84,7 +84,7 @@ class net_communicator final : public staged_communicator {
   /// Packet `offset` of the payload `from` sent at wire `sequence`, once it arrived (nullopt
   /// before); throws unless it holds `bytes` bytes (the sender cut at other offsets).
   std::optional<byte_buffer> take_packet(std::uint64_t sequence, int from, std::size_t offset,
-                                               std::size_t bytes);
+                                         std::size_t bytes);
   /// The all_gather of SELECTED_ROWS buffers: the row counts to and from every process
   /// (choose_exchange), then whole payloads of rows, or the dense all-reduce of the tables.
   bool gather(exchange& x);

@@ -162,7 +162,7 @@ std::optional<net_payload> net_inbox::header(std::uint32_t channel, std::uint64_
 }
 
 std::optional<byte_buffer> net_inbox::take_piece(std::uint32_t channel, std::uint64_t sequence,
-                                                       int from, std::uint64_t offset) {
+                                                 int from, std::uint64_t offset) {
   std::lock_guard<std::mutex> guard(mutex_);
   if (broken_) throw error(*broken_);
   const key k{channel, sequence, from};

@@ -57,7 +57,7 @@ class net_inbox {
   /// taken once its last byte is. Throws pe::error when the inbox is broken, and breaks it
   /// when the payload's bytes all arrived without one at `offset` (the peer lied).
   std::optional<byte_buffer> take_piece(std::uint32_t channel, std::uint64_t sequence, int from,
-                                              std::uint64_t offset);
+                                        std::uint64_t offset);
 
   /// Like take, for a payload that may never come (a peer's failure notice): no order check.
   std::optional<net_payload> take_notice(std::uint32_t channel, std::uint64_t sequence, int from);

@@ -39,8 +39,8 @@ std::vector<byte_buffer> process_group::all_gather(const byte_buffer& mine) {
 }
 
 std::vector<byte_buffer> process_group::all_gather(const byte_buffer& mine,
-                                                         const std::function<void(int, std::chrono::milliseconds)>& waiting,
-                                                         std::chrono::milliseconds every) {
+                                                   const std::function<void(int, std::chrono::milliseconds)>& waiting,
+                                                   std::chrono::milliseconds every) {
   const std::uint64_t sequence = exchanges_++;
   net_packet header;
   header.sequence = sequence;

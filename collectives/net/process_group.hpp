@@ -80,8 +80,8 @@ class process_group {
   /// process `rank`'s part (a stall watch's report); the exchange timeout still ends the
   /// wait. `waiting` may throw to end it sooner.
   std::vector<byte_buffer> all_gather(const byte_buffer& mine,
-                                            const std::function<void(int, std::chrono::milliseconds)>& waiting,
-                                            std::chrono::milliseconds every);
+                                      const std::function<void(int, std::chrono::milliseconds)>& waiting,
+                                      std::chrono::milliseconds every);
 
   /// Rank `root`'s `bytes` on every process.
   byte_buffer broadcast(const byte_buffer& bytes, int root);
