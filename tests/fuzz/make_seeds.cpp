@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,8 +21,10 @@
 #include <caf/binary_serializer.hpp>
 
 #include "collectives/net/net_packet_wire.hpp"
+#include "collectives/net/row_payload.hpp"
 #include "collectives/net/tensor_bytes.hpp"
 #include "core/error.hpp"
+#include "core/selected_rows.hpp"
 #include "data/npy.hpp"
 #include "graph/backward.hpp"
 #include "graph/attributes.hpp"
@@ -339,6 +342,15 @@ void add_tensor_messages() {
     // The first byte chooses the mode: odd = a tensor message.
     write_file("net_message", "tensors_" + std::to_string(k++), '\1' + std::string(bytes.begin(), bytes.end()));
   }
+  // A peer's sparse rows (2 rows of width 2 in a table of 10), as sent alone and with its
+  // row counts (what a process that expects the gather sends at step 0).
+  tensor rows = tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+  rows.set_sparse_rows(std::make_shared<const selected_rows>(std::vector<std::int64_t>{7, 3}, 10));
+  const std::vector<tensor*> buffers{&rows};
+  for (const auto& [name, bytes] : {std::pair<std::string, byte_buffer>{"rows", encode_rows(buffers, "seed")},
+                                    {"counts_and_rows", encode_row_counts(buffers, "seed", true)},
+                                    {"counts", encode_row_counts(buffers, "seed")}})
+    write_file("net_message", "sparse_" + name, '\1' + std::string(bytes.begin(), bytes.end()));
 }
 
 /// Inbox scripts in net_message_fuzz's byte layout: a step is channel, sequence, from (1 or

@@ -1,14 +1,18 @@
 // Fuzz target: what peers send, as this process decodes it: packets filed into a net_inbox
 // (rank 0 of 3) and taken by collectives (whole, by header and piece, as notices), and the
-// tensor messages of host exchanges (decode_tensors). The input (read from the front: byte_source) scripts a sequence of
+// tensor messages of host exchanges (decode_tensors), the same bytes read as a peer's sparse
+// rows and as its row counts with rows sent along (decode_rows, decode_row_counts). The input (read from the front: byte_source) scripts a sequence of
 // deliveries and takes with fuzzed header fields and bytes.
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "collectives/net/net_inbox.hpp"
+#include "collectives/net/row_payload.hpp"
 #include "collectives/net/tensor_bytes.hpp"
 #include "core/error.hpp"
+#include "core/selected_rows.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {
@@ -56,6 +60,41 @@ void check_tensors(const pe::byte_buffer& bytes) {
   require(pe::encode_tensors(views) == bytes, "decoded tensors encode to other bytes");
 }
 
+/// Rows a peer sent, as decoded against this process's buffer: inside its table, of its width.
+void check_decoded_rows(const std::vector<pe::tensor>& rows, const pe::tensor& mine) {
+  require(rows.size() == 1, "decoded rows for another number of buffers");
+  const pe::tensor& r = rows[0];
+  require(r.sparse_rows() != nullptr && r.rank() == 2 && r.dim(1) == mine.dim(1), "decoded rows of another width");
+  require(static_cast<std::int64_t>(r.sparse_rows()->rows().size()) == r.dim(0), "decoded rows and values disagree");
+  for (std::int64_t row : r.sparse_rows()->rows())
+    require(row >= 0 && row < mine.sparse_rows()->height(), "a decoded row outside the table");
+}
+
+/// The bytes as a peer's SELECTED_ROWS payload and as its row counts (rows sent along or
+/// not), against this process's one buffer (width 2 in a table of 10 rows): a pe::error or
+/// rows that fit the table, never a crash; counts sent with rows are the rows' number.
+void check_rows(const pe::byte_buffer& bytes) {
+  static pe::tensor mine = [] {
+    pe::tensor t = pe::tensor::zeros(pe::dtype::fp32, {1, 2});
+    t.set_sparse_rows(std::make_shared<const pe::selected_rows>(std::vector<std::int64_t>{3}, 10));
+    return t;
+  }();
+  const std::vector<pe::tensor*> buffers{&mine};
+  try {
+    check_decoded_rows(pe::decode_rows(bytes, buffers, "process rank 1"), mine);
+  } catch (const pe::error&) {
+  }
+  try {
+    const pe::announced_rows a = pe::decode_row_counts(bytes, buffers, "process rank 1");
+    require(a.counts.size() == 1 && a.counts[0] >= 0, "decoded counts for another number of buffers");
+    if (a.rows) {
+      check_decoded_rows(*a.rows, mine);
+      require((*a.rows)[0].dim(0) == a.counts[0], "rows sent along disagree with their count");
+    }
+  } catch (const pe::error&) {
+  }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -63,7 +102,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (in.flag()) {
     {
       const std::vector<char> rest = in.rest();
-      check_tensors(pe::bytes_of(rest.data(), rest.size()));
+      const pe::byte_buffer bytes = pe::bytes_of(rest.data(), rest.size());
+      check_tensors(bytes);
+      check_rows(bytes);
     }
     return 0;
   }
