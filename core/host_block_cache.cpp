@@ -87,7 +87,6 @@ void* host_block_cache::take(std::size_t bytes) {
     free_by_age_.erase(it->second);
     free_by_size_.erase(it);
     stats_.pooled_bytes -= got;
-    --stats_.pooled_blocks;
     ++stats_.reuses;
     stats_.in_use_bytes += got;
     in_use_.emplace(block, got);
@@ -123,7 +122,6 @@ void host_block_cache::give(void* block, std::size_t bytes) {
   const auto at = free_by_age_.insert(free_by_age_.end(), pooled{block, size, {}});
   at->by_size = free_by_size_.emplace(size, at);
   stats_.pooled_bytes += size;
-  ++stats_.pooled_blocks;
   trim_locked(limit_);
 }
 
@@ -153,14 +151,15 @@ void host_block_cache::drop_locked(age_list::iterator it) {
   PE_UNPOISON(it->block, it->size);
   system_give(it->block, it->size);
   stats_.pooled_bytes -= it->size;
-  --stats_.pooled_blocks;
   free_by_size_.erase(it->by_size);
   free_by_age_.erase(it);
 }
 
 host_block_cache::stats host_block_cache::counts() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  stats out = stats_;
+  out.pooled_blocks = free_by_age_.size();
+  return out;
 }
 
 } // namespace pe

@@ -24,9 +24,8 @@ namespace pe {
 /// free block at least its size and at most a quarter larger). The pool holds at most
 /// limit() bytes: beyond it, the blocks freed longest ago go back to the system first, so
 /// what a one-off burst left (the packets of a table sent at start) gives way to what the
-/// steps reuse. Smaller and larger
-/// blocks go straight to the system allocator (small ones glibc keeps on its own; the
-/// larger ones are a table's size, allocated once). Every block is 64-byte aligned; from
+/// steps reuse. Smaller and larger blocks go straight to the system allocator (small ones
+/// glibc keeps on its own; the larger ones are a table's size, allocated once). Every block is 64-byte aligned; from
 /// huge_pages_from_bytes on, 2 MiB aligned and advised (madvise) to use transparent huge
 /// pages.
 ///
@@ -41,17 +40,16 @@ class host_block_cache {
   static constexpr std::size_t max_cached_bytes = std::size_t{64} << 20;
   /// Blocks from this size on are 2 MiB aligned and advised to use transparent huge pages.
   static constexpr std::size_t huge_pages_from_bytes = std::size_t{32} << 20;
-  /// The pool's default limit: PE_ACTOR_HOST_CACHE_MIB (a whole number of MiB, 0 turns
-  /// pooling off) when set, else 64 MiB (another value is named in a warning on stderr and
-  /// the default kept) (a step's reused buffers in the
-  /// benchmarks: 10-20 MiB).
+  /// The pool's limit unless PE_ACTOR_HOST_CACHE_MIB sets it (a whole number of MiB, 0
+  /// turns pooling off; another value is named in a warning on stderr and this one kept):
+  /// 64 MiB, where a step's reused buffers in the benchmarks take 10-20 MiB.
   static constexpr std::size_t default_limit_bytes = std::size_t{64} << 20;
 
   struct stats {
     std::uint64_t takes = 0;        ///< pooled-size requests
     std::uint64_t reuses = 0;       ///< of them, served from the pool
     std::size_t pooled_bytes = 0;   ///< free blocks held now
-    std::size_t pooled_blocks = 0;
+    std::size_t pooled_blocks = 0;  ///< (counted when asked: the free list's length)
     std::size_t in_use_bytes = 0;   ///< pooled-size blocks handed out and not yet freed
   };
 

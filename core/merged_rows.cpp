@@ -29,10 +29,15 @@ std::vector<std::size_t> order_by_row(const std::vector<std::int64_t>& rows) {
   const std::size_t n = rows.size();
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t{0});
-  const auto lowest = std::min_element(rows.begin(), rows.end());
-  const int position_bits = bit_width(n == 0 ? 0 : n - 1);
-  const int row_bits = n == 0 ? 0 : bit_width(static_cast<std::uint64_t>(*std::max_element(rows.begin(), rows.end())));
-  if (n < 1024 || *lowest < 0 || row_bits + position_bits > 64) {
+  bool radix = n >= 1024;
+  int position_bits = 0, row_bits = 0;
+  if (radix) {
+    const auto [lowest, highest] = std::minmax_element(rows.begin(), rows.end());
+    position_bits = bit_width(n - 1);
+    row_bits = bit_width(static_cast<std::uint64_t>(*highest));
+    radix = *lowest >= 0 && row_bits + position_bits <= 64;
+  }
+  if (!radix) {
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a] < rows[b]; });
     return order;
   }
