@@ -133,12 +133,23 @@ void fire_node(actor_env& env, int id, std::uint64_t step, const std::vector<eve
     env.in->fail(n.label + ": " + e.what()); // enqueueing itself failed: nothing to wait on
   }
   for (const step_node::edge& e : n.successors) {
+    // A reader in the node's own firing group is enqueued by this firing (fire_group).
+    if (env.graph->nodes()[static_cast<std::size_t>(e.to)].head == n.head) continue;
     event_ref r;
     if (e.place >= 0) // the event of the place whose variable version the reader reads
       r = {&n.done_on(e.place), &env.devices[static_cast<std::size_t>(e.place)]->get_stream(n.runs_on), e.place};
     send(env.actors[static_cast<std::size_t>(e.to)], step, r);
   }
   if (env.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) env.all_fired();
+}
+
+/// Fires head `id`'s group for `step`: the head after `inputs`, then its followers (whose
+/// inputs are all the group's, on the same stream: stream order covers them).
+template <class Send>
+void fire_group(actor_env& env, int id, std::uint64_t step, const std::vector<event_ref>& inputs, Send&& send) {
+  static const std::vector<event_ref> no_inputs;
+  fire_node(env, id, step, inputs, send);
+  for (int f : env.graph->nodes()[static_cast<std::size_t>(id)].followers) fire_node(env, f, step, no_inputs, send);
 }
 
 void send_anonymously(const caf::actor& reader, std::uint64_t step, event_ref r) {
@@ -172,14 +183,14 @@ void fire_when_inputs_done(actor_env& env, int id, std::uint64_t step,
         [&env, id, step, inputs, after = next + 1] { fire_when_inputs_done(env, id, step, inputs, after); });
     if (registered) return;
   }
-  fire_node(env, id, step, *inputs, send_anonymously);
+  fire_group(env, id, step, *inputs, send_anonymously);
 }
 
 } // namespace
 
 void fire_source(actor_env& env, int id, std::uint64_t step) {
   static const std::vector<event_ref> no_inputs;
-  fire_node(env, id, step, no_inputs, send_anonymously);
+  fire_group(env, id, step, no_inputs, send_anonymously);
 }
 
 caf::behavior op_actor(caf::stateful_actor<op_actor_state>* self, actor_env* env, int id) {
@@ -191,7 +202,7 @@ caf::behavior op_actor(caf::stateful_actor<op_actor_state>* self, actor_env* env
       fire_when_inputs_done(*env, id, step, std::make_shared<const std::vector<event_ref>>(inputs), 0);
       return;
     }
-    fire_node(*env, id, step, inputs, [self](const caf::actor& reader, std::uint64_t s, event_ref r) {
+    fire_group(*env, id, step, inputs, [self](const caf::actor& reader, std::uint64_t s, event_ref r) {
       self->send(reader, ready_atom::value, s, r);
     });
   };

@@ -154,8 +154,9 @@ struct executor_state {
   };
 
   executor_state(const proto::ProgramDesc& program, build_strategy b, sync_mode sync,
-                 bool check, stall_settings stall_settings)
-      : main(lower_for_strategy(program, b)), build(b), check_nan_inf(check), stall(std::move(stall_settings)),
+                 bool check, bool per_op, stall_settings stall_settings)
+      : main(lower_for_strategy(program, b)), build(b), check_nan_inf(check), actor_per_op(per_op),
+        stall(std::move(stall_settings)),
         watch(stall_timeout_ms(stall.timeout_s)),
         declared(validate_program(main, b.max_tensor_bytes)), feeds(main, declared),
         loss_grad(loss_gradient(main)) {
@@ -174,6 +175,7 @@ struct executor_state {
   proto::ProgramDesc main;
   build_strategy build;
   bool check_nan_inf; // execution_strategy::check_nan_inf
+  bool actor_per_op;  // execution_strategy::actor_per_op
   stall_settings stall;
   stall_watch watch;
   var_table declared;
@@ -215,7 +217,8 @@ struct executor_state {
   bool watching() const { return watch.on() || stall.report_request != nullptr; }
 
   void stop_actors() {
-    for (auto& a : env.actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (auto& a : env.actors)
+      if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     env.actors.clear();
   }
 };
@@ -366,7 +369,7 @@ parallel_executor::parallel_executor(std::vector<place> places, const proto::Pro
                                      execution_strategy exec)
     : runtime_(std::make_shared<executor_runtime>(std::move(places), exec.num_threads, exec.group, exec.pin_places)),
       state_(std::make_unique<executor_state>(
-          main, build, exec.sync, exec.check_nan_inf,
+          main, build, exec.sync, exec.check_nan_inf, exec.actor_per_op,
           executor_state::stall_settings{exec.stall_timeout_s, exec.on_stall, exec.on_report, exec.report_request})) {
   // The startup program runs on the host: in place 0's scope when that is a CPU place, else
   // in a staging scope whose values every place then copies (a GPU place's memory is the
@@ -418,6 +421,7 @@ parallel_executor::parallel_executor(const proto::ProgramDesc& main,
     : runtime_(share_vars_from.runtime_),
       state_(std::make_unique<executor_state>(main, build, share_vars_from.sync(),
                                               share_vars_from.state_->check_nan_inf,
+                                              share_vars_from.state_->actor_per_op,
                                               share_vars_from.state_->stall)) {
   std::string why_not;
   if (share_vars_from.state_->captured) state_->captured = captured_steps::make(runtime_->device_list(), why_not);
@@ -522,6 +526,17 @@ const proto::ProgramDesc& parallel_executor::program() const {
 const ssa_graph& parallel_executor::graph() const {
   if (!state_->graph) throw error("parallel_executor: no graph before the first run");
   return state_->graph->graph();
+}
+
+std::vector<std::vector<int>> parallel_executor::firing_groups() const {
+  if (!state_->graph) throw error("parallel_executor: no graph before the first run");
+  std::vector<std::vector<int>> groups;
+  for (const step_node& n : state_->graph->nodes()) {
+    if (n.head != n.id) continue;
+    groups.push_back({n.id});
+    groups.back().insert(groups.back().end(), n.followers.begin(), n.followers.end());
+  }
+  return groups;
 }
 
 parallel_executor::cuda_graph_counts parallel_executor::cuda_graph_statistics() const {
@@ -629,7 +644,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     build.trainer_id = ranks.process_rank;
     st.graph = std::make_unique<step_graph>(
         st.main, build_ssa_graph(st.main, st.declared, ranks.local_size(), build, fetch_list),
-        rt.scope_list(), rt.device_list(), st.check_nan_inf);
+        rt.scope_list(), rt.device_list(), st.check_nan_inf, st.actor_per_op);
     st.comm = rt.make_communicator();
     st.fetch_list = fetch_list;
     if (st.captured) st.captured->drop(); // its launches belong to the old graph
@@ -638,7 +653,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     st.env.comm = st.comm.get();
     st.env.devices = rt.device_list();
     for (const auto& n : st.graph->nodes())
-      st.env.actors.push_back(rt.system->spawn(op_actor, &st.env, n.id));
+      st.env.actors.push_back(st.graph->has_actor(n.id) ? rt.system->spawn(op_actor, &st.env, n.id) : caf::actor());
   }
 
   // This process's rows start after those of the ranks before its first one; `feeds`

@@ -77,6 +77,12 @@ struct execution_strategy {
   /// fewer migrations and no two places on one core while another idles, when the job has
   /// the machine to itself; two jobs that both pin share their first cores.
   bool pin_places = false;
+  /// Every op handle fires by a message to its own actor. Off (the default), a node whose
+  /// inputs all come from one firing group on its own place and stream is enqueued by that
+  /// group's firing instead (actors/step_graph.hpp): the same work in the same stream
+  /// order, a few microseconds of a CAF worker saved per node. For comparing the two and
+  /// for seeing each op's firing in a trace's message flow.
+  bool actor_per_op = false;
 };
 
 /// Paddle's ParallelExecutor with every op handle a CAF actor and every place a device.
@@ -210,6 +216,11 @@ class parallel_executor {
 
   /// The SSA graph of the last run (built for its fetch list); throws before the first run.
   const ssa_graph& graph() const;
+
+  /// The firing groups of the current graph (execution_strategy::actor_per_op): each a head
+  /// op handle's id followed by its followers' in the order its firing enqueues them; every
+  /// op handle of graph() in exactly one. Throws before the first run.
+  std::vector<std::vector<int>> firing_groups() const;
 
   /// For tests: the collective sequence numbers each place issued on the current graph, in
   /// the order it issued them.

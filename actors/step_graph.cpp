@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <queue>
 #include <set>
 
 #include "graph/attributes.hpp"
@@ -107,7 +108,7 @@ shape_t fill_shape(const proto::OpDesc& fill) {
 } // namespace
 
 step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vector<scope*> scopes,
-                       const std::vector<device*>& devices, bool check_nan_inf)
+                       const std::vector<device*>& devices, bool check_nan_inf, bool actor_per_op)
     : graph_(std::move(graph)) {
   const proto::BlockDesc& block = main.blocks(0);
   std::vector<std::string> place_names;
@@ -210,10 +211,55 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
       if (&d.get_stream(reader.runs_on) != &d.get_stream(n.runs_on)) n.records_[static_cast<std::size_t>(e.place)] = 1;
     }
   }
+  for (auto& n : nodes_) n.head = n.id;
+  if (!actor_per_op) group_firings();
   for (const auto& n : nodes_)
-    if (n.dependencies == 0) sources_.push_back(n.id);
+    if (n.dependencies == 0 && n.head == n.id) sources_.push_back(n.id);
   counts_ = std::make_unique<std::atomic<int>[]>(full_counts_.size());
   reset_counts();
+}
+
+void step_graph::group_firings() {
+  // Every node's producers (those with an edge to it), and a topological order (Kahn's,
+  // lowest id first among the ready: the program's order where it is free to choose).
+  std::vector<std::vector<int>> producers(nodes_.size());
+  std::vector<int> waiting(nodes_.size(), 0);
+  for (const step_node& n : nodes_)
+    for (const step_node::edge& e : n.successors) {
+      producers[static_cast<std::size_t>(e.to)].push_back(n.id);
+      ++waiting[static_cast<std::size_t>(e.to)];
+    }
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (const step_node& n : nodes_)
+    if (waiting[static_cast<std::size_t>(n.id)] == 0) ready.push(n.id);
+  // The first source on each (place, stream): the later ones there join its group, as they
+  // all fire when the step starts anyway.
+  std::map<std::pair<int, stream_kind>, int> first_source;
+  while (!ready.empty()) {
+    step_node& n = nodes_[static_cast<std::size_t>(ready.top())];
+    ready.pop();
+    for (const step_node::edge& e : n.successors)
+      if (--waiting[static_cast<std::size_t>(e.to)] == 0) ready.push(e.to);
+    if (n.is_collective()) continue;
+    const std::vector<int>& from = producers[static_cast<std::size_t>(n.id)];
+    if (from.empty()) {
+      auto [it, first] = first_source.try_emplace({n.place, n.runs_on}, n.id);
+      if (!first) {
+        n.head = it->second;
+        nodes_[static_cast<std::size_t>(n.head)].followers.push_back(n.id);
+      }
+      continue;
+    }
+    // Its producers are placed already (topological order): all in one group?
+    const int head = nodes_[static_cast<std::size_t>(from.front())].head;
+    const step_node& h = nodes_[static_cast<std::size_t>(head)];
+    if (h.is_collective() || h.place != n.place || h.runs_on != n.runs_on) continue;
+    if (!std::all_of(from.begin(), from.end(),
+                     [&](int p) { return nodes_[static_cast<std::size_t>(p)].head == head; }))
+      continue;
+    n.head = head;
+    nodes_[static_cast<std::size_t>(head)].followers.push_back(n.id);
+  }
 }
 
 void step_graph::set_steps_before(std::uint64_t steps) {

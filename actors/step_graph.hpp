@@ -60,6 +60,12 @@ class step_node {
   stream_kind runs_on = stream_kind::compute;
   int dependencies = 0;       ///< input edges from other ops: arrivals needed to fire
   std::vector<edge> successors;
+  /// The node whose firing also fires this one: itself unless the node follows a firing
+  /// group's head (see step_graph's firing groups). Only a head has an actor and inputs
+  /// from outside its group.
+  int head = 0;
+  /// A head's followers, in the order they are enqueued right after it.
+  std::vector<int> followers;
   std::vector<int> releases;  ///< reference counts this node holds (see step_graph)
   std::uint64_t sequence = 0; ///< collectives: launch position within a step (0, 1, ...)
   /// What the op actor hands the work it enqueues, written before the enqueue (which orders
@@ -126,14 +132,33 @@ struct alignas(64) node_live {
 /// and the reference counts that free each temporary once the last op touching it on a
 /// place has run, so a step's memory stays near its live set. With `check_nan_inf` every
 /// computation checks its FP32 outputs on its stream after its kernel (see bound_op).
+///
+/// Firing groups (unless `actor_per_op`): a node whose every input comes from nodes of one
+/// group, on the same place and stream as that group's head, joins the group, and is
+/// enqueued right after the group's earlier nodes by whatever fires the head; the nodes
+/// without inputs of one place and stream (all fired when the step starts) form one group.
+/// Why: an op
+/// actor's firing costs a few microseconds of a CAF worker (the message, its matching,
+/// the mailbox), and on small steps those firings, not the kernels, set the pace: the MLP
+/// at 4 rows per place fires ~80 op actors per step on one worker. A follower would have
+/// fired as soon as its group's previous node did anyway, onto the same stream, which
+/// runs them in that order: grouping changes no data dependency and no stream's order of
+/// dependent work, only who enqueues it. Its trace spans, live state and reference counts
+/// stay its own.
 class step_graph {
  public:
   step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vector<scope*> scopes,
-             const std::vector<device*>& devices, bool check_nan_inf = false);
+             const std::vector<device*>& devices, bool check_nan_inf = false, bool actor_per_op = false);
 
   const ssa_graph& graph() const { return graph_; }
   std::vector<step_node>& nodes() { return nodes_; }
+  /// The nodes without inputs that head a firing group: what the thread running a step fires.
   const std::vector<int>& sources() const { return sources_; }
+  /// The heads that fire on a message (every head but the sources): those get an actor.
+  bool has_actor(int id) const {
+    const step_node& n = nodes_[static_cast<std::size_t>(id)];
+    return n.head == n.id && n.dependencies > 0;
+  }
   std::uint64_t collectives_per_step() const { return collectives_; }
 
   /// Sets every reference count to its full value; call before each step.
@@ -155,6 +180,9 @@ class step_graph {
   std::vector<step_node> nodes_;
   std::vector<int> sources_;
   std::uint64_t collectives_ = 0;
+
+  /// Sets every node's head and the heads' followers (see the class comment).
+  void group_firings();
   std::vector<tensor*> counted_;             // the tensor each count guards
   std::vector<int> full_counts_;
   std::unique_ptr<std::atomic<int>[]> counts_;

@@ -71,6 +71,7 @@ execution_strategy python_execution_strategy::engine() const {
   e.check_nan_inf = check_nan_inf;
   e.cuda_graphs = cuda_graphs;
   e.pin_places = pin_places;
+  e.actor_per_op = actor_per_op;
   e.stall_timeout_s = stall_timeout;
   e.on_stall = on_stall;
   e.on_report = report_sink(on_stall_report);
@@ -153,6 +154,11 @@ void bind_strategies(py::module_& m) {
                      "pin each CPU place's device thread to a core of its own (pe-actor-run's "
                      "--pin-places; default False): faster when the job has the machine to "
                      "itself, but two jobs that both pin share their first cores")
+      .def_readwrite("actor_per_op", &python_execution_strategy::actor_per_op,
+                     "fire every op by a message to its own actor (pe-actor-run's "
+                     "--actor-per-op; default False: an op whose inputs all come from one "
+                     "firing group on its place and stream is enqueued by that group's firing, "
+                     "the same work in the same order with fewer messages)")
       .def_readwrite("stall_timeout", &python_execution_strategy::stall_timeout,
                      "seconds a step may make no progress (no op fires, no kernel, transfer or "
                      "stream item finishes) before it stalls (pe-actor-run's --stall-timeout; "
@@ -169,6 +175,7 @@ void bind_strategies(py::module_& m) {
                ", check_nan_inf=" + (s.check_nan_inf ? "True" : "False") +
                ", cuda_graphs=" + (s.cuda_graphs ? "True" : "False") +
                ", pin_places=" + (s.pin_places ? "True" : "False") +
+               ", actor_per_op=" + (s.actor_per_op ? "True" : "False") +
                ", stall_timeout=" + std::string(py::str(py::cast(s.stall_timeout))) +
                ", on_stall=" + std::string(py::str(py::cast(s.on_stall))) + ")";
       });

@@ -35,6 +35,7 @@ struct python_execution_strategy {
   bool check_nan_inf = false;
   bool cuda_graphs = false;
   bool pin_places = false;
+  bool actor_per_op = false;
   double stall_timeout = default_stall_timeout_s; ///< seconds; 0: no stall watch
   stall_action on_stall = stall_action::fail;
   /// Called with each stall report's text (a str), on the thread running the step; None:

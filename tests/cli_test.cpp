@@ -120,6 +120,7 @@ INSTANTIATE_TEST_SUITE_P(
     bad_invocation{"--executor reference --dot g.dot", "configure the actor executor"},
     bad_invocation{"--executor reference --sync wait", "configure the actor executor"},
     bad_invocation{"--executor reference --pin-places", "configure the actor executor"},
+    bad_invocation{"--executor reference --actor-per-op", "configure the actor executor"},
     bad_invocation{"--sync poll", "--sync: expected event or wait, got 'poll'"},
     bad_invocation{"--executor reference --trace t.json", "--executor reference has no actors"},
     bad_invocation{"--executor reference --check-hazards", "--executor reference has no actors"},

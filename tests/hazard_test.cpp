@@ -75,7 +75,9 @@ TEST(hazard, checker_catches_the_overwrite_that_missing_war_edges_allow) {
   war_program p;
   build_strategy unsafe;
   unsafe.skip_hazard_edges = true;
-  parallel_executor exe(cpu_places(1), p.startup, p.main, unsafe, execution_strategy{2});
+  execution_strategy exec{2};
+  exec.actor_per_op = true; // a firing group would enqueue the mul right after the relu
+  parallel_executor exe(cpu_places(1), p.startup, p.main, unsafe, exec);
   trace_recorder recorder;
   exe.trace(&recorder);
   // The scale is ready when the step starts, the mul only after the relu's message: the

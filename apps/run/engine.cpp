@@ -139,7 +139,7 @@ class actor_engine final : public engine {
              {o.threads, o.sync, group_.get(),
               o.check_nan_inf, o.stall_timeout, o.on_stall,
               gather_stall_reports(std::move(stalls.on_report), group_.get(), gather_wait(o.stall_timeout), std::cerr),
-              stalls.report_request, o.cuda_graphs, o.pin_places}) {
+              stalls.report_request, o.cuda_graphs, o.pin_places, o.actor_per_op}) {
     if (o.eval)
       test_.emplace(m.test, train_, strategy_of(o));
   }

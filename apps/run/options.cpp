@@ -303,6 +303,11 @@ po::options_description describe() {
      "Faster when the job has the machine to itself (the scheduler no longer puts two places "
      "on one core while another idles); off by default, because two jobs that both pin share "
      "their first cores. No effect on GPU places")
+    ("actor-per-op", po::bool_switch(),
+     "fire every op by a message to its own actor. By default an op whose inputs all come "
+     "from one firing group on its own place and stream is enqueued by that group's firing "
+     "(the same work in the same stream order, fewer messages); this turns that off, for "
+     "comparing the two or for each op's message in a trace")
     ("stall-timeout", po::value<double>()->value_name("SECONDS")->default_value(default_stall_timeout_s, "300"),
      "a training step of the actor executor that makes no progress for this long (no op "
      "fires, no kernel, transfer or stream item finishes, no place joins a collective) "
@@ -448,8 +453,9 @@ void interpret_executor(const po::variables_map& vm, run_options& o) {
                 "; use --executor actor for several places");
   if (vm.count("threads") || given(vm, "reduce") || given(vm, "fuse-allreduce-mb") ||
       given(vm, "sparse-exchange") || given(vm, "sync") || vm.count("dot") || given(vm, "stall-timeout") ||
-      given(vm, "on-stall") || given(vm, "cuda-graphs") || given(vm, "sync-batch-norm") || given(vm, "pin-places"))
-    throw error("--threads, --reduce, --fuse-allreduce-mb, --sparse-exchange, --sync, --dot, --stall-timeout, --on-stall, --cuda-graphs, --sync-batch-norm and --pin-places configure the "
+      given(vm, "on-stall") || given(vm, "cuda-graphs") || given(vm, "sync-batch-norm") || given(vm, "pin-places") ||
+      given(vm, "actor-per-op"))
+    throw error("--threads, --reduce, --fuse-allreduce-mb, --sparse-exchange, --sync, --dot, --stall-timeout, --on-stall, --cuda-graphs, --sync-batch-norm, --pin-places and --actor-per-op configure the "
                 "actor executor, not --executor reference");
   if (o.tracing())
     throw error("--trace and --check-hazards record the actor executor's op firings; "
@@ -588,6 +594,7 @@ run_options interpret(const po::variables_map& vm) {
   o.check_nan_inf = take<bool>(vm, "check-nan-inf");
   o.cuda_graphs = take<bool>(vm, "cuda-graphs");
   o.pin_places = take<bool>(vm, "pin-places");
+  o.actor_per_op = take<bool>(vm, "actor-per-op");
   o.sync_batch_norm = take<bool>(vm, "sync-batch-norm");
   o.stall_timeout = take<double>(vm, "stall-timeout");
   if (!(o.stall_timeout >= 0 && std::isfinite(o.stall_timeout)))

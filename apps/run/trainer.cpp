@@ -173,6 +173,7 @@ void print_header(std::ostream& out, const run_options& o) {
     if (o.reduce == build_strategy::reduce_mode::all_reduce && o.fuse_allreduce_mb > 0)
       out << " fused in " << o.fuse_allreduce_mb << " MiB buckets";
     if (o.pin_places) out << ", places pinned to cores";
+    if (o.actor_per_op) out << ", an actor message per op";
   }
   out << ", global batch " << o.batch_size << ", " << o.blas_threads << " BLAS thread"
       << (o.blas_threads == 1 ? "" : "s");

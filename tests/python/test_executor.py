@@ -184,6 +184,14 @@ def test_pinned_places_train_the_same_steps(small_mlp):
     assert train(bound, model, feed, 5) == train(loose, model, feed, 5)
 
 
+def test_an_actor_per_op_trains_the_same_steps(small_mlp):
+    model, feed = small_mlp
+    per_op = switched_on(pe_actor.ExecutionStrategy(), "actor_per_op")
+    grouped = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main)
+    separate = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, exec_strategy=per_op)
+    assert train(separate, model, feed, 5) == train(grouped, model, feed, 5)
+
+
 @pytest.mark.parametrize("combined", [False, True])
 def test_saved_parameters_load_into_a_new_executor(small_mlp, tmp_path, combined):
     model, feed = small_mlp
