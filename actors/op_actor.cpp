@@ -148,11 +148,15 @@ void fire_node(actor_env& env, int id, std::uint64_t step, const std::vector<eve
 template <class Send>
 void fire_group(actor_env& env, int id, std::uint64_t step, const std::vector<event_ref>& inputs, Send&& send) {
   static const std::vector<event_ref> no_inputs;
-  // Taken before the head fires: once the step's last node has fired, the thread running the
-  // step may return and destroy the executor, `env` and the graph with it.
+  // The followers' bounds are read before the head fires, and nothing of the graph after the
+  // last firing: once the step's last node has fired, the thread running the step may
+  // return and destroy the executor, `env` and the graph with it (a follower not yet fired
+  // keeps the step, and so the graph, alive).
   const std::vector<int>& followers = env.graph->nodes()[static_cast<std::size_t>(id)].followers;
+  const int* next = followers.data();
+  const int* const end = next + followers.size();
   fire_node(env, id, step, inputs, send);
-  for (int f : followers) fire_node(env, f, step, no_inputs, send);
+  for (; next != end; ++next) fire_node(env, *next, step, no_inputs, send);
 }
 
 void send_anonymously(const caf::actor& reader, std::uint64_t step, event_ref r) {
