@@ -1,7 +1,8 @@
 // Executor overhead: programs of 1000 `scale` ops on a 1-element FP32 tensor (the cheapest
 // kernel we have), so that a step's time is almost all scheduling. The time per op firing of
 // the actor executor (1 place, 1 and 2 threads) and of the reference executor is compared
-// with a plain loop calling the same ops' bound_op::run() in program order.
+// with a plain loop calling the same ops' bound_op::run() in program order, and the firing
+// groups (the default) with an actor message per op.
 #include <string>
 #include <vector>
 
@@ -70,9 +71,12 @@ void reference(benchmark::State& state, const programs& p) {
 }
 
 /// The actor executor; with `traced`, every firing is recorded (the recorder's buffers are
-/// dropped every 100 steps so memory stays bounded).
-void actor(benchmark::State& state, const programs& p, int threads, bool traced) {
-  parallel_executor exe({place::cpu()}, p.startup, p.main, {}, {threads});
+/// dropped every 100 steps so memory stays bounded); with `per_op`, without firing groups
+/// (execution_strategy::actor_per_op).
+void actor(benchmark::State& state, const programs& p, int threads, bool traced, bool per_op) {
+  execution_strategy exec{threads};
+  exec.actor_per_op = per_op;
+  parallel_executor exe({place::cpu()}, p.startup, p.main, {}, exec);
   exe.run({}, {}); // the first run builds the graph and spawns the actors
   auto recorder = std::make_unique<trace_recorder>();
   if (traced) exe.trace(recorder.get());
@@ -112,14 +116,19 @@ int main(int argc, char** argv) {
       const std::string name = c.name + "/actor/threads:" + std::to_string(threads);
       const std::string setup = c.description + ", actor executor, 1 place, " +
                                 std::to_string(threads) + (threads == 1 ? " thread" : " threads");
-      benchmark::RegisterBenchmark(name.c_str(), actor, c.program, threads, false)->UseRealTime();
+      benchmark::RegisterBenchmark(name.c_str(), actor, c.program, threads, false, false)->UseRealTime();
       rows.push_back({"executor overhead", setup, name, direct, "direct bound_op::run loop", op_time});
       // Tracing on against tracing off, both measured here.
       const std::string traced = name + "/traced";
-      benchmark::RegisterBenchmark(traced.c_str(), actor, c.program, threads, true)->UseRealTime();
+      benchmark::RegisterBenchmark(traced.c_str(), actor, c.program, threads, true, false)->UseRealTime();
       rows.push_back({"executor overhead", setup + ", tracing on", traced, name, "tracing off",
                       op_time});
     }
+    // Firing groups (the default) against an actor message per op, both measured here.
+    const std::string per_op = c.name + "/actor/threads:1/per-op";
+    benchmark::RegisterBenchmark(per_op.c_str(), actor, c.program, 1, false, true)->UseRealTime();
+    rows.push_back({"executor overhead", c.description + ", actor executor, 1 place, 1 thread, firing groups",
+                    c.name + "/actor/threads:1", per_op, "an actor message per op (--actor-per-op)", op_time});
     rows.push_back({"executor overhead", c.description + ", reference executor", reference_name,
                     direct, "direct bound_op::run loop", op_time});
   }
