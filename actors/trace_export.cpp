@@ -150,7 +150,8 @@ void write_chrome_trace(std::ostream& out, const trace_source& source,
     }
   }
 
-  // One arrow per message: every output edge of a fired op to a reader fired in the same step.
+  // One arrow per edge: every output edge of a fired op to a reader fired in the same step (a
+  // message, or stream order inside a firing group).
   std::uint64_t flow_id = 0;
   for (std::size_t i = 0; i < events.size(); ++i) {
     const trace_event& e = events[i];
