@@ -176,20 +176,15 @@ def test_cuda_graphs_are_refused_on_cpu_places_naming_why(small_mlp):
         pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, exec_strategy=graphs)
 
 
-def test_pinned_places_train_the_same_steps(small_mlp):
+@pytest.mark.parametrize("switch", ["pin_places", "actor_per_op"])
+def test_scheduling_switches_train_the_same_steps(small_mlp, switch):
+    """pin_places (device threads on cores of their own) and actor_per_op (no firing groups)
+    change how steps are scheduled, not what they compute."""
     model, feed = small_mlp
-    pinned = switched_on(pe_actor.ExecutionStrategy(), "pin_places")
-    loose = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main)
-    bound = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, exec_strategy=pinned)
-    assert train(bound, model, feed, 5) == train(loose, model, feed, 5)
-
-
-def test_an_actor_per_op_trains_the_same_steps(small_mlp):
-    model, feed = small_mlp
-    per_op = switched_on(pe_actor.ExecutionStrategy(), "actor_per_op")
-    grouped = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main)
-    separate = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, exec_strategy=per_op)
-    assert train(separate, model, feed, 5) == train(grouped, model, feed, 5)
+    switched = switched_on(pe_actor.ExecutionStrategy(), switch)
+    default = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main)
+    other = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, exec_strategy=switched)
+    assert train(other, model, feed, 5) == train(default, model, feed, 5)
 
 
 @pytest.mark.parametrize("combined", [False, True])
