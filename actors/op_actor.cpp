@@ -111,6 +111,18 @@ void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref
   for (std::size_t p = 0; p < env.devices.size(); ++p) {
     stream& s = env.devices[p]->get_stream(stream_kind::communication);
     if (!order_after_inputs(env, s, inputs, static_cast<int>(p))) fail_stream(s);
+    // On a CPU place the communicator may ask whether this place's inputs are written, to
+    // complete the collective for it while its thread runs a kernel (inproc_communicator).
+    if (env.devices[p]->where().type == place::kind::cpu) {
+      std::vector<const event*> writers;
+      for (const event_ref& r : inputs)
+        if (r.done != nullptr && r.place == static_cast<int>(p)) writers.push_back(r.done);
+      call.inputs_ready = [writers = std::move(writers)] {
+        // synchronize() of a finished CPU event returns at once: false when the work failed.
+        return std::all_of(writers.begin(), writers.end(), [](const event* e) { return e->query(); }) &&
+               std::all_of(writers.begin(), writers.end(), [](const event* e) { return e->synchronize(); });
+      };
+    }
     env.comm->launch(call, static_cast<int>(p), n.buffers(static_cast<int>(p)), s,
                      p == 0 ? done : communicator::completion{});
     if (n.records_on(static_cast<int>(p))) s.record(n.done_on(static_cast<int>(p)));
@@ -195,9 +207,22 @@ void fire_when_inputs_done(actor_env& env, int id, std::uint64_t step,
 
 } // namespace
 
-void fire_source(actor_env& env, int id, std::uint64_t step) {
+void fire_sources(actor_env& env, const std::vector<int>& sources, std::uint64_t step) {
   static const std::vector<event_ref> no_inputs;
-  fire_group(env, id, step, no_inputs, send_anonymously);
+  // A node of each group in turn: every place's first kernels are enqueued first, so the
+  // places start together. The caller is the thread that runs the step: the graph outlives
+  // this call.
+  const std::vector<step_node>& nodes = env.graph->nodes();
+  for (std::size_t k = 0;; ++k) {
+    bool any = false;
+    for (int head : sources) {
+      const std::vector<int>& followers = nodes[static_cast<std::size_t>(head)].followers;
+      if (k > followers.size()) continue;
+      any = true;
+      fire_node(env, k == 0 ? head : followers[k - 1], step, no_inputs, send_anonymously);
+    }
+    if (!any) return;
+  }
 }
 
 caf::behavior op_actor(caf::stateful_actor<op_actor_state>* self, actor_env* env, int id) {

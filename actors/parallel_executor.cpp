@@ -752,7 +752,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   } else {
     // Unlocked: the last node to fire takes the lock to say so, and a source may be last.
     lock.unlock();
-    for (int source : st.graph->sources()) fire_source(st.env, source, step);
+    fire_sources(st.env, st.graph->sources(), step);
     lock.lock();
   }
   // Watched, every wait is bounded by the watch's tick, and each tick looks at the step.

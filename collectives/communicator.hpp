@@ -36,6 +36,14 @@ struct collective_call {
   /// then gets each touched row once, with its sum, ascending), or choose per call from the
   /// ranks' row counts (core/sparse_exchange.hpp), the same on every rank.
   sparse_exchange exchange = sparse_exchange::automatic;
+  /// Whether this rank's inputs are all written, without blocking (its writers' events
+  /// done, none failed); empty where unknown. With it the in-process communicator lets
+  /// another rank's thread complete the collective for this rank while this rank's thread
+  /// is busy in a kernel (inproc_communicator). The caller vouches that nothing else queued
+  /// before the collective on this rank's stream can fail it: the executor's CPU
+  /// communication streams hold only collectives and the waits for their inputs, and a
+  /// failed collective turns the joining-for off. Local to this process: never compared.
+  std::function<bool()> inputs_ready;
 };
 
 /// "all_reduce", "reduce", "broadcast": what errors call a kind.

@@ -382,4 +382,126 @@ TEST(communicator, a_rank_outside_the_communicator_is_rejected) {
   EXPECT_THROW(inproc_communicator(0), error);
 }
 
+// --- joining for a rank whose thread is busy ----------------------------------------------
+
+/// Rank `rank`'s device thread held in a task on its compute stream until release(): a
+/// kernel that runs long, during which the rank cannot reach its communication stream.
+struct busy_rank {
+  busy_rank(world& w, int rank) {
+    w.devices[static_cast<std::size_t>(rank)]->get_stream(stream_kind::compute).enqueue([this] {
+      started.set_value();
+      released.get_future().wait();
+    });
+    started.get_future().wait();
+  }
+  void release() {
+    if (!done) released.set_value();
+    done = true;
+  }
+  ~busy_rank() { release(); }
+  std::promise<void> started, released;
+  bool done = false;
+};
+
+/// Launches collectives #first.. of all_reduce on every rank of `w` over `buffers`, each
+/// rank's inputs ready as `ready(rank)` says; counts the completions in `calls`.
+void launch_all_reduces(world& w, std::vector<std::vector<tensor>>& buffers, std::uint64_t first, int count,
+                        const std::function<bool(int)>& ready, std::atomic<int>& calls, std::atomic<bool>& ok) {
+  for (int k = 0; k < count; ++k)
+    for (int r = 0; r < w.size(); ++r) {
+      collective_call c = test_call(collective_call::kind::all_reduce, first + static_cast<std::uint64_t>(k));
+      c.inputs_ready = [ready, r] { return ready(r); };
+      std::vector<tensor*> mine = {&buffers[static_cast<std::size_t>(r)][static_cast<std::size_t>(k)]};
+      w.comm.launch(c, r, mine, w.on(r), [&calls, &ok](const collective_span&, bool fine) {
+        ok = ok && fine;
+        ++calls;
+      });
+    }
+}
+
+/// Whether `calls` reaches `want` within the limit.
+bool reaches(const std::atomic<int>& calls, int want) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (calls.load() < want && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  return calls.load() >= want;
+}
+
+/// inputs[rank][k] for three collectives of different sizes (a chunk's worth and less).
+std::vector<std::vector<std::vector<float>>> three_inputs(int ranks, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<std::vector<float>>> in(static_cast<std::size_t>(ranks));
+  for (auto& rank : in)
+    for (std::size_t n : {std::size_t{10}, std::size_t{1280}, std::size_t{100003}}) rank.push_back(random_values(n, rng));
+  return in;
+}
+
+TEST(communicator, a_rank_busy_in_a_kernel_is_joined_for_once_its_inputs_are_ready) {
+  world w(2);
+  const auto in = three_inputs(2, 80);
+  auto buffers = tensors_of(in);
+  busy_rank busy(w, 1);
+  std::atomic<int> calls{0};
+  std::atomic<bool> ok{true};
+  launch_all_reduces(w, buffers, 0, 3, [](int) { return true; }, calls, ok);
+  // Rank 0's thread completes every collective for both ranks while rank 1's is held.
+  ASSERT_TRUE(reaches(calls, 3)) << calls.load() << " of 3 collectives completed while rank 1 was busy";
+  EXPECT_TRUE(ok.load());
+  EXPECT_TRUE(w.on(0).synchronize());
+  for (std::size_t k = 0; k < 3; ++k) {
+    EXPECT_TRUE(bit_identical(values_of(buffers[0][k]), rank_order_sum(in, k))) << k;
+    EXPECT_TRUE(bit_identical(values_of(buffers[1][k]), rank_order_sum(in, k))) << k;
+  }
+  // Rank 1's parts find their collectives done once its thread comes back.
+  busy.release();
+  ASSERT_EQ(w.sync_all(), all(2, true)) << w.error(1);
+  EXPECT_EQ(calls.load(), 3);
+  EXPECT_EQ(w.comm.history(), (std::vector<std::vector<std::uint64_t>>{{0, 1, 2}, {0, 1, 2}}));
+}
+
+TEST(communicator, a_busy_rank_whose_inputs_are_not_ready_is_waited_for) {
+  world w(2);
+  const auto in = three_inputs(2, 81);
+  auto buffers = tensors_of(in);
+  busy_rank busy(w, 1);
+  std::atomic<int> calls{0};
+  std::atomic<bool> ok{true};
+  launch_all_reduces(w, buffers, 0, 3, [](int rank) { return rank == 0; }, calls, ok);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(calls.load(), 0) << "a collective completed without rank 1's inputs";
+  busy.release();
+  ASSERT_EQ(w.sync_all(), all(2, true)) << w.error(0) << " / " << w.error(1);
+  EXPECT_EQ(calls.load(), 3);
+  EXPECT_TRUE(ok.load());
+  for (std::size_t k = 0; k < 3; ++k)
+    for (std::size_t r = 0; r < 2; ++r) EXPECT_TRUE(bit_identical(values_of(buffers[r][k]), rank_order_sum(in, k))) << k;
+}
+
+TEST(communicator, after_a_failed_collective_no_rank_is_joined_for) {
+  world w(2);
+  const auto in = three_inputs(2, 82);
+  auto first = tensors_of(in);
+  // Rank 1's input writer fails: its inputs are never ready (what the executor's events
+  // say), and its own thread fails the collective.
+  w.on(1).enqueue([] { throw error("poisoned"); });
+  std::atomic<int> calls{0};
+  std::atomic<bool> ok{true};
+  launch_all_reduces(w, first, 0, 1, [](int rank) { return rank != 1; }, calls, ok);
+  ASSERT_EQ(w.sync_all(), all(2, false));
+  EXPECT_FALSE(ok.load());
+  for (int r = 0; r < 2; ++r) w.on(r).clear_error();
+
+  auto buffers = tensors_of(in);
+  busy_rank busy(w, 1);
+  calls = 0;
+  ok = true;
+  launch_all_reduces(w, buffers, 1, 3, [](int) { return true; }, calls, ok);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(calls.load(), 0) << "rank 1 was joined for after a failure";
+  busy.release();
+  ASSERT_EQ(w.sync_all(), all(2, true)) << w.error(0) << " / " << w.error(1);
+  EXPECT_EQ(calls.load(), 3);
+  for (std::size_t k = 0; k < 3; ++k)
+    for (std::size_t r = 0; r < 2; ++r) EXPECT_TRUE(bit_identical(values_of(buffers[r][k]), rank_order_sum(in, k))) << k;
+}
+
 } // namespace

@@ -44,6 +44,10 @@ void inproc_communicator::launch(const collective_call& call, int local_rank,
     throw error(call.label + ": the in-process communicator runs on CPU places, not on " +
                 to_string(on.where()));
   auto state = std::make_shared<part>(part{call, local_rank, std::move(buffers), std::move(done)});
+  if (call.inputs_ready && ranks_ > 1) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    launched_[{local_rank, call.sequence}] = state;
+  }
   on.enqueue_polled([this, state](bool failed) { return poll(*state, failed); });
 }
 
@@ -268,6 +272,23 @@ void inproc_communicator::join(part& p, bool stream_failed, std::unique_lock<std
   (void)lock;
 }
 
+void inproc_communicator::join_for_others(const part& p, std::unique_lock<std::mutex>& lock) {
+  if (failed_once_) return;
+  meeting& m = meetings_.at(p.call.sequence);
+  for (int r = 0; r < ranks_ && m.joined < ranks_; ++r) {
+    if (m.joined_by[static_cast<std::size_t>(r)] != 0 || next_[static_cast<std::size_t>(r)] != p.call.sequence)
+      continue;
+    auto it = launched_.find({r, p.call.sequence});
+    if (it == launched_.end()) continue;
+    part& other = *it->second;
+    // Events of this process's streams, queried without blocking (under the lock: a query
+    // takes only its stream's own lock).
+    if (!other.call.inputs_ready || !other.call.inputs_ready()) continue;
+    join(other, false, lock);
+    m.one_computes = true; // the helped rank's thread is elsewhere: whoever completes computes all
+  }
+}
+
 bool inproc_communicator::poll(part& p, bool stream_failed) {
   const collective_call& call = p.call;
   std::unique_lock<std::mutex> lock(mutex_);
@@ -283,16 +304,26 @@ bool inproc_communicator::poll(part& p, bool stream_failed) {
   if (!p.joined) {
     notify.changed = true; // also when join throws: the others must see the break
     join(p, stream_failed, lock);
+    if (!stream_failed) join_for_others(p, lock);
   }
   meeting& m = meetings_.at(call.sequence);
   if (m.joined < ranks_) return false;
 
+  if (m.one_computes && !p.computed && m.finished_by[static_cast<std::size_t>(p.rank)] != 0)
+    p.computed = true; // another rank computed this one's part
   if (!p.computed) {
+    // Decided under the lock, by the first rank here once all joined: with one_computes set
+    // no other rank computes after this.
+    const bool alone = m.one_computes;
+    if (alone) m.finished_by.assign(static_cast<std::size_t>(ranks_), 1);
     if (!m.failure) {
       lock.unlock();
       std::optional<std::string> failure;
       try {
-        compute(m, p.rank, ranks_);
+        if (alone)
+          for (int r = 0; r < ranks_; ++r) compute(m, r, ranks_);
+        else
+          compute(m, p.rank, ranks_);
       } catch (const std::exception& e) {
         failure = call.label + ": " + e.what();
       }
@@ -302,7 +333,9 @@ bool inproc_communicator::poll(part& p, bool stream_failed) {
     p.computed = true;
     m.finished_by[static_cast<std::size_t>(p.rank)] = 1;
     notify.changed = true;
+    if (alone) m.finished = ranks_ - 1;
     if (++m.finished == ranks_) {
+      if (m.failure) failed_once_ = true;
       m.span.end_ns = steady_ns();
       // Every rank has read every input: each rank's gathered rows go to its buffers now,
       // before the completion, which may release those buffers (a place that does not read
@@ -323,6 +356,7 @@ bool inproc_communicator::poll(part& p, bool stream_failed) {
   }
   if (m.finished < ranks_) return false;
   const std::optional<std::string> failure = m.failure;
+  launched_.erase({p.rank, call.sequence});
   if (++m.left == ranks_) meetings_.erase(call.sequence);
   if (failure) throw error(*failure);
   return true;

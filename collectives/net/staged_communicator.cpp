@@ -25,6 +25,9 @@ void staged_communicator::launch(const collective_call& call, int local_rank,
   first.what = call.what == kind::broadcast || call.what == kind::all_gather ? call.what : kind::reduce;
   last.what = call.what == kind::reduce ? kind::reduce : kind::broadcast;
   first.exchange = sparse_exchange::sparse; // the local rows all go to the lead, which decides
+  // No joining for a busy local rank: the last stage's inputs are the network stage's
+  // results, which the engine's events do not cover (inproc_communicator).
+  first.inputs_ready = last.inputs_ready = nullptr;
   const std::vector<tensor*> none;
   const std::uint64_t sequence = call.sequence;
   local_.launch(first, local_rank, call.what == kind::broadcast ? none : buffers, on,
