@@ -435,73 +435,81 @@ std::vector<std::vector<std::vector<float>>> three_inputs(int ranks, unsigned se
   return in;
 }
 
-TEST(communicator, a_rank_busy_in_a_kernel_is_joined_for_once_its_inputs_are_ready) {
-  world w(2);
-  const auto in = three_inputs(2, 80);
-  auto buffers = tensors_of(in);
-  busy_rank busy(w, 1);
+/// Two ranks, three all-reduces' inputs, and what their completions said.
+struct two_ranks {
+  explicit two_ranks(unsigned seed) : in(three_inputs(2, seed)), buffers(tensors_of(in)) {}
+
+  /// Collectives #first..#first+2 over fresh copies of the inputs, `ready(rank)` saying
+  /// whether a rank's inputs are written.
+  void launch(std::uint64_t first, const std::function<bool(int)>& ready) {
+    buffers = tensors_of(in);
+    calls = 0;
+    ok = true;
+    launch_all_reduces(w, buffers, first, 3, ready, calls, ok);
+  }
+
+  /// Whether every rank's buffers hold the rank-order sums.
+  bool summed() const {
+    for (std::size_t k = 0; k < 3; ++k)
+      for (std::size_t r = 0; r < 2; ++r)
+        if (!bit_identical(values_of(buffers[r][k]), rank_order_sum(in, k))) return false;
+    return true;
+  }
+
+  world w{2};
+  std::vector<std::vector<std::vector<float>>> in;
+  std::vector<std::vector<tensor>> buffers;
   std::atomic<int> calls{0};
   std::atomic<bool> ok{true};
-  launch_all_reduces(w, buffers, 0, 3, [](int) { return true; }, calls, ok);
+};
+
+TEST(communicator, a_rank_busy_in_a_kernel_is_joined_for_once_its_inputs_are_ready) {
+  two_ranks t(80);
+  busy_rank busy(t.w, 1);
+  t.launch(0, [](int) { return true; });
   // Rank 0's thread completes every collective for both ranks while rank 1's is held.
-  ASSERT_TRUE(reaches(calls, 3)) << calls.load() << " of 3 collectives completed while rank 1 was busy";
-  EXPECT_TRUE(ok.load());
-  EXPECT_TRUE(w.on(0).synchronize());
-  for (std::size_t k = 0; k < 3; ++k) {
-    EXPECT_TRUE(bit_identical(values_of(buffers[0][k]), rank_order_sum(in, k))) << k;
-    EXPECT_TRUE(bit_identical(values_of(buffers[1][k]), rank_order_sum(in, k))) << k;
-  }
+  ASSERT_TRUE(reaches(t.calls, 3)) << t.calls.load() << " of 3 collectives completed while rank 1 was busy";
+  EXPECT_TRUE(t.ok.load());
+  EXPECT_TRUE(t.w.on(0).synchronize());
+  EXPECT_TRUE(t.summed());
   // Rank 1's parts find their collectives done once its thread comes back.
   busy.release();
-  ASSERT_EQ(w.sync_all(), all(2, true)) << w.error(1);
-  EXPECT_EQ(calls.load(), 3);
-  EXPECT_EQ(w.comm.history(), (std::vector<std::vector<std::uint64_t>>{{0, 1, 2}, {0, 1, 2}}));
+  ASSERT_EQ(t.w.sync_all(), all(2, true)) << t.w.error(1);
+  EXPECT_EQ(t.calls.load(), 3);
+  EXPECT_EQ(t.w.comm.history(), (std::vector<std::vector<std::uint64_t>>{{0, 1, 2}, {0, 1, 2}}));
 }
 
 TEST(communicator, a_busy_rank_whose_inputs_are_not_ready_is_waited_for) {
-  world w(2);
-  const auto in = three_inputs(2, 81);
-  auto buffers = tensors_of(in);
-  busy_rank busy(w, 1);
-  std::atomic<int> calls{0};
-  std::atomic<bool> ok{true};
-  launch_all_reduces(w, buffers, 0, 3, [](int rank) { return rank == 0; }, calls, ok);
+  two_ranks t(81);
+  busy_rank busy(t.w, 1);
+  t.launch(0, [](int rank) { return rank == 0; });
   std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(calls.load(), 0) << "a collective completed without rank 1's inputs";
+  EXPECT_EQ(t.calls.load(), 0) << "a collective completed without rank 1's inputs";
   busy.release();
-  ASSERT_EQ(w.sync_all(), all(2, true)) << w.error(0) << " / " << w.error(1);
-  EXPECT_EQ(calls.load(), 3);
-  EXPECT_TRUE(ok.load());
-  for (std::size_t k = 0; k < 3; ++k)
-    for (std::size_t r = 0; r < 2; ++r) EXPECT_TRUE(bit_identical(values_of(buffers[r][k]), rank_order_sum(in, k))) << k;
+  ASSERT_EQ(t.w.sync_all(), all(2, true)) << t.w.error(0) << " / " << t.w.error(1);
+  EXPECT_EQ(t.calls.load(), 3);
+  EXPECT_TRUE(t.ok.load());
+  EXPECT_TRUE(t.summed());
 }
 
 TEST(communicator, after_a_failed_collective_no_rank_is_joined_for) {
-  world w(2);
-  const auto in = three_inputs(2, 82);
-  auto first = tensors_of(in);
+  two_ranks t(82);
   // Rank 1's input writer fails: its inputs are never ready (what the executor's events
-  // say), and its own thread fails the collective.
-  w.on(1).enqueue([] { throw error("poisoned"); });
-  std::atomic<int> calls{0};
-  std::atomic<bool> ok{true};
-  launch_all_reduces(w, first, 0, 1, [](int rank) { return rank != 1; }, calls, ok);
-  ASSERT_EQ(w.sync_all(), all(2, false));
-  EXPECT_FALSE(ok.load());
-  for (int r = 0; r < 2; ++r) w.on(r).clear_error();
+  // say), and its own thread fails the collectives.
+  t.w.on(1).enqueue([] { throw error("poisoned"); });
+  t.launch(0, [](int rank) { return rank != 1; });
+  ASSERT_EQ(t.w.sync_all(), all(2, false));
+  EXPECT_FALSE(t.ok.load());
+  for (int r = 0; r < 2; ++r) t.w.on(r).clear_error();
 
-  auto buffers = tensors_of(in);
-  busy_rank busy(w, 1);
-  calls = 0;
-  ok = true;
-  launch_all_reduces(w, buffers, 1, 3, [](int) { return true; }, calls, ok);
+  busy_rank busy(t.w, 1);
+  t.launch(3, [](int) { return true; });
   std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(calls.load(), 0) << "rank 1 was joined for after a failure";
+  EXPECT_EQ(t.calls.load(), 0) << "rank 1 was joined for after a failure";
   busy.release();
-  ASSERT_EQ(w.sync_all(), all(2, true)) << w.error(0) << " / " << w.error(1);
-  EXPECT_EQ(calls.load(), 3);
-  for (std::size_t k = 0; k < 3; ++k)
-    for (std::size_t r = 0; r < 2; ++r) EXPECT_TRUE(bit_identical(values_of(buffers[r][k]), rank_order_sum(in, k))) << k;
+  ASSERT_EQ(t.w.sync_all(), all(2, true)) << t.w.error(0) << " / " << t.w.error(1);
+  EXPECT_EQ(t.calls.load(), 3);
+  EXPECT_TRUE(t.summed());
 }
 
 } // namespace
