@@ -45,8 +45,11 @@ void inproc_communicator::launch(const collective_call& call, int local_rank,
                 to_string(on.where()));
   auto state = std::make_shared<part>(part{call, local_rank, std::move(buffers), std::move(done)});
   if (call.inputs_ready && ranks_ > 1) {
-    std::lock_guard<std::mutex> guard(mutex_);
-    launched_[{local_rank, call.sequence}] = state;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      launched_[{local_rank, call.sequence}] = state;
+    }
+    notify_progress(); // a rank already waiting in this meeting may now join for this one
   }
   on.enqueue_polled([this, state](bool failed) { return poll(*state, failed); });
 }
@@ -304,9 +307,16 @@ bool inproc_communicator::poll(part& p, bool stream_failed) {
   if (!p.joined) {
     notify.changed = true; // also when join throws: the others must see the break
     join(p, stream_failed, lock);
-    if (!stream_failed) join_for_others(p, lock);
+    p.sound = !stream_failed;
   }
   meeting& m = meetings_.at(call.sequence);
+  // At every poll while waiting: the others' parts may have been launched, or their inputs
+  // written, since the last one.
+  if (m.joined < ranks_ && p.sound) {
+    const int before = m.joined;
+    join_for_others(p, lock);
+    if (m.joined != before) notify.changed = true;
+  }
   if (m.joined < ranks_) return false;
 
   if (m.one_computes && !p.computed && m.finished_by[static_cast<std::size_t>(p.rank)] != 0)

@@ -77,6 +77,7 @@ class inproc_communicator final : public communicator {
     completion done;
     bool joined = false;
     bool computed = false;
+    bool sound = false; ///< joined from a stream that had not failed: may join for others
   };
 
   /// Joins, for the current meeting of `p`, every other rank that can be joined for
