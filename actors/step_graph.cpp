@@ -200,6 +200,7 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
     }
     previous = n.id;
   }
+  if (!actor_per_op) drop_implied_edges(static_cast<int>(devices.size()));
   // A record after every node's work cost most of a small op's host time on a GPU place (a
   // cudaEventRecord each; measured on an H100): only the nodes read on another stream record.
   for (auto& n : nodes_) {
@@ -217,6 +218,82 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
     if (n.dependencies == 0 && n.head == n.id) sources_.push_back(n.id);
   counts_ = std::make_unique<std::atomic<int>[]>(full_counts_.size());
   reset_counts();
+}
+
+void step_graph::drop_implied_edges(int places) {
+  // Why it is sound: an edge u -> v makes v's work start after u's work on the edge's place
+  // has finished (v's stream waits on u's event, or runs after it in stream order, or v
+  // fires once the event is done), and v fire after u fired. Both are transitive, so a
+  // second path from u to v keeps both promises without the edge: v just waits for the
+  // path's last node instead. A collective is a node per place here (a fact): its part on
+  // place p waits only for its inputs on p, and its readers on p only for that part, so a
+  // path through a collective implies nothing about another place's part. A launch-order
+  // edge orders the parts of two collectives place by place (one communication stream per
+  // place); those edges stay (they carry the launch sequence).
+  std::vector<int> first(nodes_.size());
+  std::size_t facts = 0;
+  for (const step_node& n : nodes_) {
+    first[static_cast<std::size_t>(n.id)] = static_cast<int>(facts);
+    facts += n.is_collective() ? static_cast<std::size_t>(places) : 1;
+  }
+  // The reachability sets take facts^2 bits: above this (32 MiB), keep every edge.
+  constexpr std::size_t max_facts = 16384;
+  if (facts > max_facts) return;
+  const auto fact = [&](int id, int place) {
+    const step_node& n = nodes_[static_cast<std::size_t>(id)];
+    return static_cast<std::size_t>(first[static_cast<std::size_t>(id)] + (n.is_collective() ? place : 0));
+  };
+  std::vector<std::vector<std::size_t>> out(facts);
+  std::vector<int> waiting(facts, 0);
+  for (const step_node& n : nodes_)
+    for (const step_node::edge& e : n.successors)
+      for (int p = e.place < 0 ? 0 : e.place; p < (e.place < 0 ? places : e.place + 1); ++p)
+        out[fact(n.id, p)].push_back(fact(e.to, p));
+  for (auto& o : out) {
+    std::sort(o.begin(), o.end());
+    o.erase(std::unique(o.begin(), o.end()), o.end());
+    for (std::size_t t : o) ++waiting[t];
+  }
+  // reach[f]: every fact after f on some path, filled in reverse topological order.
+  std::vector<std::size_t> order;
+  order.reserve(facts);
+  for (std::size_t f = 0; f < facts; ++f)
+    if (waiting[f] == 0) order.push_back(f);
+  for (std::size_t i = 0; i < order.size(); ++i)
+    for (std::size_t t : out[order[i]])
+      if (--waiting[t] == 0) order.push_back(t);
+  if (order.size() != facts) return; // not a DAG: leave it to validation elsewhere
+  const std::size_t words = (facts + 63) / 64;
+  std::vector<std::uint64_t> reach(facts * words, 0);
+  const auto reaches = [&](std::size_t from, std::size_t to) {
+    return (reach[from * words + to / 64] >> (to % 64) & 1) != 0;
+  };
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    std::uint64_t* mine = &reach[*it * words];
+    for (std::size_t t : out[*it]) {
+      mine[t / 64] |= std::uint64_t{1} << (t % 64);
+      const std::uint64_t* theirs = &reach[t * words];
+      for (std::size_t w = 0; w < words; ++w) mine[w] |= theirs[w];
+    }
+  }
+  const auto implied = [&](std::size_t from, std::size_t to) {
+    return std::any_of(out[from].begin(), out[from].end(),
+                       [&](std::size_t other) { return other != to && reaches(other, to); });
+  };
+  for (step_node& n : nodes_) {
+    std::vector<step_node::edge> kept;
+    for (const step_node::edge& e : n.successors) {
+      const bool repeat = std::any_of(kept.begin(), kept.end(), [&](const step_node::edge& k) {
+        return k.to == e.to && k.place == e.place;
+      });
+      if (e.place >= 0 && (repeat || implied(fact(n.id, e.place), fact(e.to, e.place)))) {
+        --nodes_[static_cast<std::size_t>(e.to)].dependencies;
+        continue;
+      }
+      kept.push_back(e);
+    }
+    n.successors = std::move(kept);
+  }
 }
 
 void step_graph::group_firings() {

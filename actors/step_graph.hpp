@@ -137,6 +137,9 @@ struct alignas(64) node_live {
 /// group, on the same place and stream as that group's head, joins the group, and is
 /// enqueued right after the group's earlier nodes by whatever fires the head; the nodes
 /// without inputs of one place and stream (all fired when the step starts) form one group.
+/// Before grouping, an edge that another path of edges already implies is dropped (see
+/// drop_implied_edges): the optimizer op that waits for a gradient's all-reduce, its global
+/// norm and the parameter's last reader needs only the norm's message.
 /// Why: an op
 /// actor's firing costs a few microseconds of a CAF worker (the message, its matching,
 /// the mailbox), and on small steps those firings, not the kernels, set the pace: the MLP
@@ -183,6 +186,9 @@ class step_graph {
 
   /// Sets every node's head and the heads' followers (see the class comment).
   void group_firings();
+  /// Drops each edge u -> v that another path from u to v implies, and repeats of an edge,
+  /// and lowers v's dependencies to match (see the .cpp for why that is sound).
+  void drop_implied_edges(int places);
   std::vector<tensor*> counted_;             // the tensor each count guards
   std::vector<int> full_counts_;
   std::unique_ptr<std::atomic<int>[]> counts_;
