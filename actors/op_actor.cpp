@@ -129,8 +129,11 @@ void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref
   }
 }
 
+void fire_inline(actor_env& env, int id, std::uint64_t step, event_ref input);
+
 /// Fires node `id` for `step` on the calling thread: enqueues its work after `inputs`, then
-/// tells each reader through `send(reader actor, step, event_ref)`.
+/// tells each reader through `send(reader actor, step, event_ref)`, or fires it where that
+/// message is all it waits for (step_graph::fires_inline).
 template <class Send>
 void fire_node(actor_env& env, int id, std::uint64_t step, const std::vector<event_ref>& inputs, Send&& send) {
   step_node& n = env.graph->nodes()[static_cast<std::size_t>(id)];
@@ -150,7 +153,8 @@ void fire_node(actor_env& env, int id, std::uint64_t step, const std::vector<eve
     event_ref r;
     if (e.place >= 0) // the event of the place whose variable version the reader reads
       r = {&n.done_on(e.place), &env.devices[static_cast<std::size_t>(e.place)]->get_stream(n.runs_on), e.place};
-    send(env.actors[static_cast<std::size_t>(e.to)], step, r);
+    if (env.graph->fires_inline(e.to)) fire_inline(env, e.to, step, r);
+    else send(env.actors[static_cast<std::size_t>(e.to)], step, r);
   }
   if (env.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) env.all_fired();
 }
@@ -205,6 +209,54 @@ void fire_when_inputs_done(actor_env& env, int id, std::uint64_t step,
   fire_group(env, id, step, *inputs, send_anonymously);
 }
 
+/// Fires head `id` for `step` once its `inputs` (all its input edges) are in: after them on
+/// the host where they defer (see defers), else now.
+template <class Send>
+void fire_ready(actor_env& env, int id, std::uint64_t step, const std::vector<event_ref>& inputs, Send&& send) {
+  const step_node& n = env.graph->nodes()[static_cast<std::size_t>(id)];
+  if (env.sync == sync_mode::event && !n.is_collective() &&
+      std::any_of(inputs.begin(), inputs.end(), [&](const event_ref& r) { return defers(env, n, r); })) {
+    fire_when_inputs_done(env, id, step, std::make_shared<const std::vector<event_ref>>(inputs), 0);
+    return;
+  }
+  fire_group(env, id, step, inputs, send);
+}
+
+/// A firing that fire_inline queued on this thread.
+struct inline_firing {
+  actor_env* env;
+  int id;
+  std::uint64_t step;
+  event_ref input;
+};
+
+/// This thread's queue of inline firings while it runs them, else null: a firing that
+/// fires a reader inline queues it, so a chain of them runs in a loop, not in a recursion
+/// as deep as the chain.
+thread_local std::vector<inline_firing>* inline_queue = nullptr;
+
+/// Fires head `id`, which waits for the one message `input` (step_graph::fires_inline), on
+/// the thread that would have sent it. What the sender owes the step is unchanged: the
+/// sender has not yet counted itself fired (fire_node), so the step cannot end meanwhile.
+void fire_inline(actor_env& env, int id, std::uint64_t step, event_ref input) {
+  if (inline_queue != nullptr) {
+    inline_queue->push_back({&env, id, step, input});
+    return;
+  }
+  std::vector<inline_firing> queue = {{&env, id, step, input}};
+  inline_queue = &queue;
+  struct reset {
+    ~reset() { inline_queue = nullptr; }
+  } on_exit;
+  std::vector<event_ref> inputs;
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const inline_firing f = queue[i]; // a copy: firing it may grow the queue
+    inputs.clear();
+    if (f.input.done != nullptr) inputs.push_back(f.input);
+    fire_ready(*f.env, f.id, f.step, inputs, send_anonymously);
+  }
+}
+
 } // namespace
 
 void fire_sources(actor_env& env, const std::vector<int>& sources, std::uint64_t step) {
@@ -227,14 +279,7 @@ void fire_sources(actor_env& env, const std::vector<int>& sources, std::uint64_t
 
 caf::behavior op_actor(caf::stateful_actor<op_actor_state>* self, actor_env* env, int id) {
   auto fire = [self, env, id](std::uint64_t step) {
-    const step_node& n = env->graph->nodes()[static_cast<std::size_t>(id)];
-    const auto& inputs = self->state.inputs;
-    if (env->sync == sync_mode::event && !n.is_collective() &&
-        std::any_of(inputs.begin(), inputs.end(), [&](const event_ref& r) { return defers(*env, n, r); })) {
-      fire_when_inputs_done(*env, id, step, std::make_shared<const std::vector<event_ref>>(inputs), 0);
-      return;
-    }
-    fire_group(*env, id, step, inputs, [self](const caf::actor& reader, std::uint64_t s, event_ref r) {
+    fire_ready(*env, id, step, self->state.inputs, [self](const caf::actor& reader, std::uint64_t s, event_ref r) {
       self->send(reader, ready_atom::value, s, r);
     });
   };

@@ -539,6 +539,14 @@ std::vector<std::vector<int>> parallel_executor::firing_groups() const {
   return groups;
 }
 
+std::vector<int> parallel_executor::inline_firings() const {
+  if (!state_->graph) throw error("parallel_executor: no graph before the first run");
+  std::vector<int> heads;
+  for (const step_node& n : state_->graph->nodes())
+    if (state_->graph->fires_inline(n.id)) heads.push_back(n.id);
+  return heads;
+}
+
 parallel_executor::cuda_graph_counts parallel_executor::cuda_graph_statistics() const {
   cuda_graph_counts out;
   if (!state_->captured) return out;

@@ -221,6 +221,10 @@ class parallel_executor {
   /// op handle's id followed by its followers' in the order its firing enqueues them; every
   /// op handle of graph() in exactly one. Throws before the first run.
   std::vector<std::vector<int>> firing_groups() const;
+  /// The group heads of the current graph that the thread sending their one input message
+  /// fires instead (no op actor: step_graph::fires_inline), by id. Throws before the first
+  /// run.
+  std::vector<int> inline_firings() const;
 
   /// For tests: the collective sequence numbers each place issued on the current graph, in
   /// the order it issued them.

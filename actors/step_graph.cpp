@@ -109,7 +109,7 @@ shape_t fill_shape(const proto::OpDesc& fill) {
 
 step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vector<scope*> scopes,
                        const std::vector<device*>& devices, bool check_nan_inf, bool actor_per_op)
-    : graph_(std::move(graph)) {
+    : graph_(std::move(graph)), actor_per_op_(actor_per_op) {
   const proto::BlockDesc& block = main.blocks(0);
   std::vector<std::string> place_names;
   for (const device* d : devices) place_names.push_back(to_string(d->where()));
@@ -200,7 +200,32 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
     }
     previous = n.id;
   }
-  if (!actor_per_op) drop_implied_edges(static_cast<int>(devices.size()));
+  for (auto& n : nodes_) n.head = n.id;
+  if (!actor_per_op) {
+    // Twice: a group's firing enqueues its nodes in order on one stream, so each member's
+    // work is done before the next one's starts, an order that implies more edges (a
+    // learning rate computed early in a place's first group, read by an optimizer op that
+    // also waits for a gradient computed later in it). The order becomes edges between
+    // consecutive members; the second grouping keeps every member with its group (its
+    // producers are a subset of what they were, all in that group), in the same order.
+    const int places = static_cast<int>(devices.size());
+    drop_implied_edges(places);
+    group_firings();
+    for (auto& n : nodes_) {
+      int previous = n.id;
+      for (int f : n.followers) {
+        nodes_[static_cast<std::size_t>(previous)].successors.push_back({f, n.place});
+        ++nodes_[static_cast<std::size_t>(f)].dependencies;
+        previous = f;
+      }
+    }
+    for (auto& n : nodes_) {
+      n.head = n.id;
+      n.followers.clear();
+    }
+    drop_implied_edges(places);
+    group_firings();
+  }
   // A record after every node's work cost most of a small op's host time on a GPU place (a
   // cudaEventRecord each; measured on an H100): only the nodes read on another stream record.
   for (auto& n : nodes_) {
@@ -212,8 +237,6 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
       if (&d.get_stream(reader.runs_on) != &d.get_stream(n.runs_on)) n.records_[static_cast<std::size_t>(e.place)] = 1;
     }
   }
-  for (auto& n : nodes_) n.head = n.id;
-  if (!actor_per_op) group_firings();
   for (const auto& n : nodes_)
     if (n.dependencies == 0 && n.head == n.id) sources_.push_back(n.id);
   counts_ = std::make_unique<std::atomic<int>[]>(full_counts_.size());

@@ -157,10 +157,17 @@ class step_graph {
   std::vector<step_node>& nodes() { return nodes_; }
   /// The nodes without inputs that head a firing group: what the thread running a step fires.
   const std::vector<int>& sources() const { return sources_; }
-  /// The heads that fire on a message (every head but the sources): those get an actor.
+  /// The heads that wait for one message only, and are not collectives: the thread that
+  /// would send it fires them instead (op_actor.cpp), saving a CAF worker's hop.
+  bool fires_inline(int id) const {
+    const step_node& n = nodes_[static_cast<std::size_t>(id)];
+    return n.head == n.id && n.dependencies == 1 && !n.is_collective() && !actor_per_op_;
+  }
+  /// The heads that fire on messages (every head but the sources and those fired inline):
+  /// those get an actor.
   bool has_actor(int id) const {
     const step_node& n = nodes_[static_cast<std::size_t>(id)];
-    return n.head == n.id && n.dependencies > 0;
+    return n.head == n.id && n.dependencies > 0 && !fires_inline(id);
   }
   std::uint64_t collectives_per_step() const { return collectives_; }
 
@@ -183,6 +190,7 @@ class step_graph {
   std::vector<step_node> nodes_;
   std::vector<int> sources_;
   std::uint64_t collectives_ = 0;
+  bool actor_per_op_ = false;
 
   /// Sets every node's head and the heads' followers (see the class comment).
   void group_firings();

@@ -2,7 +2,7 @@
 // grouping changes nothing a step computes or promises. Every Paddle training fixture on 1 and
 // 2 places trains bit for bit as it does with an actor message per op; a traced grouped step
 // keeps every op's span and passes the hazard checker. Edges that other paths imply are
-// dropped before grouping.
+// dropped before grouping; a head that waits for one message is fired inline.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -87,10 +87,14 @@ struct fixture_run {
 }
 
 /// Whether op `from`'s work is done before op `to`'s starts along the graph's edges, place by
-/// place: an op reads what another writes (the SSA graph's var versions), and each
-/// collective's part on a place comes after the previous collective's part there (launch
-/// order). A collective's part on place p reads and writes p's versions only.
-bool ordered_by_edges(const ssa_graph& g, int from, int to) {
+/// place: an op reads what another writes (the SSA graph's var versions), each collective's
+/// part on a place comes after the previous collective's part there (launch order), and a
+/// group's member after the one before it (`groups`: one stream, enqueued in that order). A
+/// collective's part on place p reads and writes p's versions only.
+bool ordered_by_edges(const ssa_graph& g, const std::vector<std::vector<int>>& groups, int from, int to) {
+  std::map<int, int> next_in_group;
+  for (const auto& group : groups)
+    for (std::size_t i = 0; i + 1 < group.size(); ++i) next_in_group[group[i]] = group[i + 1];
   std::vector<int> collectives;
   for (const op_handle& op : g.ops)
     if (is_collective(op.what)) collectives.push_back(op.id);
@@ -112,6 +116,10 @@ bool ordered_by_edges(const ssa_graph& g, int from, int to) {
         if (reader == to) return true;
         todo.push_back({reader, is_collective(g.ops[static_cast<std::size_t>(reader)].what) ? var.place : g.ops[static_cast<std::size_t>(reader)].place});
       }
+    }
+    if (auto next = next_in_group.find(op); next != next_in_group.end()) {
+      if (next->second == to) return true;
+      todo.push_back({next->second, place});
     }
     if (is_collective(h.what)) {
       auto it = std::find(collectives.begin(), collectives.end(), op);
@@ -172,7 +180,7 @@ TEST_P(FiringGroups, FollowersReadOnlyTheirGroupOnTheirHeadsPlaceAndStream) {
       for (int v : f.inputs) {
         const int writer = g.vars[static_cast<std::size_t>(v)].generated_op;
         if (writer < 0 || enqueued.count(writer)) continue;
-        EXPECT_TRUE(std::any_of(enqueued.begin(), enqueued.end(), [&](int e) { return ordered_by_edges(g, writer, e); }))
+        EXPECT_TRUE(std::any_of(enqueued.begin(), enqueued.end(), [&](int e) { return ordered_by_edges(g, groups, writer, e); }))
             << "op " << f.id << " reads op " << writer << "'s output";
       }
       enqueued.insert(f.id);
@@ -203,6 +211,35 @@ TEST(FiringGroupsImpliedEdges, TheEncodersOptimizerOpsFollowTheNormsGroup) {
         EXPECT_GT(i, 0u) << "adamw op " << h.id << " heads a group on " << places << " places";
       }
     EXPECT_GT(optimizers, 0u);
+  }
+}
+
+// Fired inline: a head that waits for one message (an optimizer op waiting only for its
+// gradient's all-reduce, once the learning rate's edge is implied by its group's order) is
+// fired by the thread that would send that message. Each such head reads its one writer's
+// output, written on another stream.
+TEST(FiringGroupsInline, OptimizerOpsWaitingForOneAllReduceFireInline) {
+  for (const auto& [name, optimizer] : std::vector<std::pair<std::string, std::string>>{
+           {"lr_schedule", "sgd"}, {"resnet_small", "momentum"}}) {
+    fixture_run grouped(name, 2, false), per_op(name, 2, true);
+    grouped.train(1);
+    per_op.train(1);
+    const ssa_graph& g = grouped.exe.graph();
+    const std::vector<int> heads = grouped.exe.inline_firings();
+    const std::set<int> inline_heads(heads.begin(), heads.end());
+    std::size_t optimizers = 0;
+    for (const op_handle& h : g.ops) {
+      if (h.what != op_handle::kind::computation || grouped.main.blocks(0).ops(h.op_index).type() != optimizer) continue;
+      ++optimizers;
+      EXPECT_TRUE(inline_heads.count(h.id)) << name << ": " << optimizer << " op " << h.id << " has an op actor";
+      std::set<int> writers;
+      for (int v : h.inputs)
+        if (g.vars[static_cast<std::size_t>(v)].generated_op >= 0) writers.insert(g.vars[static_cast<std::size_t>(v)].generated_op);
+      EXPECT_TRUE(std::any_of(writers.begin(), writers.end(), [&](int w) { return is_collective(g.ops[static_cast<std::size_t>(w)].what); }))
+          << name << ": " << optimizer << " op " << h.id << " reads no collective's output";
+    }
+    EXPECT_GT(optimizers, 0u) << name;
+    EXPECT_TRUE(per_op.exe.inline_firings().empty()) << name << ": an actor per op fires nothing inline";
   }
 }
 
