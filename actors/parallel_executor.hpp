@@ -80,8 +80,9 @@ struct execution_strategy {
   /// Every op handle fires by a message to its own actor. Off (the default), a node whose
   /// inputs all come from one firing group on its own place and stream is enqueued by that
   /// group's firing instead (actors/step_graph.hpp): the same work in the same stream
-  /// order, a few microseconds of a CAF worker saved per node. For comparing the two and
-  /// for seeing each op's firing in a trace's message flow.
+  /// order, a few microseconds of a CAF worker saved per node; an edge that other edges
+  /// imply is dropped, and a head waiting for one message is fired by its sender. For
+  /// comparing and for seeing each op's firing in a trace's message flow.
   bool actor_per_op = false;
 };
 

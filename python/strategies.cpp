@@ -158,7 +158,9 @@ void bind_strategies(py::module_& m) {
                      "fire every op by a message to its own actor (pe-actor-run's "
                      "--actor-per-op; default False: an op whose inputs all come from one "
                      "firing group on its place and stream is enqueued by that group's firing, "
-                     "the same work in the same order with fewer messages)")
+                     "the same work in the same order with fewer messages; edges that others "
+                     "imply send none, and a group waiting for one message is fired by its "
+                     "sender)")
       .def_readwrite("stall_timeout", &python_execution_strategy::stall_timeout,
                      "seconds a step may make no progress (no op fires, no kernel, transfer or "
                      "stream item finishes) before it stalls (pe-actor-run's --stall-timeout; "

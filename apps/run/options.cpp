@@ -304,10 +304,12 @@ po::options_description describe() {
      "on one core while another idles); off by default, because two jobs that both pin share "
      "their first cores. No effect on GPU places")
     ("actor-per-op", po::bool_switch(),
-     "fire every op by a message to its own actor. By default an op whose inputs all come "
-     "from one firing group on its own place and stream is enqueued by that group's firing "
-     "(the same work in the same stream order, fewer messages); this turns that off, for "
-     "comparing the two or for each op's message in a trace")
+     "fire every op by a message to its own actor, a message per edge. By default an op "
+     "whose inputs all come from one firing group on its own place and stream is enqueued by "
+     "that group's firing (the same work in the same stream order, fewer messages), an edge "
+     "that other edges imply sends no message, and a group waiting for one message is fired "
+     "by its sender; this turns all three off, for comparing or for each op's message in a "
+     "trace")
     ("stall-timeout", po::value<double>()->value_name("SECONDS")->default_value(default_stall_timeout_s, "300"),
      "a training step of the actor executor that makes no progress for this long (no op "
      "fires, no kernel, transfer or stream item finishes, no place joins a collective) "
