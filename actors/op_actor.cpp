@@ -113,6 +113,9 @@ void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref
     if (!order_after_inputs(env, s, inputs, static_cast<int>(p))) fail_stream(s);
     // On a CPU place the communicator may ask whether this place's inputs are written, to
     // complete the collective for it while its thread runs a kernel (inproc_communicator).
+    // One call for every place: a place that is not a CPU place must not inherit the CPU
+    // place's question before it.
+    call.inputs_ready = nullptr;
     if (env.devices[p]->where().type == place::kind::cpu) {
       std::vector<const event*> writers;
       for (const event_ref& r : inputs)
