@@ -133,6 +133,7 @@ void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref
 }
 
 void fire_inline(actor_env& env, int id, std::uint64_t step, event_ref input);
+void arrive_on_step_thread(actor_env& env, int id, std::uint64_t step, event_ref input);
 
 /// Fires node `id` for `step` on the calling thread: enqueues its work after `inputs`, then
 /// tells each reader through `send(reader actor, step, event_ref)`, or fires it where that
@@ -157,6 +158,8 @@ void fire_node(actor_env& env, int id, std::uint64_t step, const std::vector<eve
     if (e.place >= 0) // the event of the place whose variable version the reader reads
       r = {&n.done_on(e.place), &env.devices[static_cast<std::size_t>(e.place)]->get_stream(n.runs_on), e.place};
     if (env.graph->fires_inline(e.to)) fire_inline(env, e.to, step, r);
+    else if (env.graph->nodes()[static_cast<std::size_t>(e.to)].counted_by_step_thread)
+      arrive_on_step_thread(env, e.to, step, r);
     else send(env.actors[static_cast<std::size_t>(e.to)], step, r);
   }
   if (env.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) env.all_fired();
@@ -225,12 +228,14 @@ void fire_ready(actor_env& env, int id, std::uint64_t step, const std::vector<ev
   fire_group(env, id, step, inputs, send);
 }
 
-/// A firing that fire_inline queued on this thread.
+/// A firing that fire_inline queued on this thread: with the one input `input`, or, for a
+/// head counted by the step's thread, with the events it collected (`arrivals`).
 struct inline_firing {
   actor_env* env;
   int id;
   std::uint64_t step;
   event_ref input;
+  const std::vector<event_ref>* arrivals = nullptr;
 };
 
 /// This thread's queue of inline firings while it runs them, else null: a firing that
@@ -241,12 +246,12 @@ thread_local std::vector<inline_firing>* inline_queue = nullptr;
 /// Fires head `id`, which waits for the one message `input` (step_graph::fires_inline), on
 /// the thread that would have sent it. What the sender owes the step is unchanged: the
 /// sender has not yet counted itself fired (fire_node), so the step cannot end meanwhile.
-void fire_inline(actor_env& env, int id, std::uint64_t step, event_ref input) {
+void run_inline(const inline_firing& first) {
   if (inline_queue != nullptr) {
-    inline_queue->push_back({&env, id, step, input});
+    inline_queue->push_back(first);
     return;
   }
-  std::vector<inline_firing> queue = {{&env, id, step, input}};
+  std::vector<inline_firing> queue = {first};
   inline_queue = &queue;
   struct reset {
     ~reset() { inline_queue = nullptr; }
@@ -254,10 +259,32 @@ void fire_inline(actor_env& env, int id, std::uint64_t step, event_ref input) {
   std::vector<event_ref> inputs;
   for (std::size_t i = 0; i < queue.size(); ++i) {
     const inline_firing f = queue[i]; // a copy: firing it may grow the queue
+    if (f.arrivals != nullptr) {
+      fire_ready(*f.env, f.id, f.step, *f.arrivals, send_anonymously);
+      continue;
+    }
     inputs.clear();
     if (f.input.done != nullptr) inputs.push_back(f.input);
     fire_ready(*f.env, f.id, f.step, inputs, send_anonymously);
   }
+}
+
+void fire_inline(actor_env& env, int id, std::uint64_t step, event_ref input) {
+  run_inline({&env, id, step, input});
+}
+
+/// A message to a head counted by the step's thread (step_graph::count_on_step_thread),
+/// from that thread: counted as its actor would, and the head fired (inline) by the last.
+/// Only that thread touches the count, so it needs no lock; the step stamp resets it.
+void arrive_on_step_thread(actor_env& env, int id, std::uint64_t step, event_ref input) {
+  step_node& n = env.graph->nodes()[static_cast<std::size_t>(id)];
+  if (n.arrivals_step != step) {
+    n.arrivals_step = step;
+    n.arrived = 0;
+    n.arrivals.clear();
+  }
+  if (input.done != nullptr) n.arrivals.push_back(input);
+  if (++n.arrived == n.dependencies) run_inline({&env, id, step, {}, &n.arrivals});
 }
 
 } // namespace

@@ -10,6 +10,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/event_ref.hpp"
 #include "actors/parallel_executor.hpp"
 #include "actors/step_graph.hpp"
 #include "collectives/communicator.hpp"
@@ -18,16 +19,6 @@
 namespace pe {
 
 class trace_recorder;
-
-/// What a var-ready message carries besides the step: the event recorded after the
-/// writer's work, the stream it was recorded on (a reader on that same stream needs no
-/// wait: stream order suffices), and the place of the variable version. Null for a
-/// launch-order edge. A local-only message type: it holds pointers.
-struct event_ref {
-  const event* done = nullptr;
-  const stream* on = nullptr;
-  int place = 0;
-};
 
 /// What every op actor of one executor shares. Set before a step, read during it.
 struct actor_env {

@@ -547,6 +547,14 @@ std::vector<int> parallel_executor::inline_firings() const {
   return heads;
 }
 
+std::size_t parallel_executor::op_actor_count() const {
+  if (!state_->graph) throw error("parallel_executor: no graph before the first run");
+  std::size_t actors = 0;
+  for (const step_node& n : state_->graph->nodes())
+    if (state_->graph->has_actor(n.id)) ++actors;
+  return actors;
+}
+
 parallel_executor::cuda_graph_counts parallel_executor::cuda_graph_statistics() const {
   cuda_graph_counts out;
   if (!state_->captured) return out;

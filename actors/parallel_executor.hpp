@@ -226,6 +226,10 @@ class parallel_executor {
   /// fires instead (no op actor: step_graph::fires_inline), by id. Throws before the first
   /// run.
   std::vector<int> inline_firings() const;
+  /// How many op actors the current graph has (heads that fire on messages through CAF:
+  /// not the sources, the inline firings or the heads the step's thread counts). Throws
+  /// before the first run.
+  std::size_t op_actor_count() const;
 
   /// For tests: the collective sequence numbers each place issued on the current graph, in
   /// the order it issued them.

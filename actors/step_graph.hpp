@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/event_ref.hpp"
 #include "collectives/communicator.hpp"
 #include "devices/device.hpp"
 #include "graph/exec/bound_op.hpp"
@@ -72,6 +73,13 @@ class step_node {
   /// it before the work): the step, and when the actor fired (trace clock; 0 untraced).
   std::uint64_t fired_step = 0;
   std::int64_t enqueued_ns = 0;
+  /// A head whose every message is sent by the thread running the step, while it fires the
+  /// sources (step_graph::counted_by_step_thread): that thread counts its arrivals here, for
+  /// `arrivals_step`, and collects their events.
+  bool counted_by_step_thread = false;
+  std::uint64_t arrivals_step = ~std::uint64_t{0};
+  int arrived = 0;
+  std::vector<event_ref> arrivals;
 
   bool is_collective() const { return pe::is_collective(what); }
 
@@ -163,11 +171,11 @@ class step_graph {
     const step_node& n = nodes_[static_cast<std::size_t>(id)];
     return n.head == n.id && n.dependencies == 1 && !n.is_collective() && !actor_per_op_;
   }
-  /// The heads that fire on messages (every head but the sources and those fired inline):
-  /// those get an actor.
+  /// The heads that fire on messages (every head but the sources, those fired inline and
+  /// those counted by the step's thread): those get an actor.
   bool has_actor(int id) const {
     const step_node& n = nodes_[static_cast<std::size_t>(id)];
-    return n.head == n.id && n.dependencies > 0 && !fires_inline(id);
+    return n.head == n.id && n.dependencies > 0 && !fires_inline(id) && !n.counted_by_step_thread;
   }
   std::uint64_t collectives_per_step() const { return collectives_; }
 
@@ -194,6 +202,9 @@ class step_graph {
 
   /// Sets every node's head and the heads' followers (see the class comment).
   void group_firings();
+  /// Marks the heads whose every message comes from the sources' groups or from collectives
+  /// marked before them (step_node::counted_by_step_thread; see the .cpp).
+  void count_on_step_thread();
   /// Drops each edge u -> v that another path from u to v implies, and repeats of an edge,
   /// and lowers v's dependencies to match (see the .cpp for why that is sound).
   void drop_implied_edges(int places);

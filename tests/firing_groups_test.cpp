@@ -243,6 +243,24 @@ TEST(FiringGroupsInline, OptimizerOpsWaitingForOneAllReduceFireInline) {
   }
 }
 
+// Counted by the step's thread: where every message of a step comes from the sources'
+// groups or the collectives they complete (the MLP with its schedule, the ResNet: one group
+// per place, then all-reduces in sequence, then optimizer ops waiting for one of them), no
+// message goes through a CAF mailbox: no op actor at all. The encoder keeps two actors per
+// place for its global norm (the sum of squares and the clip's max), whose messages come
+// from the places' device threads.
+TEST(FiringGroupsStepThread, SourceOnlyMessagesNeedNoOpActor) {
+  for (const auto& [name, actors] : std::vector<std::pair<std::string, std::size_t>>{
+           {"lr_schedule", 0}, {"resnet_small", 0}, {"encoder_classifier", 4}}) {
+    fixture_run grouped(name, 2, false), per_op(name, 2, true);
+    grouped.train(2);
+    per_op.train(1);
+    EXPECT_EQ(grouped.exe.op_actor_count(), actors) << name;
+    // With an actor per op, every op handle but the step's first on each place and stream.
+    EXPECT_GT(per_op.exe.op_actor_count(), per_op.exe.graph().ops.size() / 2) << name;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(PaddleFixtures, FiringGroups, pe::testing::paddle_training_cases(),
                          pe::testing::paddle_training_case_name);
 
