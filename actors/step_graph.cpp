@@ -330,22 +330,12 @@ void step_graph::count_on_step_thread() {
   // step went to one CAF worker, which woke for them and took a core from a place's device
   // thread in the step's first microseconds (traces of the in-graph-schedule MLP on 2
   // places: a device thread off its core for 64 us of a 194 us step).
-  std::vector<std::vector<int>> producers(nodes_.size());
-  std::vector<int> waiting(nodes_.size(), 0);
-  for (const step_node& n : nodes_)
-    for (const step_node::edge& e : n.successors) {
-      producers[static_cast<std::size_t>(e.to)].push_back(n.id);
-      ++waiting[static_cast<std::size_t>(e.to)];
-    }
+  std::vector<std::vector<int>> producers;
+  const std::vector<int> order = topological_order(producers);
   std::vector<char> on_step_thread(nodes_.size(), 0);
   for (int s : sources_) on_step_thread[static_cast<std::size_t>(s)] = 1;
-  std::vector<int> order;
-  for (const step_node& n : nodes_)
-    if (waiting[static_cast<std::size_t>(n.id)] == 0) order.push_back(n.id);
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    step_node& n = nodes_[static_cast<std::size_t>(order[i])];
-    for (const step_node::edge& e : n.successors)
-      if (--waiting[static_cast<std::size_t>(e.to)] == 0) order.push_back(e.to);
+  for (int id : order) {
+    step_node& n = nodes_[static_cast<std::size_t>(id)];
     if (n.head != n.id || n.dependencies == 0 || fires_inline(n.id)) continue;
     const auto& from = producers[static_cast<std::size_t>(n.id)];
     n.counted_by_step_thread = std::all_of(from.begin(), from.end(), [&](int p) {
@@ -355,10 +345,8 @@ void step_graph::count_on_step_thread() {
   }
 }
 
-void step_graph::group_firings() {
-  // Every node's producers (those with an edge to it), and a topological order (Kahn's,
-  // lowest id first among the ready: the program's order where it is free to choose).
-  std::vector<std::vector<int>> producers(nodes_.size());
+std::vector<int> step_graph::topological_order(std::vector<std::vector<int>>& producers) const {
+  producers.assign(nodes_.size(), {});
   std::vector<int> waiting(nodes_.size(), 0);
   for (const step_node& n : nodes_)
     for (const step_node::edge& e : n.successors) {
@@ -368,14 +356,25 @@ void step_graph::group_firings() {
   std::priority_queue<int, std::vector<int>, std::greater<>> ready;
   for (const step_node& n : nodes_)
     if (waiting[static_cast<std::size_t>(n.id)] == 0) ready.push(n.id);
+  std::vector<int> order;
+  order.reserve(nodes_.size());
+  while (!ready.empty()) {
+    order.push_back(ready.top());
+    ready.pop();
+    for (const step_node::edge& e : nodes_[static_cast<std::size_t>(order.back())].successors)
+      if (--waiting[static_cast<std::size_t>(e.to)] == 0) ready.push(e.to);
+  }
+  return order;
+}
+
+void step_graph::group_firings() {
+  std::vector<std::vector<int>> producers;
+  const std::vector<int> order = topological_order(producers);
   // The first source on each (place, stream): the later ones there join its group, as they
   // all fire when the step starts anyway.
   std::map<std::pair<int, stream_kind>, int> first_source;
-  while (!ready.empty()) {
-    step_node& n = nodes_[static_cast<std::size_t>(ready.top())];
-    ready.pop();
-    for (const step_node::edge& e : n.successors)
-      if (--waiting[static_cast<std::size_t>(e.to)] == 0) ready.push(e.to);
+  for (int id : order) {
+    step_node& n = nodes_[static_cast<std::size_t>(id)];
     if (n.is_collective()) continue;
     const std::vector<int>& from = producers[static_cast<std::size_t>(n.id)];
     if (from.empty()) {

@@ -202,6 +202,10 @@ class step_graph {
 
   /// Sets every node's head and the heads' followers (see the class comment).
   void group_firings();
+  /// Every node's producers (those with an edge to it) into `producers`, and a topological
+  /// order of the nodes (Kahn's, lowest id first among the ready: the program's order where
+  /// it is free to choose).
+  std::vector<int> topological_order(std::vector<std::vector<int>>& producers) const;
   /// Marks the heads whose every message comes from the sources' groups or from collectives
   /// marked before them (step_node::counted_by_step_thread; see the .cpp).
   void count_on_step_thread();
