@@ -81,8 +81,9 @@ struct execution_strategy {
   /// inputs all come from one firing group on its own place and stream is enqueued by that
   /// group's firing instead (actors/step_graph.hpp): the same work in the same stream
   /// order, a few microseconds of a CAF worker saved per node; an edge that other edges
-  /// imply is dropped, and a head waiting for one message is fired by its sender. For
-  /// comparing and for seeing each op's firing in a trace's message flow.
+  /// imply is dropped, a head waiting for one message is fired by its sender, and one
+  /// hearing only from the step's thread is counted and fired by it. For comparing and for
+  /// seeing each op's firing in a trace's message flow.
   bool actor_per_op = false;
 };
 

@@ -159,8 +159,8 @@ void bind_strategies(py::module_& m) {
                      "--actor-per-op; default False: an op whose inputs all come from one "
                      "firing group on its place and stream is enqueued by that group's firing, "
                      "the same work in the same order with fewer messages; edges that others "
-                     "imply send none, and a group waiting for one message is fired by its "
-                     "sender)")
+                     "imply send none, a group waiting for one message is fired by its "
+                     "sender, one hearing only from the step's thread by that thread)")
       .def_readwrite("stall_timeout", &python_execution_strategy::stall_timeout,
                      "seconds a step may make no progress (no op fires, no kernel, transfer or "
                      "stream item finishes) before it stalls (pe-actor-run's --stall-timeout; "

@@ -307,9 +307,9 @@ po::options_description describe() {
      "fire every op by a message to its own actor, a message per edge. By default an op "
      "whose inputs all come from one firing group on its own place and stream is enqueued by "
      "that group's firing (the same work in the same stream order, fewer messages), an edge "
-     "that other edges imply sends no message, and a group waiting for one message is fired "
-     "by its sender; this turns all three off, for comparing or for each op's message in a "
-     "trace")
+     "that other edges imply sends no message, a group waiting for one message is fired by "
+     "its sender, and one hearing only from the step's thread is fired by it; this turns all "
+     "of these off, for comparing or for each op's message in a trace")
     ("stall-timeout", po::value<double>()->value_name("SECONDS")->default_value(default_stall_timeout_s, "300"),
      "a training step of the actor executor that makes no progress for this long (no op "
      "fires, no kernel, transfer or stream item finishes, no place joins a collective) "
