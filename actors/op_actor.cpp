@@ -243,9 +243,10 @@ struct inline_firing {
 /// as deep as the chain.
 thread_local std::vector<inline_firing>* inline_queue = nullptr;
 
-/// Fires head `id`, which waits for the one message `input` (step_graph::fires_inline), on
-/// the thread that would have sent it. What the sender owes the step is unchanged: the
-/// sender has not yet counted itself fired (fire_node), so the step cannot end meanwhile.
+/// Fires `first`'s head on this thread, the one that brought its last message (fire_inline,
+/// arrive_on_step_thread), with the firings it leads to queued behind it. What the sender
+/// owes the step is unchanged: the sender has not yet counted itself fired (fire_node), so
+/// the step cannot end meanwhile.
 void run_inline(const inline_firing& first) {
   if (inline_queue != nullptr) {
     inline_queue->push_back(first);
@@ -269,6 +270,8 @@ void run_inline(const inline_firing& first) {
   }
 }
 
+/// Fires head `id`, which waits for the one message `input` (step_graph::fires_inline), on
+/// the thread that would have sent it.
 void fire_inline(actor_env& env, int id, std::uint64_t step, event_ref input) {
   run_inline({&env, id, step, input});
 }
