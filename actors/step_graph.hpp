@@ -74,7 +74,7 @@ class step_node {
   std::uint64_t fired_step = 0;
   std::int64_t enqueued_ns = 0;
   /// A head whose every message is sent by the thread running the step, while it fires the
-  /// sources (step_graph::counted_by_step_thread): that thread counts its arrivals here, for
+  /// sources (step_graph::count_on_step_thread): that thread counts its arrivals here, for
   /// `arrivals_step`, and collects their events.
   bool counted_by_step_thread = false;
   std::uint64_t arrivals_step = ~std::uint64_t{0};
