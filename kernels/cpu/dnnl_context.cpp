@@ -7,6 +7,7 @@
 
 #include "core/host_block_cache.hpp"
 #include "kernels/cpu/blas.hpp"
+#include "kernels/cpu/dnnl_cache.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 
 namespace pe {
@@ -42,6 +43,8 @@ void register_dnnl_kernels(kernel_registry& r) {
 }
 
 int dnnl_threads() { return omp_get_max_threads(); }
+
+int dnnl_team_size() { return this_thread().threads; }
 
 const dnnl::engine& dnnl_engine() { return this_thread().engine; }
 
@@ -88,10 +91,23 @@ dnnl::memory::desc dnnl_blocked(const dnnl::memory::desc& plain) {
           wide ? dnnl::memory::format_tag::nChw16c : dnnl::memory::format_tag::nChw8c};
 }
 
+namespace {
+
+/// The reorder from layout `from` to layout `to`, from the thread's cache.
+dnnl::reorder reorder_of(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  return dnnl_cached<dnnl::reorder>(dnnl_key('R').add(from).add(to), [&] {
+    const dnnl::engine& engine = dnnl_engine();
+    return dnnl::reorder(dnnl::reorder::primitive_desc(engine, from, engine, to));
+  });
+}
+
+} // namespace
+
 dnnl::memory dnnl_reordered(const dnnl::memory& plain, const dnnl::memory::desc& md) {
-  if (plain.get_desc() == md) return plain;
+  const dnnl::memory::desc from = plain.get_desc();
+  if (from == md) return plain;
   dnnl::memory copy = dnnl_scratch(md);
-  dnnl_run(dnnl::reorder(plain, copy), {{DNNL_ARG_FROM, plain}, {DNNL_ARG_TO, copy}});
+  dnnl_run(reorder_of(from, md), {{DNNL_ARG_FROM, plain}, {DNNL_ARG_TO, copy}});
   return copy;
 }
 
@@ -101,7 +117,8 @@ dnnl::memory dnnl_result(const dnnl::memory& plain, const dnnl::memory::desc& md
 
 void dnnl_store(const dnnl::memory& result, const dnnl::memory& plain) {
   if (result == plain) return;
-  dnnl_run(dnnl::reorder(result, plain), {{DNNL_ARG_FROM, result}, {DNNL_ARG_TO, plain}});
+  dnnl_run(reorder_of(result.get_desc(), plain.get_desc()),
+           {{DNNL_ARG_FROM, result}, {DNNL_ARG_TO, plain}});
 }
 
 } // namespace pe

@@ -5,7 +5,10 @@
 // reorder into and out of them. The geometry is kernels/window_shapes.hpp's, the rule shape
 // inference applies.
 #include <string>
+#include <type_traits>
+#include <utility>
 
+#include "kernels/cpu/dnnl_cache.hpp"
 #include "kernels/cpu/dnnl_context.hpp"
 #include "kernels/cpu/math_kernels.hpp"
 #include "kernels/window_shapes.hpp"
@@ -52,6 +55,22 @@ Desc backward_desc(const conv_setup& s) {
           dnnl_any(s.dst), s.strides, s.dilates, s.pad_l, s.pad_r};
 }
 
+/// The thread's cached primitive of `kind` ('F' forward, 'D' backward data, 'W' backward
+/// weights) for convolution `s`.
+template <class Primitive>
+dnnl_primitive_entry<Primitive> cached_conv(char kind, const conv_setup& s) {
+  dnnl_key key(kind);
+  key.add(s.src).add(s.weights).add(s.dst).add(s.strides).add(s.dilates).add(s.pad_l).add(s.pad_r);
+  return dnnl_cached<dnnl_primitive_entry<Primitive>>(std::move(key), [&] {
+    typename Primitive::primitive_desc pd;
+    if constexpr (std::is_same_v<Primitive, dnnl::convolution_forward>)
+      pd = forward_pd(s);
+    else
+      pd = {backward_desc<typename Primitive::desc>(s), dnnl_engine(), forward_pd(s)};
+    return dnnl_primitive_entry<Primitive>{pd, Primitive(pd)};
+  });
+}
+
 /// Output = Input (*) Filter.
 void conv_forward(kernel_context& ctx) {
   const tensor& input = fp32_input(ctx, "Input");
@@ -60,10 +79,10 @@ void conv_forward(kernel_context& ctx) {
     const conv_setup s = setup_of(ctx, input, filter);
     write_unaliased(ctx.output("Output"), {&input, &filter}, [&](tensor& out) {
       out.resize(dtype::fp32, s.geometry.out);
-      const auto pd = forward_pd(s);
+      const auto [pd, primitive] = cached_conv<dnnl::convolution_forward>('F', s);
       const dnnl::memory plain_dst = dnnl_memory(s.dst, out);
       const dnnl::memory dst = dnnl_result(plain_dst, pd.dst_desc());
-      dnnl_run(dnnl::convolution_forward(pd),
+      dnnl_run(primitive,
                {{DNNL_ARG_SRC, dnnl_reordered(dnnl_memory(s.src, input), pd.src_desc())},
                 {DNNL_ARG_WEIGHTS,
                  dnnl_reordered(dnnl_memory(s.weights, filter), pd.weights_desc())},
@@ -82,7 +101,6 @@ void conv_backward(kernel_context& ctx) {
   with_dnnl(ctx, [&] {
     const conv_setup s = setup_of(ctx, input, filter);
     expect_dims(ctx, "Output@GRAD", dout, s.geometry.out);
-    const auto hint = forward_pd(s);
     // Output@GRAD in the layout each primitive wants, reordered once when both want the same.
     const dnnl::memory plain_dout = dnnl_memory(s.dst, dout);
     dnnl::memory reordered_dout = plain_dout;
@@ -93,11 +111,10 @@ void conv_backward(kernel_context& ctx) {
     if (ctx.has_output("Input@GRAD"))
       write_unaliased(ctx.output("Input@GRAD"), {&dout, &filter}, [&](tensor& dx) {
         dx.resize(dtype::fp32, input.shape());
-        const dnnl::convolution_backward_data::primitive_desc pd(
-            backward_desc<dnnl::convolution_backward_data::desc>(s), dnnl_engine(), hint);
+        const auto [pd, primitive] = cached_conv<dnnl::convolution_backward_data>('D', s);
         const dnnl::memory plain_dx = dnnl_memory(s.src, dx);
         const dnnl::memory diff_src = dnnl_result(plain_dx, pd.diff_src_desc());
-        dnnl_run(dnnl::convolution_backward_data(pd),
+        dnnl_run(primitive,
                  {{DNNL_ARG_DIFF_DST, diff_dst(pd.diff_dst_desc())},
                   {DNNL_ARG_WEIGHTS,
                    dnnl_reordered(dnnl_memory(s.weights, filter), pd.weights_desc())},
@@ -107,11 +124,10 @@ void conv_backward(kernel_context& ctx) {
     if (ctx.has_output("Filter@GRAD"))
       write_unaliased(ctx.output("Filter@GRAD"), {&dout, &input}, [&](tensor& dw) {
         dw.resize(dtype::fp32, filter.shape());
-        const dnnl::convolution_backward_weights::primitive_desc pd(
-            backward_desc<dnnl::convolution_backward_weights::desc>(s), dnnl_engine(), hint);
+        const auto [pd, primitive] = cached_conv<dnnl::convolution_backward_weights>('W', s);
         const dnnl::memory plain_dw = dnnl_memory(s.weights, dw);
         const dnnl::memory diff_weights = dnnl_result(plain_dw, pd.diff_weights_desc());
-        dnnl_run(dnnl::convolution_backward_weights(pd),
+        dnnl_run(primitive,
                  {{DNNL_ARG_SRC, dnnl_reordered(dnnl_memory(s.src, input), pd.src_desc())},
                   {DNNL_ARG_DIFF_DST, diff_dst(pd.diff_dst_desc())},
                   {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});

@@ -4,7 +4,10 @@
 // which made the two gelus of the BERT-style encoder fixture and their grads the largest
 // share of its CPU step (trace: 322 of ~1760 us). X is seen as one flat vector (element-wise).
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
+#include "kernels/cpu/dnnl_cache.hpp"
 #include "kernels/cpu/dnnl_context.hpp"
 #include "kernels/cpu/math_kernels.hpp"
 
@@ -21,6 +24,24 @@ dnnl::eltwise_forward::primitive_desc gelu_forward_pd(const kernel_context& ctx,
   return {{dnnl::prop_kind::forward_training, gelu_algorithm(ctx), md, 0.f, 0.f}, dnnl_engine()};
 }
 
+/// The thread's cached gelu primitive of `Primitive` (forward, or backward with the forward
+/// as its hint) over `numel` elements.
+template <class Primitive>
+Primitive cached_gelu(const kernel_context& ctx, std::int64_t numel) {
+  constexpr bool forward = std::is_same_v<Primitive, dnnl::eltwise_forward>;
+  const dnnl::algorithm algorithm = gelu_algorithm(ctx);
+  dnnl_key key(forward ? 'G' : 'H');
+  key.add(numel).add(static_cast<std::int64_t>(algorithm));
+  return dnnl_cached<Primitive>(std::move(key), [&] {
+    const dnnl::memory::desc md = dnnl_plain_desc({numel});
+    if constexpr (forward)
+      return Primitive(gelu_forward_pd(ctx, md));
+    else
+      return Primitive(dnnl::eltwise_backward::primitive_desc({algorithm, md, md, 0.f, 0.f}, dnnl_engine(),
+                                                              gelu_forward_pd(ctx, md)));
+  });
+}
+
 /// Out = gelu(X); in place on X is fine.
 void gelu(kernel_context& ctx) {
   const tensor& x = fp32_input(ctx, "X");
@@ -29,7 +50,7 @@ void gelu(kernel_context& ctx) {
   if (x.numel() == 0) return;
   with_dnnl(ctx, [&] {
     const dnnl::memory::desc md = dnnl_plain_desc({x.numel()});
-    dnnl_run(dnnl::eltwise_forward(gelu_forward_pd(ctx, md)),
+    dnnl_run(cached_gelu<dnnl::eltwise_forward>(ctx, x.numel()),
              {{DNNL_ARG_SRC, dnnl_memory(md, x)}, {DNNL_ARG_DST, dnnl_memory(md, out)}});
   });
 }
@@ -45,11 +66,10 @@ void gelu_grad(kernel_context& ctx) {
     if (x.numel() == 0) return;
     with_dnnl(ctx, [&] {
       const dnnl::memory::desc md = dnnl_plain_desc({x.numel()});
-      const dnnl::eltwise_backward::primitive_desc pd({gelu_algorithm(ctx), md, md, 0.f, 0.f}, dnnl_engine(),
-                                                      gelu_forward_pd(ctx, md));
-      dnnl_run(dnnl::eltwise_backward(pd), {{DNNL_ARG_SRC, dnnl_memory(md, x)},
-                                            {DNNL_ARG_DIFF_DST, dnnl_memory(md, dout)},
-                                            {DNNL_ARG_DIFF_SRC, dnnl_memory(md, target)}});
+      dnnl_run(cached_gelu<dnnl::eltwise_backward>(ctx, x.numel()),
+               {{DNNL_ARG_SRC, dnnl_memory(md, x)},
+                {DNNL_ARG_DIFF_DST, dnnl_memory(md, dout)},
+                {DNNL_ARG_DIFF_SRC, dnnl_memory(md, target)}});
     });
   });
 }

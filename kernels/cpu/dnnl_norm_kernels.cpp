@@ -20,9 +20,12 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <unordered_map>
 
 #include "kernels/batch_norm_ops.hpp"
+#include "kernels/cpu/dnnl_cache.hpp"
 #include "kernels/cpu/dnnl_context.hpp"
 #include "kernels/cpu/math_kernels.hpp"
 
@@ -47,6 +50,27 @@ norm_view view_of(const bn_dims& d) {
   v.blocked = blocked.data.padded_dims[1] == v.c ? blocked : v.data;
   v.channel = dnnl_plain_desc({v.c});
   return v;
+}
+
+/// The thread's cached batch normalization primitive of `Primitive` (forward or backward)
+/// over layout `md` with `epsilon` and `flags`; a forward one in training unless `global`.
+template <class Primitive>
+Primitive cached_norm(const dnnl::memory::desc& md, float epsilon, dnnl::normalization_flags flags,
+                      bool global) {
+  constexpr bool forward = std::is_same_v<Primitive, dnnl::batch_normalization_forward>;
+  dnnl_key key(forward ? 'N' : 'B');
+  key.add(md).add_bits(epsilon).add(static_cast<std::int64_t>(flags)).add(global ? 1 : 0);
+  return dnnl_cached<Primitive>(std::move(key), [&] {
+    const dnnl::batch_normalization_forward::primitive_desc hint(
+        {global ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training, md,
+         epsilon, flags},
+        dnnl_engine());
+    if constexpr (forward)
+      return Primitive(hint);
+    else
+      return Primitive(dnnl::batch_normalization_backward::primitive_desc(
+          {dnnl::prop_kind::backward, md, md, epsilon, flags}, dnnl_engine(), hint));
+  });
 }
 
 /// Output `slot` (when bound) resized to [C]; nullptr when not bound.
@@ -92,14 +116,11 @@ void batch_norm_forward(kernel_context& ctx) {
   with_dnnl(ctx, [&] {
     const auto flags =
         global ? scale_shift | dnnl::normalization_flags::use_global_stats : scale_shift;
-    const dnnl::batch_normalization_forward::primitive_desc pd(
-        {global ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
-         v.blocked, epsilon, flags},
-        dnnl_engine());
+    const auto primitive = cached_norm<dnnl::batch_normalization_forward>(v.blocked, epsilon, flags, global);
     const dnnl::memory src = dnnl_reordered(dnnl_memory(v.data, x), v.blocked);
     const dnnl::memory plain_dst = dnnl_memory(v.data, y);
     const dnnl::memory dst = dnnl_result(plain_dst, v.blocked);
-    dnnl_run(dnnl::batch_normalization_forward(pd),
+    dnnl_run(primitive,
              {{DNNL_ARG_SRC, src},
               {DNNL_ARG_DST, dst},
               {DNNL_ARG_SCALE, dnnl_memory(v.channel, scale)},
@@ -175,13 +196,11 @@ void batch_norm_backward(kernel_context& ctx) {
   write_unaliased(dx_target, {&x}, [&](tensor& dx) {
     dx.resize(dtype::fp32, x.shape());
     with_dnnl(ctx, [&] {
-      const dnnl::batch_normalization_forward::primitive_desc hint(
-          {dnnl::prop_kind::forward_training, v.blocked, epsilon, flags}, dnnl_engine());
-      const dnnl::batch_normalization_backward::primitive_desc pd(
-          {dnnl::prop_kind::backward, v.blocked, v.blocked, epsilon, flags}, dnnl_engine(), hint);
+      // Its hint is a training forward whatever the statistics, as the kernel always made it.
+      const auto primitive = cached_norm<dnnl::batch_normalization_backward>(v.blocked, epsilon, flags, false);
       const dnnl::memory plain_dx = dnnl_memory(v.data, dx);
       const dnnl::memory diff_src = dnnl_result(plain_dx, v.blocked);
-      dnnl_run(dnnl::batch_normalization_backward(pd),
+      dnnl_run(primitive,
                {{DNNL_ARG_SRC, dnnl_reordered(dnnl_memory(v.data, x), v.blocked)},
                 {DNNL_ARG_DIFF_DST, dnnl_reordered(dnnl_memory(v.data, dy), v.blocked)},
                 {DNNL_ARG_MEAN, dnnl_memory(v.channel, mean)},

@@ -16,10 +16,12 @@
 // grad op reads: each window's gradient goes to its first element (row-major) equal to Out.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "kernels/cpu/blas.hpp"
+#include "kernels/cpu/dnnl_cache.hpp"
 #include "kernels/cpu/dnnl_context.hpp"
 #include "kernels/cpu/math_kernels.hpp"
 #include "kernels/window_shapes.hpp"
@@ -55,6 +57,26 @@ dnnl::pooling_forward::primitive_desc forward_pd(const pool_setup& s, dnnl::prop
   return {{kind, s.algorithm, dnnl_blocked(s.src), dnnl_any(s.dst), s.strides, s.kernel, s.pad_l,
            s.pad_r},
           dnnl_engine()};
+}
+
+/// The thread's cached pooling primitive of `Primitive` (forward for inference, or backward
+/// with a training forward as its hint) for pooling `s`.
+template <class Primitive>
+dnnl_primitive_entry<Primitive> cached_pool(const pool_setup& s) {
+  constexpr bool forward = std::is_same_v<Primitive, dnnl::pooling_forward>;
+  dnnl_key key(forward ? 'P' : 'Q');
+  key.add(s.src).add(s.dst).add(static_cast<std::int64_t>(s.algorithm)).add(s.strides).add(s.kernel)
+      .add(s.pad_l).add(s.pad_r);
+  return dnnl_cached<dnnl_primitive_entry<Primitive>>(std::move(key), [&] {
+    typename Primitive::primitive_desc pd;
+    if constexpr (forward)
+      pd = forward_pd(s, dnnl::prop_kind::forward_inference);
+    else
+      pd = {{s.algorithm, dnnl_blocked(s.src), dnnl_any(s.dst), s.strides, s.kernel, s.pad_l, s.pad_r},
+            dnnl_engine(),
+            forward_pd(s, dnnl::prop_kind::forward_training)};
+    return dnnl_primitive_entry<Primitive>{pd, Primitive(pd)};
+  });
 }
 
 /// Paddle's factor (see the file comment) for each output position along one axis.
@@ -99,10 +121,10 @@ void pool_forward(kernel_context& ctx) {
     const pool_setup s = setup_of(ctx, x);
     write_unaliased(ctx.output("Out"), {&x}, [&](tensor& out) {
       out.resize(dtype::fp32, s.geometry.out);
-      const auto pd = forward_pd(s, dnnl::prop_kind::forward_inference);
+      const auto [pd, primitive] = cached_pool<dnnl::pooling_forward>(s);
       const dnnl::memory plain_dst = dnnl_memory(s.dst, out);
       const dnnl::memory dst = dnnl_result(plain_dst, pd.dst_desc());
-      dnnl_run(dnnl::pooling_forward(pd),
+      dnnl_run(primitive,
                {{DNNL_ARG_SRC, dnnl_reordered(dnnl_memory(s.src, x), pd.src_desc())},
                 {DNNL_ARG_DST, dst}});
       dnnl_store(dst, plain_dst);
@@ -169,7 +191,6 @@ void pool_backward(kernel_context& ctx) {
       });
       return;
     }
-    const auto hint = forward_pd(s, dnnl::prop_kind::forward_training);
     tensor scaled;
     if (const divisor_fix fix = paddle_divisor(s); !fix.empty()) {
       scaled = dout.clone();
@@ -178,13 +199,10 @@ void pool_backward(kernel_context& ctx) {
     const tensor& diff_dst = scaled.initialized() ? scaled : dout;
     write_unaliased(ctx.output("X@GRAD"), {&x, &dout}, [&](tensor& dx) {
       dx.resize(dtype::fp32, x.shape());
-      const dnnl::pooling_backward::primitive_desc pd(
-          {s.algorithm, dnnl_blocked(s.src), dnnl_any(s.dst), s.strides, s.kernel, s.pad_l,
-           s.pad_r},
-          dnnl_engine(), hint);
+      const auto [pd, primitive] = cached_pool<dnnl::pooling_backward>(s);
       const dnnl::memory plain_dx = dnnl_memory(s.src, dx);
       const dnnl::memory diff_src = dnnl_result(plain_dx, pd.diff_src_desc());
-      dnnl_run(dnnl::pooling_backward(pd),
+      dnnl_run(primitive,
                {{DNNL_ARG_DIFF_DST,
                  dnnl_reordered(dnnl_memory(s.dst, diff_dst), pd.diff_dst_desc())},
                 {DNNL_ARG_DIFF_SRC, diff_src}});
