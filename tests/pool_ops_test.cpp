@@ -104,6 +104,11 @@ const std::vector<pool_case>& pool_cases() {
        {{"ksize", ints{2, 2}}, {"strides", ints{2, 2}}},
        {2, 2, 0, 0},
        {2, 2, 0, 0}},
+      {"k2 s2 tiling even extents", // the 2 x 2 fast path of the max grad
+       {2, 3, 6, 8},
+       {{"ksize", ints{2, 2}}, {"strides", ints{2, 2}}},
+       {2, 2, 0, 0},
+       {2, 2, 0, 0}},
       {"k3 s2 paddings 1",
        {1, 2, 6, 7},
        {{"ksize", ints{3, 3}}, {"strides", ints{2, 2}}, {"paddings", ints{1, 1}}},
@@ -224,6 +229,26 @@ TEST(Pool2dGrad, MaxGoesToTheFirstMaximumAsPaddle) {
                   {"strides", ints{2, 2}}}),
          vars);
   EXPECT_TRUE(pe::testing::tensor_is(vars.get("dx"), {1, 1, 2, 4}, {3, 0, 5, 0, 0, 0, 0, 0}));
+}
+
+TEST(Pool2dGrad, MaxGoesToTheFirstMaximumInEveryPositionOfA2x2Window) {
+  // Windows that tile the input (the kernel's 2 x 2 path): the first maximum is the top
+  // left, top right, bottom left and bottom right one in turn, with ties after it.
+  pe::scope vars;
+  vars.var("x") = tensor::from_vector<float>({4, 4, 1, 3, 0, 0, 0, 0,  //
+                                              4, 4, 3, 3, 5, 5, 0, 7},
+                                             {1, 1, 2, 8});
+  vars.var("out") = tensor::from_vector<float>({4, 3, 5, 7}, {1, 1, 1, 4});
+  vars.var("dout") = tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 1, 4});
+  run_op(make_op("pool2d_grad", {{"X", "x"}, {"Out", "out"}, {"Out@GRAD", "dout"}},
+                 {{"X@GRAD", "dx"}},
+                 {{"pooling_type", std::string("max")},
+                  {"ksize", ints{2, 2}},
+                  {"strides", ints{2, 2}}}),
+         vars);
+  EXPECT_TRUE(pe::testing::tensor_is(vars.get("dx"), {1, 1, 2, 8},
+                                     {1, 0, 0, 2, 0, 0, 0, 0,  //
+                                      0, 0, 0, 0, 3, 0, 0, 4}));
 }
 
 TEST(Pool2d, GradMakerAsPaddle) {

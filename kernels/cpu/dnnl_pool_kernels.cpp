@@ -174,6 +174,48 @@ void max_pool_backward(const pool_geometry& g, const float* x, const float* out,
   }
 }
 
+/// Whether max_pool_backward_2x2 applies: 2 x 2 windows at stride 2 without padding that
+/// tile the input exactly (LeNet's pools, the built-in CNN's).
+bool tiles_by_2x2(const pool_geometry& g) {
+  return std::all_of(g.axes.begin(), g.axes.end(), [](const window_axis& a) {
+    return a.kernel == 2 && a.stride == 2 && a.pad_begin == 0 && a.in == 2 * a.out;
+  });
+}
+
+/// max_pool_backward where tiles_by_2x2 holds: every input element is in one window, so
+/// each is written once, without the fill and the search loop: branch-free selects of the
+/// window's first element equal to Out (the same rule), which the compiler vectorises. Why:
+/// the general loop was 10% of the built-in CNN's step on 1 place (perf, batch 64), its
+/// comparisons mispredicted branches.
+void max_pool_backward_2x2(const pool_geometry& g, const float* x, const float* out,
+                           const float* dout, float* dx) {
+  const std::int64_t planes = g.out[0] * g.out[1];
+  const std::int64_t rows = g.axes[0].out, cols = g.axes[1].out, in_cols = g.axes[1].in;
+  const std::int64_t in_plane = g.axes[0].in * in_cols, out_plane = rows * cols;
+#pragma omp parallel for num_threads(blas_threads())
+  for (std::int64_t p = 0; p < planes; ++p)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* __restrict top = x + p * in_plane + 2 * r * in_cols;
+      const float* __restrict bottom = top + in_cols;
+      float* __restrict dtop = dx + p * in_plane + 2 * r * in_cols;
+      float* __restrict dbottom = dtop + in_cols;
+      const float* __restrict max = out + p * out_plane + r * cols;
+      const float* __restrict grad = dout + p * out_plane + r * cols;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const float m = max[c], d = grad[c];
+        // Bitwise, not &&: no branch per comparison.
+        const bool first = top[2 * c] == m;
+        const bool second = (top[2 * c + 1] == m) & !first;
+        const bool third = (bottom[2 * c] == m) & !(first | second);
+        const bool fourth = (bottom[2 * c + 1] == m) & !(first | second | third);
+        dtop[2 * c] = first ? d : 0.f;
+        dtop[2 * c + 1] = second ? d : 0.f;
+        dbottom[2 * c] = third ? d : 0.f;
+        dbottom[2 * c + 1] = fourth ? d : 0.f;
+      }
+    }
+}
+
 /// X@GRAD from Out@GRAD: max pooling by Paddle's rule on Out, avg through oneDNN's backward.
 void pool_backward(kernel_context& ctx) {
   const tensor& x = fp32_input(ctx, "X");
@@ -186,8 +228,8 @@ void pool_backward(kernel_context& ctx) {
       expect_dims(ctx, "Out", out, s.geometry.out);
       write_unaliased(ctx.output("X@GRAD"), {&x, &out, &dout}, [&](tensor& dx) {
         dx.resize(dtype::fp32, x.shape());
-        max_pool_backward(s.geometry, x.data<float>(), out.data<float>(), dout.data<float>(),
-                          dx.data<float>());
+        const auto backward = tiles_by_2x2(s.geometry) ? max_pool_backward_2x2 : max_pool_backward;
+        backward(s.geometry, x.data<float>(), out.data<float>(), dout.data<float>(), dx.data<float>());
       });
       return;
     }
