@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -215,38 +216,39 @@ TEST(Pool2dGrad, MatchesCentralDifferences) {
       }
 }
 
-TEST(Pool2dGrad, MaxGoesToTheFirstMaximumAsPaddle) {
-  // Paddle's max-pool grad gives each window's gradient to its first element (row-major)
-  // equal to the maximum; ties are common after a relu.
+/// X@GRAD of a 2 x 2 max pool at stride 2 over x (rows of [1, 1, 2, width]), Out and Out@GRAD.
+tensor max_pool_2x2_grad(tensor x, tensor out, tensor dout) {
   pe::scope vars;
-  vars.var("x") = tensor::from_vector<float>({0, 0, 2, 1, 0, 0, 2, 2}, {1, 1, 2, 4});
-  vars.var("out") = tensor::from_vector<float>({0, 2}, {1, 1, 1, 2});
-  vars.var("dout") = tensor::from_vector<float>({3, 5}, {1, 1, 1, 2});
+  vars.var("x") = std::move(x);
+  vars.var("out") = std::move(out);
+  vars.var("dout") = std::move(dout);
   run_op(make_op("pool2d_grad", {{"X", "x"}, {"Out", "out"}, {"Out@GRAD", "dout"}},
                  {{"X@GRAD", "dx"}},
                  {{"pooling_type", std::string("max")},
                   {"ksize", ints{2, 2}},
                   {"strides", ints{2, 2}}}),
          vars);
-  EXPECT_TRUE(pe::testing::tensor_is(vars.get("dx"), {1, 1, 2, 4}, {3, 0, 5, 0, 0, 0, 0, 0}));
+  return vars.get("dx");
+}
+
+TEST(Pool2dGrad, MaxGoesToTheFirstMaximumAsPaddle) {
+  // Paddle's max-pool grad gives each window's gradient to its first element (row-major)
+  // equal to the maximum; ties are common after a relu.
+  const tensor dx = max_pool_2x2_grad(tensor::from_vector<float>({0, 0, 2, 1, 0, 0, 2, 2}, {1, 1, 2, 4}),
+                                      tensor::from_vector<float>({0, 2}, {1, 1, 1, 2}),
+                                      tensor::from_vector<float>({3, 5}, {1, 1, 1, 2}));
+  EXPECT_TRUE(pe::testing::tensor_is(dx, {1, 1, 2, 4}, {3, 0, 5, 0, 0, 0, 0, 0}));
 }
 
 TEST(Pool2dGrad, MaxGoesToTheFirstMaximumInEveryPositionOfA2x2Window) {
   // Windows that tile the input (the kernel's 2 x 2 path): the first maximum is the top
   // left, top right, bottom left and bottom right one in turn, with ties after it.
-  pe::scope vars;
-  vars.var("x") = tensor::from_vector<float>({4, 4, 1, 3, 0, 0, 0, 0,  //
-                                              4, 4, 3, 3, 5, 5, 0, 7},
-                                             {1, 1, 2, 8});
-  vars.var("out") = tensor::from_vector<float>({4, 3, 5, 7}, {1, 1, 1, 4});
-  vars.var("dout") = tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 1, 4});
-  run_op(make_op("pool2d_grad", {{"X", "x"}, {"Out", "out"}, {"Out@GRAD", "dout"}},
-                 {{"X@GRAD", "dx"}},
-                 {{"pooling_type", std::string("max")},
-                  {"ksize", ints{2, 2}},
-                  {"strides", ints{2, 2}}}),
-         vars);
-  EXPECT_TRUE(pe::testing::tensor_is(vars.get("dx"), {1, 1, 2, 8},
+  const tensor dx = max_pool_2x2_grad(tensor::from_vector<float>({4, 4, 1, 3, 0, 0, 0, 0,  //
+                                                                  4, 4, 3, 3, 5, 5, 0, 7},
+                                                                 {1, 1, 2, 8}),
+                                      tensor::from_vector<float>({4, 3, 5, 7}, {1, 1, 1, 4}),
+                                      tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 1, 4}));
+  EXPECT_TRUE(pe::testing::tensor_is(dx, {1, 1, 2, 8},
                                      {1, 0, 0, 2, 0, 0, 0, 0,  //
                                       0, 0, 0, 0, 3, 0, 0, 4}));
 }
