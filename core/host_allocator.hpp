@@ -5,7 +5,8 @@
 namespace pe {
 
 /// Host memory, 64-byte aligned (BLAS and vectorised loops stay on their fast paths); large
-/// blocks are pooled by host_block_cache, so a step's buffers are reused, not faulted in anew.
+/// blocks are pooled by host_block_cache, so a step's buffers are reused, not faulted in anew
+/// (and small ones kept by the thread that frees them: small_block_cache).
 class host_allocator final : public allocator {
  public:
   std::shared_ptr<std::byte> allocate(std::size_t bytes) override;

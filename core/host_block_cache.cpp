@@ -7,16 +7,13 @@
 #include <new>
 #include <string>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define PE_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define PE_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define PE_POISON(p, n) ((void)(p), (void)(n))
-#define PE_UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
+#include "core/asan_poison.hpp"
+#include "core/small_block_cache.hpp"
 
 namespace pe {
+
+// Every size has one home: the small blocks' lists below min_cached_bytes, the pool or the system above.
+static_assert(small_block_cache::max_bytes == host_block_cache::min_cached_bytes);
 
 namespace {
 
@@ -76,6 +73,7 @@ host_block_cache& host_block_cache::instance() {
 }
 
 void* host_block_cache::take(std::size_t bytes) {
+  if (bytes < min_cached_bytes) return small_block_cache::take(bytes);
   if (!pooled_size(bytes)) return system_take(bytes);
   const std::size_t size = round_size(bytes);
   std::unique_lock lock(mutex_);
@@ -103,6 +101,10 @@ void* host_block_cache::take(std::size_t bytes) {
 
 void host_block_cache::give(void* block, std::size_t bytes) {
   if (block == nullptr) return;
+  if (bytes < min_cached_bytes) {
+    small_block_cache::give(block, bytes);
+    return;
+  }
   if (!pooled_size(bytes)) {
     system_give(block, bytes);
     return;

@@ -24,8 +24,9 @@ namespace pe {
 /// free block at least its size and at most a quarter larger). The pool holds at most
 /// limit() bytes: beyond it, the blocks freed longest ago go back to the system first, so
 /// what a one-off burst left (the packets of a table sent at start) gives way to what the
-/// steps reuse. Smaller and larger blocks go straight to the system allocator (small ones
-/// glibc keeps on its own; the larger ones are a table's size, allocated once). Every block is 64-byte aligned; from
+/// steps reuse. Smaller blocks go to the freeing thread's small_block_cache (no lock, no
+/// limit but its own), larger ones straight to the system allocator (a table's size,
+/// allocated once). Every block is 64-byte aligned; from
 /// huge_pages_from_bytes on, 2 MiB aligned and advised (madvise) to use transparent huge
 /// pages.
 ///

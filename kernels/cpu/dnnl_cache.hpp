@@ -23,7 +23,10 @@ namespace pe {
 /// each key with a tag of its own, so that entries of different primitives never meet.
 class dnnl_key {
  public:
-  explicit dnnl_key(std::int64_t tag) { values_.push_back(tag); }
+  explicit dnnl_key(std::int64_t tag) {
+    values_.reserve(128); // a convolution's three descriptors and geometry: one allocation
+    values_.push_back(tag);
+  }
 
   dnnl_key& add(std::int64_t value) {
     values_.push_back(value);
