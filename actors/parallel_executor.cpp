@@ -5,7 +5,9 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <exception>
 #include <mutex>
+#include <utility>
 
 #include "actors/captured_steps.hpp"
 #include "actors/feed_split.hpp"
@@ -193,6 +195,8 @@ struct executor_state {
   /// references), and the event after each place's copies that its other streams wait on.
   std::deque<tensor> feed_rows;
   std::vector<std::unique_ptr<event>> feeds_ready;
+  /// run_meanwhile's work for the next run.
+  std::function<void()> meanwhile;
   std::uint64_t step = 0;
   std::int64_t step_start_ns = 0;
   /// Set when a step failed for a stall: its work may still run; the next run waits for it
@@ -631,6 +635,8 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       st.changed.notify_all();
     }
   } guard{st};
+  // Taken now: a run that fails before its step starts drops it.
+  const std::function<void()> meanwhile = std::exchange(st.meanwhile, nullptr);
   if (st.stalled) recover_after_stall(st, rt);
 
   // Feeds: the user's loss gradient (customized scale) goes to every place; everything
@@ -771,6 +777,18 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     fire_sources(st.env, st.graph->sources(), step);
     lock.lock();
   }
+  // The caller's work for its next step, while this one's kernels run; its failure is
+  // reported after the step's own.
+  std::exception_ptr meanwhile_failed;
+  if (meanwhile) {
+    lock.unlock();
+    try {
+      meanwhile();
+    } catch (...) {
+      meanwhile_failed = std::current_exception();
+    }
+    lock.lock();
+  }
   // Watched, every wait is bounded by the watch's tick, and each tick looks at the step.
   bool stalled = false;
   const auto fired = [&st] { return st.all_fired; };
@@ -842,7 +860,12 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   if (cause) throw error(*cause);
   if (consequence) throw error(*consequence);
   if (auto why = st.comm->failure()) throw error("the step's collectives were cut short: " + *why);
+  if (meanwhile_failed) std::rethrow_exception(meanwhile_failed);
   return std::move(st.in.fetched);
+}
+
+void parallel_executor::run_meanwhile(std::function<void()> work) {
+  state_->meanwhile = std::move(work);
 }
 
 } // namespace pe

@@ -154,6 +154,14 @@ class parallel_executor {
   std::vector<tensor> run_share(const feed_map& my_rows, std::int64_t global_batch,
                                 const std::vector<std::string>& fetch_list, int* stop_vote = nullptr);
 
+  /// Work for the next run (run, run_per_place, run_share) to do on its calling thread once
+  /// the step's work is enqueued, before it waits for the step to end: what the caller
+  /// prepares for its next step (copying the next batch) then overlaps this step's kernels
+  /// instead of delaying the next step's start. Runs once, or not at all when the run fails
+  /// before its step starts (a bad feed); an exception it throws is rethrown once the step
+  /// ended, after the step's own failure if it had one. Call between steps.
+  void run_meanwhile(std::function<void()> work);
+
   /// The rows [first, first + count) of a global batch of `global_batch` rows that this
   /// process's places take, for the caller of run_share.
   std::pair<std::int64_t, std::int64_t> share_of(std::int64_t global_batch) const;

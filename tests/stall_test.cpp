@@ -1,7 +1,7 @@
 // The stall watch of the actor executor: a step that makes no progress gets a report naming
 // who waits for whom and the root cause, then fails (or, in report mode, keeps waiting); a
-// step that is slow but moving never does. Stalls are injected with a test op, "test_gate",
-// registered only in this binary: a pass-through whose kernel on a chosen place blocks until
+// step that is slow but moving never does. Stalls are injected with a test op, "test_gate"
+// (tests/support/test_gate.hpp): a pass-through whose kernel on a chosen place blocks until
 // the test releases it (bounded: every wait here has a way out). CPU places, and GPU places
 // simulated on the host (tests/support/host_gpu_device.hpp) for the GPU streams' timed wait.
 #include <gtest/gtest.h>
@@ -26,6 +26,7 @@
 #include "kernels/kernel.hpp"
 #include "tests/support/batches.hpp"
 #include "tests/support/host_gpu_device.hpp"
+#include "tests/support/test_gate.hpp"
 
 namespace {
 
@@ -33,112 +34,11 @@ using namespace pe;
 using namespace std::chrono_literals;
 using pe::testing::argmax_feed;
 using pe::testing::argmax_mlp;
+using pe::testing::gate;
+using pe::testing::gated_mlp;
 
 /// How long anything that should happen gets before the test calls it a hang.
-constexpr auto limit = 60s;
-
-/// What test_gate's kernel does on place `blocked_place`: pass (the default), block until
-/// released, or sleep `sleep_ms` (a slow kernel). Other places always pass.
-struct gate_control {
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool block = false;
-  bool released = false;
-  int sleep_ms = 0;
-  int blocked_place = 0;
-  int waiting = 0; // kernels blocked now
-
-  void arm(int place) {
-    std::lock_guard<std::mutex> guard(mutex);
-    block = true;
-    released = false;
-    blocked_place = place;
-  }
-  void release() {
-    std::lock_guard<std::mutex> guard(mutex);
-    released = true;
-    block = false;
-    changed.notify_all();
-  }
-  /// The kernel's wait; bounded so that a failing test cannot hang the binary.
-  void pass(int place) {
-    std::unique_lock<std::mutex> lock(mutex);
-    if (place != blocked_place) return;
-    if (sleep_ms > 0) {
-      const auto ms = sleep_ms;
-      lock.unlock();
-      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-      return;
-    }
-    if (!block) return;
-    ++waiting;
-    changed.notify_all();
-    changed.wait_for(lock, limit, [this] { return released; });
-    --waiting;
-  }
-  bool wait_until_blocked() {
-    std::unique_lock<std::mutex> lock(mutex);
-    return changed.wait_for(lock, limit, [this] { return waiting > 0; });
-  }
-};
-
-gate_control& gate() {
-  static gate_control g;
-  return g;
-}
-
-/// Registers test_gate (X -> Out, a copy) before any program is read.
-const bool gate_registered = [] {
-  op_registry::extend([](op_registry& r) {
-    r.add({.type = "test_gate",
-           .inputs = {{"X"}},
-           .outputs = {{"Out"}},
-           .infer_shape = [](shape_context& c) { c.set_output("Out", 0, c.input_dims("X"), c.input_dtype("X")); }});
-  });
-  kernel_registry::extend([](kernel_registry& r) {
-    r.add("test_gate", place::kind::cpu, [](kernel_context& c) {
-      gate().pass(c.where().index);
-      c.output("Out").copy_from(c.input("X"));
-    });
-  });
-  return true;
-}();
-
-/// The MLP with `gates` test_gate ops in series first in its main program: the image goes
-/// through them, and every op that read the image reads the last gate's output.
-model_programs gated_mlp(int gates) {
-  model_programs m = argmax_mlp("sgd", 0.1f);
-  proto::BlockDesc& block = *m.main.mutable_blocks(0);
-  const proto::VarDesc* image = nullptr;
-  for (const auto& v : block.vars())
-    if (v.name() == m.image) image = &v;
-  EXPECT_NE(image, nullptr);
-  const proto::VarDesc image_desc = *image;
-  std::string from = m.image;
-  for (int g = 0; g < gates; ++g) {
-    const std::string to = "gated_image_" + std::to_string(g);
-    proto::VarDesc& v = *block.add_vars();
-    v = image_desc;
-    v.set_name(to);
-    v.set_persistable(false);
-    proto::OpDesc& op = *block.add_ops();
-    op.set_type("test_gate");
-    auto* in = op.add_inputs();
-    in->set_parameter("X");
-    in->add_arguments(from);
-    auto* out = op.add_outputs();
-    out->set_parameter("Out");
-    out->add_arguments(to);
-    // Moved to position g: the gates run before every op of the model.
-    for (int k = block.ops_size() - 1; k > g; --k) block.mutable_ops()->SwapElements(k, k - 1);
-    from = to;
-  }
-  for (int k = gates; k < block.ops_size(); ++k)
-    for (auto& slot : *block.mutable_ops(k)->mutable_inputs())
-      for (auto& arg : *slot.mutable_arguments())
-        if (arg == m.image) arg = from;
-  return m;
-}
+constexpr auto limit = pe::testing::gate_limit;
 
 std::vector<place> cpu_places(int n) {
   std::vector<place> out;

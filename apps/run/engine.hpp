@@ -72,11 +72,18 @@ class engine {
   /// `global_batch` rows; the fetches are still global-batch values. In a job, `stop_vote`
   /// (this process's signal, 0 for none) travels with the step's fetches and comes back as
   /// the job's (see agreed_signal); alone it is left as it is.
+  ///
+  /// `meanwhile` (when set) runs on the calling thread while the step's kernels run, if the
+  /// executor can overlap them (parallel_executor::run_meanwhile), else after the step: the
+  /// training loop copies its next batch there. Its exception comes after the step's own.
   virtual std::vector<tensor> train_share(const feed_map& my_rows, std::int64_t global_batch,
-                                          const std::vector<std::string>& fetch_list, int& stop_vote) {
+                                          const std::vector<std::string>& fetch_list, int& stop_vote,
+                                          const std::function<void()>& meanwhile) {
     (void)global_batch;
     (void)stop_vote;
-    return train(my_rows, fetch_list);
+    std::vector<tensor> out = train(my_rows, fetch_list);
+    if (meanwhile) meanwhile();
+    return out;
   }
 
   /// Whether this process trains in a job of several (--nnodes).
