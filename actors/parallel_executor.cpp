@@ -19,6 +19,7 @@
 #include "collectives/net/tensor_bytes.hpp"
 #include "core/spin_wait.hpp"
 #include "core/steady_clock.hpp"
+#include "devices/host_cpus.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/program_info.hpp"
 #include "graph/validate.hpp"
@@ -166,6 +167,7 @@ struct executor_state {
     env.sync = sync;
     env.live = watching(); // fixed for the executor's life: the settings never change
     env.all_fired = [this] {
+      fired_signal.store(true, std::memory_order_release);
       // Notifies under the lock: the waiting thread may destroy this state as soon as it
       // can take the lock again.
       std::lock_guard<std::mutex> guard(mutex);
@@ -213,6 +215,12 @@ struct executor_state {
   std::mutex mutex;
   std::condition_variable changed;
   bool all_fired = true;
+  /// all_fired, also set before the lock is taken: what a thread looks at while it spins.
+  std::atomic<bool> fired_signal{true};
+  /// Whether the thread that runs a step looks for its last firing, yielding, before it
+  /// sleeps (run_rows): where no op actor fires (no CAF worker would lose a core to it) and
+  /// a core is left over (a process alone, fewer places than the CPUs it may use).
+  bool spin_for_firings = false;
   int active_runs = 0;
   bool closing = false;
 
@@ -674,8 +682,12 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     st.env.graph = st.graph.get();
     st.env.comm = st.comm.get();
     st.env.devices = rt.device_list();
-    for (const auto& n : st.graph->nodes())
+    bool actors = false;
+    for (const auto& n : st.graph->nodes()) {
       st.env.actors.push_back(st.graph->has_actor(n.id) ? rt.system->spawn(op_actor, &st.env, n.id) : caf::actor());
+      actors = actors || st.graph->has_actor(n.id);
+    }
+    st.spin_for_firings = !actors && rt.group == nullptr && rt.device_list().size() < allowed_cpus().size();
   }
 
   // This process's rows start after those of the ranks before its first one; `feeds`
@@ -760,6 +772,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
 
   std::unique_lock<std::mutex> lock(st.mutex);
   st.all_fired = st.graph->nodes().empty() || replaying; // a replay fires no op actor
+  st.fired_signal.store(st.all_fired, std::memory_order_relaxed); // before any firing
   st.env.remaining = replaying ? 0 : static_cast<int>(st.graph->nodes().size());
   const std::uint64_t step = ++st.step;
   const bool watching = st.watching();
@@ -792,9 +805,17 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   // Watched, every wait is bounded by the watch's tick, and each tick looks at the step.
   bool stalled = false;
   const auto fired = [&st] { return st.all_fired; };
-  // Not spun for: while the op actors fire, a spinning thread would take a core from the
-  // CAF worker that fires them.
   const auto spin_deadline = std::chrono::steady_clock::now() + step_end_spin;
+  // Spun for only with a core to spare and no op actor (spin_for_firings): a spinning thread
+  // would take a core from the CAF worker that fires them, or from a place. Without them the
+  // last firing is a device thread's (a deferred head, a group's fetch), and sleeping through
+  // it cost a wake-up on every step (perf of a 1-place step of ~40 us: the futex wait and the
+  // broadcast's wake-up ~10% of the samples; 2 places on 2 cores lost 2-5% spinning).
+  if (st.spin_for_firings) {
+    lock.unlock();
+    spin_before_waiting(spin_deadline, [&st] { return st.fired_signal.load(std::memory_order_acquire); });
+    lock.lock();
+  }
   if (!watching) st.changed.wait(lock, fired);
   else
     while (!st.changed.wait_for(lock, st.watch.tick(), fired)) {
