@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -167,7 +168,6 @@ struct executor_state {
     env.sync = sync;
     env.live = watching(); // fixed for the executor's life: the settings never change
     env.all_fired = [this] {
-      fired_signal.store(true, std::memory_order_release);
       // Notifies under the lock: the waiting thread may destroy this state as soon as it
       // can take the lock again.
       std::lock_guard<std::mutex> guard(mutex);
@@ -214,9 +214,9 @@ struct executor_state {
 
   std::mutex mutex;
   std::condition_variable changed;
-  bool all_fired = true;
-  /// all_fired, also set before the lock is taken: what a thread looks at while it spins.
-  std::atomic<bool> fired_signal{true};
+  /// Set under `mutex` (the waits on `changed` read it there); atomic for the thread that
+  /// looks for it, yielding, without the lock (run_rows).
+  std::atomic<bool> all_fired{true};
   /// Whether the thread that runs a step looks for its last firing, yielding, before it
   /// sleeps (run_rows): where no op actor fires (no CAF worker would lose a core to it) and
   /// a core is left over (a process alone, fewer places than the CPUs it may use).
@@ -360,7 +360,7 @@ void recover_after_stall(executor_state& st, executor_runtime& rt) {
                             st.stall_error + ")";
   {
     std::unique_lock<std::mutex> lock(st.mutex);
-    if (!st.changed.wait_for(lock, limit, [&st] { return st.all_fired; })) throw error(still);
+    if (!st.changed.wait_for(lock, limit, [&st] { return st.all_fired.load(); })) throw error(still);
   }
   for (device* d : rt.device_list())
     for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy})
@@ -458,7 +458,7 @@ parallel_executor::~parallel_executor() {
     {
       std::unique_lock<std::mutex> lock(state_->mutex);
       state_->changed.wait_for(lock, stall_timeout_ms(std::max(1.0, state_->stall.timeout_s)),
-                               [this] { return state_->all_fired; });
+                               [this] { return state_->all_fired.load(); });
     }
     for (device* d : runtime_->device_list())
       for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy})
@@ -682,12 +682,10 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     st.env.graph = st.graph.get();
     st.env.comm = st.comm.get();
     st.env.devices = rt.device_list();
-    bool actors = false;
-    for (const auto& n : st.graph->nodes()) {
+    for (const auto& n : st.graph->nodes())
       st.env.actors.push_back(st.graph->has_actor(n.id) ? rt.system->spawn(op_actor, &st.env, n.id) : caf::actor());
-      actors = actors || st.graph->has_actor(n.id);
-    }
-    st.spin_for_firings = !actors && rt.group == nullptr && rt.device_list().size() < allowed_cpus().size();
+    st.spin_for_firings =
+        op_actor_count() == 0 && rt.group == nullptr && rt.device_list().size() < allowed_cpus().size();
   }
 
   // This process's rows start after those of the ranks before its first one; `feeds`
@@ -772,7 +770,6 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
 
   std::unique_lock<std::mutex> lock(st.mutex);
   st.all_fired = st.graph->nodes().empty() || replaying; // a replay fires no op actor
-  st.fired_signal.store(st.all_fired, std::memory_order_relaxed); // before any firing
   st.env.remaining = replaying ? 0 : static_cast<int>(st.graph->nodes().size());
   const std::uint64_t step = ++st.step;
   const bool watching = st.watching();
@@ -804,7 +801,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   }
   // Watched, every wait is bounded by the watch's tick, and each tick looks at the step.
   bool stalled = false;
-  const auto fired = [&st] { return st.all_fired; };
+  const auto fired = [&st] { return st.all_fired.load(); };
   const auto spin_deadline = std::chrono::steady_clock::now() + step_end_spin;
   // Spun for only with a core to spare and no op actor (spin_for_firings): a spinning thread
   // would take a core from the CAF worker that fires them, or from a place. Without them the
@@ -813,7 +810,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   // broadcast's wake-up ~10% of the samples; 2 places on 2 cores lost 2-5% spinning).
   if (st.spin_for_firings) {
     lock.unlock();
-    spin_before_waiting(spin_deadline, [&st] { return st.fired_signal.load(std::memory_order_acquire); });
+    spin_before_waiting(spin_deadline, [&st] { return st.all_fired.load(); });
     lock.lock();
   }
   if (!watching) st.changed.wait(lock, fired);

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
-#include <functional>
 #include <optional>
 #include <set>
 #include <ostream>
