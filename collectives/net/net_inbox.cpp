@@ -50,10 +50,10 @@ std::optional<std::string> net_inbox::check(const net_packet& p) const {
            where(p.channel, p.sequence);
   // Pieces must not overlap: then pieces whose sizes add up to the total tile it.
   const std::uint64_t end = p.offset + p.bytes.size();
-  auto next = a.pieces.lower_bound(p.offset);
-  const bool overlaps_next = next != a.pieces.end() && next->first < std::max(end, p.offset + 1);
+  auto next = a.extents.lower_bound(p.offset);
+  const bool overlaps_next = next != a.extents.end() && next->first < std::max(end, p.offset + 1);
   const bool overlaps_previous =
-      next != a.pieces.begin() && std::prev(next)->first + std::prev(next)->second.size() > p.offset;
+      next != a.extents.begin() && std::prev(next)->first + std::prev(next)->second > p.offset;
   if (overlaps_next || overlaps_previous)
     return peer + " sent bytes at offset " + std::to_string(p.offset) + " of " +
            where(p.channel, p.sequence) + " twice";
@@ -77,7 +77,10 @@ void net_inbox::deliver(net_packet p) {
       a.total = p.total;
       a.failure = std::move(p.failure);
       a.received += p.bytes.size();
-      if (!p.bytes.empty()) a.pieces.emplace(p.offset, std::move(p.bytes));
+      if (!p.bytes.empty()) {
+        a.extents.emplace(p.offset, p.bytes.size());
+        a.pieces.emplace(p.offset, std::move(p.bytes));
+      }
     }
   }
   notify();
@@ -130,6 +133,12 @@ std::optional<net_payload> net_inbox::take_locked(const key& k, bool in_order) {
   }
   if (it->second.received < it->second.total) return std::nullopt;
   assembly& a = it->second;
+  // A reader that took pieces (take_piece) owns the rest too: whole, it would miss them.
+  if (a.consumed > 0)
+    throw error(where(std::get<0>(k), std::get<1>(k)) + " from process rank " +
+                std::to_string(std::get<2>(k)) + " is being taken packet by packet (" +
+                std::to_string(a.consumed) + " of " + std::to_string(a.total) +
+                " bytes so far); it cannot also be taken whole");
   // Non-overlapping pieces within [0, total) whose sizes add up to total tile it exactly.
   // One piece is the payload itself (moved, not copied); byte_buffer leaves the bytes it
   // sizes unwritten, and the pieces write every one of them.

@@ -54,7 +54,7 @@ class net_inbox {
   std::optional<net_payload> header(std::uint32_t channel, std::uint64_t sequence, int from);
 
   /// Moves out the packet at `offset` of the payload if it arrived; the payload counts as
-  /// taken once its last byte is. Throws pe::error when the inbox is broken, and breaks it
+  /// taken once its last byte is (take and wait_take then refuse it: it is taken in pieces). Throws pe::error when the inbox is broken, and breaks it
   /// when the payload's bytes all arrived without one at `offset` (the peer lied).
   std::optional<byte_buffer> take_piece(std::uint32_t channel, std::uint64_t sequence, int from,
                                         std::uint64_t offset);
@@ -80,7 +80,10 @@ class net_inbox {
     std::uint64_t consumed = 0; // bytes moved out by take_piece
     std::string failure;
     std::string label;
-    std::map<std::uint64_t, byte_buffer> pieces; // by offset
+    std::map<std::uint64_t, byte_buffer> pieces; // by offset, not yet moved out
+    /// offset -> size of every piece that arrived, moved out or not: a peer that sends a
+    /// piece again after take_piece moved it out overlaps it here.
+    std::map<std::uint64_t, std::uint64_t> extents;
   };
 
   /// The reason `p` is a lie, or nullopt; call with mutex_ held.
