@@ -11,13 +11,18 @@ them).
     python3 bench/paddle_programs_bench.py PE_ACTOR_RUN [STEPS]
 
 The fixtures are the test fixtures (tests/data/paddle_*): small batches (8 and 16 rows), so
-per-step overhead weighs more than it would on a real batch.
+per-step overhead weighs more than it would on a real batch. Every side runs REPETITIONS
+times and reports its median (the engine as separate pe-actor-run runs, the baselines as
+repetitions after a warm-up in one interpreter).
 """
 import os
 import re
+import statistics
 import subprocess
 import sys
 
+# Runs per measurement, on every side: each side reports its median.
+REPETITIONS = 3
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # (fixture, the model's name in paddle_programs_torch.py, what it is)
 FIXTURES = [
@@ -58,17 +63,23 @@ def ms_per_step(command, env=None):
     return float(found.group(1))
 
 
-def engine_ms(binary, fixture, batch, places, steps):
+def engine_ms(binary, fixture, batch, places, steps, repetitions=REPETITIONS):
+    """The median ms per step of `repetitions` runs of pe-actor-run: the statistic the
+    baselines report (step_timing.median_seconds_per_step), so that one run caught by a
+    slow moment of the machine weighs no more on either side."""
     d = os.path.join(ROOT, "tests", "data", fixture)
-    out = subprocess.run(
-        [binary, "--model", f"{d}/main.pb", "--startup", f"{d}/startup.pb", "--load-params",
-         f"{d}/params", "--data", f"npy:{d}", "--batch-size", str(batch), "--no-shuffle",
-         "--places", f"cpu:{places}", "--steps", str(steps)],
-        capture_output=True, text=True, timeout=900)
-    found = re.search(r"^trained .*?, ([0-9.]+) samples/s", out.stdout + out.stderr, re.M)
-    if out.returncode != 0 or not found:
-        raise RuntimeError(f"pe-actor-run on {fixture}: {out.stderr[-400:]}")
-    return batch / float(found.group(1)) * 1e3
+    times = []
+    for _ in range(repetitions):
+        out = subprocess.run(
+            [binary, "--model", f"{d}/main.pb", "--startup", f"{d}/startup.pb", "--load-params",
+             f"{d}/params", "--data", f"npy:{d}", "--batch-size", str(batch), "--no-shuffle",
+             "--places", f"cpu:{places}", "--steps", str(steps)],
+            capture_output=True, text=True, timeout=900)
+        found = re.search(r"^trained .*?, ([0-9.]+) samples/s", out.stdout + out.stderr, re.M)
+        if out.returncode != 0 or not found:
+            raise RuntimeError(f"pe-actor-run on {fixture}: {out.stderr[-400:]}")
+        times.append(batch / float(found.group(1)) * 1e3)
+    return statistics.median(times)
 
 
 def main():
@@ -90,14 +101,14 @@ def main():
             if paddle_python is not None:
                 d = os.path.join(ROOT, "tests", "data", fixture)
                 theirs = ms_per_step([paddle_python, os.path.join(ROOT, "bench", "paddle_programs_paddle.py"),
-                                      d, str(places), str(max(steps // 10, 10)), "3"], one_thread)
+                                      d, str(places), str(max(steps // 10, 10)), str(REPETITIONS)], one_thread)
                 runner = "Executor" if places == 1 else "ParallelExecutor"
                 print(f"| {title} | actor executor, cpu:{places} vs Paddle 2.6 {runner}, cpu:{places} (same "
                       f"program and batch) | {value} | {batch / theirs * 1e3:.0f} samples/s (Paddle) | "
                       f"{theirs / ours:.2f}x |")
             if torch_python is not None:
                 theirs = ms_per_step([torch_python, os.path.join(ROOT, "bench", "paddle_programs_torch.py"),
-                                      torch_name, str(batch), str(places), str(steps), "3"])
+                                      torch_name, str(batch), str(places), str(steps), str(REPETITIONS)])
                 print(f"| {title} | actor executor, cpu:{places} vs PyTorch eager, {places} "
                       f"thread{'s' if places > 1 else ''} (same model) | {value} | "
                       f"{batch / theirs * 1e3:.0f} samples/s (PyTorch) | {theirs / ours:.2f}x |")
