@@ -15,6 +15,7 @@
 #include "tests/support/batches.hpp"
 #include "tests/support/expect_error.hpp"
 #include "tests/support/tiny_mlp.hpp"
+#include "core/place_list.hpp"
 
 namespace pe {
 namespace {
@@ -30,12 +31,6 @@ feed_map poisoned_batch(const model_programs& m) {
   return {{m.image, batch.image}, {m.label, batch.label}};
 }
 
-std::vector<place> cpu_places(int n) {
-  std::vector<place> out;
-  for (int i = 0; i < n; ++i) out.push_back(place::cpu(i));
-  return out;
-}
-
 /// The first fc's mul (op #0 reads the image) and its output.
 const std::vector<std::string> first_fc_failure = {"op #0 (mul)", "output variable 'fc_0.tmp_0'",
                                                    "holds", "(--check-nan-inf)"};
@@ -45,7 +40,7 @@ TEST(check_nan_inf, actor_executor_names_op_place_and_variable) {
     auto m = tiny_mlp();
     execution_strategy exec;
     exec.check_nan_inf = true;
-    parallel_executor exe(cpu_places(places), m.startup, m.main, {}, exec);
+    parallel_executor exe(make_cpu_places(places), m.startup, m.main, {}, exec);
     auto parts = first_fc_failure;
     parts.push_back("on cpu:" + std::to_string(places - 1)); // the poisoned row's place
     expect_error([&] { exe.run(poisoned_batch(m), {m.loss}); }, parts);
@@ -67,7 +62,7 @@ TEST(check_nan_inf, reference_executor_names_op_place_and_variable) {
 
 TEST(check_nan_inf, off_nothing_is_checked) {
   auto m = tiny_mlp();
-  parallel_executor exe(cpu_places(2), m.startup, m.main);
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main);
   auto loss = exe.run(poisoned_batch(m), {m.loss});
   ASSERT_EQ(loss.size(), 1u);
   EXPECT_FALSE(std::isfinite(loss[0].values<float>()[0]));
@@ -82,7 +77,7 @@ TEST(check_nan_inf, finite_steps_pass) {
   auto m = tiny_mlp();
   execution_strategy exec;
   exec.check_nan_inf = true;
-  parallel_executor exe(cpu_places(2), m.startup, m.main, {}, exec);
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, exec);
   auto batch = testing::argmax_batch(4, 6, 3, 7);
   EXPECT_NO_THROW(exe.run({{m.image, batch.image}, {m.label, batch.label}}, {m.loss}));
 }

@@ -21,18 +21,13 @@
 #include "graph/program_io.hpp"
 #include "graph/program_info.hpp"
 #include "tests/support/paddle_fixtures.hpp"
+#include "core/place_list.hpp"
 
 namespace {
 
 using namespace pe;
 using pe::testing::paddle_fixture_feeds;
 using pe::testing::paddle_training_fixture;
-
-std::vector<place> cpu_places(int n) {
-  std::vector<place> ps;
-  for (int i = 0; i < n; ++i) ps.push_back(place::cpu(i));
-  return ps;
-}
 
 /// A Paddle training fixture on `places` CPU places, with its parameters and batch.
 struct fixture_run {
@@ -46,7 +41,7 @@ struct fixture_run {
         main(load_program(paddle_training_fixture(name) + "/main.pb")),
         feeds(paddle_fixture_feeds(paddle_training_fixture(name), main)),
         loss(analyze_program(main).loss),
-        exe(cpu_places(places), startup, main, build_strategy{}, strategy(actor_per_op)) {
+        exe(make_cpu_places(places), startup, main, build_strategy{}, strategy(actor_per_op)) {
     for (const auto& [var, value] : load_params(paddle_training_fixture(name) + "/params", main))
       exe.set_persistable(var, value);
   }

@@ -17,6 +17,7 @@
 #include "actors/trace.hpp"
 #include "graph/builder.hpp"
 #include "tests/support/grad_check.hpp"
+#include "core/place_list.hpp"
 
 namespace {
 
@@ -34,12 +35,6 @@ using namespace pe;
   std::size_t i = 0;
   while (std::memcmp(&g[i], &w[i], sizeof(float)) == 0) ++i;
   return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", want " << w[i];
-}
-
-std::vector<place> cpu_places(int n) {
-  std::vector<place> ps;
-  for (int p = 0; p < n; ++p) ps.push_back(place::cpu(p));
-  return ps;
 }
 
 trace_source source_of(const parallel_executor& exe) {
@@ -77,7 +72,7 @@ TEST(hazard, checker_catches_the_overwrite_that_missing_war_edges_allow) {
   unsafe.skip_hazard_edges = true;
   execution_strategy exec{2};
   exec.actor_per_op = true; // a firing group would enqueue the mul right after the relu
-  parallel_executor exe(cpu_places(1), p.startup, p.main, unsafe, exec);
+  parallel_executor exe(make_cpu_places(1), p.startup, p.main, unsafe, exec);
   trace_recorder recorder;
   exe.trace(&recorder);
   // The scale is ready when the step starts, the mul only after the relu's message: the
@@ -97,7 +92,7 @@ TEST(hazard, checker_catches_the_overwrite_that_missing_war_edges_allow) {
 
 TEST(hazard, war_edges_keep_the_read_before_the_overwrite) {
   war_program p;
-  parallel_executor exe(cpu_places(1), p.startup, p.main, {}, execution_strategy{2});
+  parallel_executor exe(make_cpu_places(1), p.startup, p.main, {}, execution_strategy{2});
   scope ref_vars;
   reference_executor(p.startup, ref_vars).run({}, {});
   reference_executor ref(p.main, ref_vars);
@@ -243,7 +238,7 @@ TEST(hazard, random_in_place_programs_match_the_reference_without_hazards) {
     for (sync_mode sync : {sync_mode::event, sync_mode::wait}) {
     SCOPED_TRACE(sync == sync_mode::event ? "--sync event" : "--sync wait");
     trace_recorder recorder;
-    parallel_executor exe(cpu_places(places), p.startup, p.main, {}, execution_strategy{2, sync});
+    parallel_executor exe(make_cpu_places(places), p.startup, p.main, {}, execution_strategy{2, sync});
     exe.trace(&recorder);
     scope ref_vars;
     reference_executor ref(p.main, ref_vars);

@@ -42,6 +42,7 @@
 #include "collectives/net/process_group.hpp"
 #include "support/loopback_transport.hpp"
 #include "tests/support/expect_error.hpp"
+#include "core/place_list.hpp"
 
 namespace {
 
@@ -59,14 +60,8 @@ const std::string embedding = "embedding_0.w_0", embedding_grad = "embedding_0.w
 struct bow_run {
   bow_run(const std::string& name, int places, build_strategy build = {})
       : dir(fixture_dir(name)), startup(load_program(dir + "/startup.pb")), main(load_program(dir + "/main.pb")),
-        exe(cpu_places(places), startup, main, build) {
+        exe(make_cpu_places(places), startup, main, build) {
     for (const auto& [var, value] : load_params(dir + "/params", main)) exe.set_persistable(var, value);
-  }
-
-  static std::vector<place> cpu_places(int n) {
-    std::vector<place> where;
-    for (int p = 0; p < n; ++p) where.push_back(place::cpu(p));
-    return where;
   }
 
   /// The losses of `steps` steps on the fixture's batch.

@@ -13,6 +13,7 @@
 #include "graph/exec/reference_executor.hpp"
 #include "graph/models/mlp.hpp"
 #include "tests/support/batches.hpp"
+#include "core/place_list.hpp"
 
 namespace {
 
@@ -41,12 +42,6 @@ std::vector<float> actor_losses(parallel_executor& exe, const model_programs& m,
   std::vector<float> losses;
   for (int s = 0; s < steps; ++s) losses.push_back(scalar(exe.run(argmax_feed(m, batch, 500 + s), {m.loss})[0]));
   return losses;
-}
-
-std::vector<place> cpu_places(int n) {
-  std::vector<place> ps;
-  for (int i = 0; i < n; ++i) ps.push_back(place::cpu(i));
-  return ps;
 }
 
 void expect_close(float a, float b, float rel, const std::string& what) {
@@ -88,7 +83,7 @@ TEST_P(matches_reference, losses_and_parameters_for_ten_steps) {
   auto want = reference_losses(m, reference, 10, 24);
   build_strategy build;
   build.reduce = c.reduce;
-  parallel_executor exe(cpu_places(c.places), m.startup, m.main, build, {2, c.sync});
+  parallel_executor exe(make_cpu_places(c.places), m.startup, m.main, build, {2, c.sync});
   auto got = actor_losses(exe, m, 10, 24);
   for (int s = 0; s < 10; ++s) expect_close(got[s], want[s], 1e-5f, "step " + std::to_string(s));
   expect_same_parameters(exe, reference, m, 1e-4f);
@@ -130,7 +125,7 @@ TEST(parallel_executor, places_issue_collectives_in_one_sequence) {
     build_strategy build;
     build.reduce = c.reduce;
     build.fuse_all_reduce_bytes = c.fuse_bytes;
-    parallel_executor exe(cpu_places(c.places), m.startup, m.main, build, {2, c.sync});
+    parallel_executor exe(make_cpu_places(c.places), m.startup, m.main, build, {2, c.sync});
     constexpr int steps = 6;
     actor_losses(exe, m, steps, 24);
     std::size_t per_step = 0;
@@ -150,7 +145,7 @@ TEST(parallel_executor, fused_all_reduce_matches_reference) {
   auto want = reference_losses(m, reference, 5, 24);
   build_strategy build;
   build.fuse_all_reduce_bytes = 1024;
-  parallel_executor exe(cpu_places(3), m.startup, m.main, build, {2});
+  parallel_executor exe(make_cpu_places(3), m.startup, m.main, build, {2});
   auto got = actor_losses(exe, m, 5, 24);
   for (int s = 0; s < 5; ++s) expect_close(got[s], want[s], 1e-5f, "step " + std::to_string(s));
   expect_same_parameters(exe, reference, m, 1e-4f);
@@ -162,7 +157,7 @@ TEST(parallel_executor, uneven_splits_equal_the_global_batch) {
     auto m = argmax_mlp("sgd", 0.2f);
     scope reference;
     auto want = reference_losses(m, reference, 6, batch);
-    parallel_executor exe(cpu_places(places), m.startup, m.main, {}, {2});
+    parallel_executor exe(make_cpu_places(places), m.startup, m.main, {}, {2});
     auto got = actor_losses(exe, m, 6, batch);
     for (int s = 0; s < 6; ++s)
       expect_close(got[s], want[s], 1e-5f, std::to_string(places) + " places, batch " +
@@ -174,7 +169,7 @@ TEST(parallel_executor, uneven_splits_equal_the_global_batch) {
 TEST(parallel_executor, same_seed_runs_are_bit_identical) {
   auto run_once = [] {
     auto m = argmax_mlp("adam", 0.01f);
-    parallel_executor exe(cpu_places(3), m.startup, m.main, {}, {2});
+    parallel_executor exe(make_cpu_places(3), m.startup, m.main, {}, {2});
     return actor_losses(exe, m, 8, 30);
   };
   EXPECT_EQ(run_once(), run_once());
@@ -182,7 +177,7 @@ TEST(parallel_executor, same_seed_runs_are_bit_identical) {
 
 TEST(parallel_executor, per_place_fetch_and_merge) {
   auto m = argmax_mlp("sgd", 0.2f);
-  parallel_executor exe(cpu_places(2), m.startup, m.main, {}, {2});
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, {2});
   auto feed = argmax_feed(m, 6, 3);
   auto per_place = exe.run_per_place(feed, {m.loss, "fc_0.tmp_0"});
   ASSERT_EQ(per_place.size(), 2u);
@@ -196,7 +191,7 @@ TEST(parallel_executor, per_place_fetch_and_merge) {
 
 TEST(parallel_executor, evaluation_shares_parameters) {
   auto m = argmax_mlp("sgd", 0.3f);
-  parallel_executor train(cpu_places(2), m.startup, m.main, {}, {2});
+  parallel_executor train(make_cpu_places(2), m.startup, m.main, {}, {2});
   actor_losses(train, m, 200, 32);
   parallel_executor eval(m.test, train);
   auto feed = argmax_feed(m, 400, 77);
@@ -216,7 +211,7 @@ TEST(parallel_executor, kernel_error_reaches_the_caller_and_the_executor_stays_u
   for (sync_mode sync : {sync_mode::event, sync_mode::wait}) {
   SCOPED_TRACE(sync == sync_mode::event ? "--sync event" : "--sync wait");
   auto m = argmax_mlp("sgd", 0.2f);
-  parallel_executor exe(cpu_places(3), m.startup, m.main, {}, {2, sync});
+  parallel_executor exe(make_cpu_places(3), m.startup, m.main, {}, {2, sync});
   auto feed = argmax_feed(m, 9, 4);
   auto before = exe.place_scope(1).get("fc_0.w_0").clone();
   auto bad = feed;
@@ -239,7 +234,7 @@ TEST(parallel_executor, kernel_error_reaches_the_caller_and_the_executor_stays_u
 
 TEST(parallel_executor, bad_feeds_are_rejected_before_the_step) {
   auto m = argmax_mlp("sgd", 0.2f);
-  parallel_executor exe(cpu_places(2), m.startup, m.main, {}, {2});
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, {2});
   auto feed = argmax_feed(m, 8, 4);
   auto expect_message = [&](const feed_map& f, const std::string& fragment) {
     try {
@@ -266,7 +261,7 @@ TEST(parallel_executor, destroying_mid_run_cancels_promptly) {
   auto m = build_mlp(c);
   auto b = argmax_batch(512, 256, 10, 1);
   feed_map feed{{m.image, b.image}, {m.label, b.label}};
-  auto exe = std::make_unique<parallel_executor>(cpu_places(2), m.startup, m.main,
+  auto exe = std::make_unique<parallel_executor>(make_cpu_places(2), m.startup, m.main,
                                                  build_strategy{}, execution_strategy{2});
   exe->run(feed, {m.loss}); // warm: graph built
   // One long step in another thread (16x the warm batch: seconds of GEMMs, so it is still in
@@ -305,7 +300,7 @@ long resident_kib() {
 
 TEST(parallel_executor, soak_memory_is_flat) {
   auto m = argmax_mlp("adam", 0.01f);
-  parallel_executor exe(cpu_places(2), m.startup, m.main, {}, {2});
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, {2});
   auto feed = argmax_feed(m, 64, 9);
   for (int s = 0; s < 100; ++s) exe.run(feed, {m.loss});
   long after_warmup = resident_kib();

@@ -11,6 +11,7 @@
 
 #include "actors/parallel_executor.hpp"
 #include "core/error.hpp"
+#include "core/place_list.hpp"
 #include "tests/support/batches.hpp"
 #include "tests/support/test_gate.hpp"
 
@@ -21,12 +22,6 @@ using pe::testing::argmax_feed;
 using pe::testing::gate;
 using pe::testing::gated_mlp;
 
-std::vector<place> cpu_places(int n) {
-  std::vector<place> out;
-  for (int i = 0; i < n; ++i) out.push_back(place::cpu(i));
-  return out;
-}
-
 execution_strategy two_threads() {
   execution_strategy exec;
   exec.num_threads = 2;
@@ -35,7 +30,7 @@ execution_strategy two_threads() {
 
 TEST(RunMeanwhile, RunsOnTheCallingThreadWhileTheStepIsInFlight) {
   const model_programs m = gated_mlp(1);
-  parallel_executor exe(cpu_places(2), m.startup, m.main, {}, two_threads());
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, two_threads());
   const feed_map feed = argmax_feed(m, 8, 4);
   exe.run(feed, {m.loss}); // the graph is built
 
@@ -63,7 +58,7 @@ TEST(RunMeanwhile, RunsOnTheCallingThreadWhileTheStepIsInFlight) {
 
 TEST(RunMeanwhile, ItsFailureComesAfterTheStepRan) {
   const model_programs m = gated_mlp(0);
-  parallel_executor exe(cpu_places(2), m.startup, m.main, {}, two_threads());
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, two_threads());
   const feed_map feed = argmax_feed(m, 8, 4);
   const tensor before = exe.place_scope(0).get("fc_0.w_0").clone();
   exe.run_meanwhile([] { throw std::runtime_error("the next batch could not be read"); });
@@ -81,7 +76,7 @@ TEST(RunMeanwhile, ItsFailureComesAfterTheStepRan) {
 
 TEST(RunMeanwhile, TheStepsOwnFailureComesFirst) {
   const model_programs m = gated_mlp(0);
-  parallel_executor exe(cpu_places(2), m.startup, m.main, {}, two_threads());
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, two_threads());
   feed_map bad = argmax_feed(m, 8, 4);
   bad[m.label] = bad[m.label].clone();
   bad[m.label].values<std::int64_t>()[7] = 17; // out of range on place 1
@@ -101,7 +96,7 @@ TEST(RunMeanwhile, TheStepsOwnFailureComesFirst) {
 
 TEST(RunMeanwhile, ARunThatFailsBeforeItsStepDropsIt) {
   const model_programs m = gated_mlp(0);
-  parallel_executor exe(cpu_places(2), m.startup, m.main, {}, two_threads());
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, two_threads());
   const feed_map feed = argmax_feed(m, 8, 4);
   int calls = 0;
   exe.run_meanwhile([&] { ++calls; });

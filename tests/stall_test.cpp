@@ -21,6 +21,7 @@
 
 #include "actors/parallel_executor.hpp"
 #include "core/error.hpp"
+#include "core/place_list.hpp"
 #include "devices/device.hpp"
 #include "graph/op_registry.hpp"
 #include "kernels/kernel.hpp"
@@ -39,12 +40,6 @@ using pe::testing::gated_mlp;
 
 /// How long anything that should happen gets before the test calls it a hang.
 constexpr auto limit = pe::testing::gate_limit;
-
-std::vector<place> cpu_places(int n) {
-  std::vector<place> out;
-  for (int i = 0; i < n; ++i) out.push_back(place::cpu(i));
-  return out;
-}
 
 /// The reports an executor told, kept for the test (told on the thread that runs the step).
 struct report_log {
@@ -96,7 +91,7 @@ std::optional<std::string> step_within(parallel_executor& exe, const feed_map& f
 TEST(stall, a_blocked_kernel_fails_the_step_naming_it_and_the_collective_that_waits) {
   auto m = gated_mlp(1);
   report_log log;
-  parallel_executor exe(cpu_places(2), m.startup, m.main, {}, watched(0.5, stall_action::fail, log));
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, watched(0.5, stall_action::fail, log));
   const auto feed = argmax_feed(m, 8, 1);
   exe.run(feed, {m.loss}); // the gate passes: a healthy step makes no report
   EXPECT_TRUE(log.all().empty());
@@ -153,7 +148,7 @@ TEST(stall, an_executor_destroyed_after_a_stall_waits_for_the_stalled_work) {
   // graph under it.
   auto m = gated_mlp(1);
   report_log log;
-  auto exe = std::make_unique<parallel_executor>(cpu_places(2), m.startup, m.main, build_strategy{},
+  auto exe = std::make_unique<parallel_executor>(make_cpu_places(2), m.startup, m.main, build_strategy{},
                                                  watched(0.3, stall_action::fail, log));
   const auto feed = argmax_feed(m, 8, 1);
   gate().arm(0);
@@ -177,7 +172,7 @@ TEST(stall, an_executor_destroyed_after_a_stall_waits_for_the_stalled_work) {
 TEST(stall, report_mode_reports_and_keeps_waiting) {
   auto m = gated_mlp(1);
   report_log log;
-  parallel_executor exe(cpu_places(2), m.startup, m.main, {}, watched(0.3, stall_action::report, log));
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, watched(0.3, stall_action::report, log));
   const auto feed = argmax_feed(m, 8, 2);
   gate().arm(1);
   std::thread runner;
@@ -207,7 +202,7 @@ TEST(stall, a_slow_but_moving_step_never_stalls) {
   // 0.5 s timeout, but something finishes every 60 ms.
   auto m = gated_mlp(20);
   report_log log;
-  parallel_executor exe(cpu_places(2), m.startup, m.main, {}, watched(0.5, stall_action::fail, log));
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, watched(0.5, stall_action::fail, log));
   {
     std::lock_guard<std::mutex> guard(gate().mutex);
     gate().blocked_place = 0;
@@ -230,7 +225,7 @@ TEST(stall, an_on_demand_report_leaves_the_step_alone) {
   std::atomic<bool> asked{false};
   execution_strategy e = watched(0, stall_action::fail, log); // no stall watch at all
   e.report_request = &asked;
-  parallel_executor exe(cpu_places(2), m.startup, m.main, {}, e);
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, e);
   const auto feed = argmax_feed(m, 8, 4);
   gate().arm(0);
   auto outcome = std::async(std::launch::async, [&] {
@@ -314,7 +309,7 @@ TEST(stall, a_bad_timeout_is_refused) {
   for (double bad : {-1.0, std::nan(""), 1e12}) {
     e.stall_timeout_s = bad;
     try {
-      parallel_executor exe(cpu_places(1), m.startup, m.main, {}, e);
+      parallel_executor exe(make_cpu_places(1), m.startup, m.main, {}, e);
       ADD_FAILURE() << "took a stall timeout of " << bad;
     } catch (const error& err) {
       EXPECT_TRUE(has(err.what(), "the stall timeout must be 0 (off) or positive seconds")) << err.what();

@@ -13,6 +13,7 @@
 
 #include "actors/parallel_executor.hpp"
 #include "core/place.hpp"
+#include "core/place_list.hpp"
 #include "graph/attributes.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/ssa_graph.hpp"
@@ -29,12 +30,6 @@ std::map<std::string, int> op_counts(const proto::ProgramDesc& p) {
   std::map<std::string, int> n;
   for (const auto& op : p.blocks(0).ops()) ++n[op.type()];
   return n;
-}
-
-std::vector<place> cpu_places(int n) {
-  std::vector<place> out;
-  for (int i = 0; i < n; ++i) out.push_back(place::cpu(i));
-  return out;
 }
 
 /// The first 12 rows of each of small_cnn's 16-row feeds.
@@ -54,7 +49,7 @@ feed_map twelve_rows(const model_programs& m, std::uint64_t seed) {
 /// 10 steps of small_cnn's loss on `places`, on the same 12 rows (3 places: 4 each; 5: uneven).
 std::vector<float> cnn_losses(int places, const build_strategy& build) {
   const model_programs m = testing::small_cnn();
-  parallel_executor exe(cpu_places(places), m.startup, m.main, build);
+  parallel_executor exe(make_cpu_places(places), m.startup, m.main, build);
   std::vector<float> losses;
   for (int s = 0; s < 10; ++s) {
     losses.push_back(exe.run(twelve_rows(m, 900), {m.loss})[0].values<float>()[0]);
@@ -179,7 +174,7 @@ TEST(SyncBatchNormTraining, PaddlesOwnSyncBatchNormOpsShareTheirStatistics) {
   for (auto& op : *m.main.mutable_blocks(0)->mutable_ops())
     if (op.type().starts_with("batch_norm")) op.set_type("sync_" + op.type());
   const std::vector<float> one = cnn_losses(1, {});
-  parallel_executor two(cpu_places(2), m.startup, m.main);
+  parallel_executor two(make_cpu_places(2), m.startup, m.main);
   scope vars;
   reference_executor(m.startup, vars).run({}, {});
   reference_executor reference(m.main, vars);
@@ -200,9 +195,9 @@ TEST(SyncBatchNormPaddleProgram, NnSyncBatchNormAsPaddleSavedItTrainsAsPaddleOnO
   const std::string dir = testing::paddle_training_fixture("sync_bn");
   const std::vector<float> paddle = testing::paddles_losses(dir, 1);
   ASSERT_EQ(paddle.size(), 20u);
-  EXPECT_LE(largest_relative_difference(testing::paddle_fixture_losses(dir, cpu_places(1), 20), paddle), 1e-5f);
+  EXPECT_LE(largest_relative_difference(testing::paddle_fixture_losses(dir, make_cpu_places(1), 20), paddle), 1e-5f);
   for (int places : {2, 4})
-    EXPECT_LE(largest_relative_difference(testing::paddle_fixture_losses(dir, cpu_places(places), 20), paddle), 1e-4f)
+    EXPECT_LE(largest_relative_difference(testing::paddle_fixture_losses(dir, make_cpu_places(places), 20), paddle), 1e-4f)
         << places << " places";
 }
 
