@@ -12,6 +12,7 @@
 #include <fcntl.h>
 
 #include "core/error.hpp"
+#include "core/json_integer.hpp"
 #include "crypto/digest.hpp"
 #include "graph/program_io.hpp"
 
@@ -183,9 +184,10 @@ std::optional<checkpoint_record> read_checkpoint(const std::string& path) {
   try {
     const auto json = nlohmann::json::parse(text.str());
     checkpoint_record r;
-    r.step = json.at("step").get<std::int64_t>();
-    r.epochs_completed = json.at("data_position").at("epochs_completed").get<std::int64_t>();
-    r.batches_into_epoch = json.at("data_position").at("batches_into_epoch").get<std::int64_t>();
+    r.step = json_integer<std::int64_t>(json.at("step"), "\"step\"");
+    const auto& position = json.at("data_position");
+    r.epochs_completed = json_integer<std::int64_t>(position.at("epochs_completed"), "\"epochs_completed\"");
+    r.batches_into_epoch = json_integer<std::int64_t>(position.at("batches_into_epoch"), "\"batches_into_epoch\"");
     r.run = json.at("run");
     if (r.step < 0 || !r.run.is_object())
       throw error("a negative step or no run");
@@ -194,7 +196,7 @@ std::optional<checkpoint_record> read_checkpoint(const std::string& path) {
         const std::string digest = file.at("sha256").get<std::string>();
         if (digest.size() != 64 || digest.find_first_not_of("0123456789abcdef") != std::string::npos)
           throw error("the digest of " + name + " is not 64 hex digits");
-        r.files[name] = {file.at("bytes").get<std::uint64_t>(), digest};
+        r.files[name] = {json_integer<std::uint64_t>(file.at("bytes"), "the bytes of " + name), digest};
       }
     else if (json.value("format", "") != "pe-actor-run checkpoint 1")
       throw error("no \"files\" (digests) in a checkpoint of format " + json.value("format", "(none)"));

@@ -10,6 +10,7 @@
 #include "actors/trace_format.hpp"
 #include "apps/trace/trace_document.hpp"
 #include "core/error.hpp"
+#include "core/json_integer.hpp"
 
 namespace pe {
 
@@ -49,7 +50,7 @@ class span_index {
 };
 
 std::size_t track_of(const json& event, const trace_file& trace) {
-  auto tid = event.at(key::tid).get<std::size_t>();
+  auto tid = json_integer<std::size_t>(event.at(key::tid), key::tid);
   if (tid >= trace.tracks.size())
     throw error("an event names track " + std::to_string(tid) + " of " +
                 std::to_string(trace.tracks.size()));
@@ -66,7 +67,7 @@ void read_events(const json& events, trace_file& trace,
     auto ph = e.at(key::ph).get<std::string>();
     if (ph == phase::span && e.at(key::cat) == trace_format::category::step) {
       double ts = e.at(key::ts).get<double>();
-      trace.steps.push_back({e.at(key::args).at(key::step).get<std::uint64_t>(), ts,
+      trace.steps.push_back({json_integer<std::uint64_t>(e.at(key::args).at(key::step), key::step), ts,
                              ts + e.at(key::dur).get<double>()});
     } else if (ph == phase::span) {
       const json& args = e.at(key::args);
@@ -74,15 +75,15 @@ void read_events(const json& events, trace_file& trace,
       trace.spans.push_back({e.at(key::name).get<std::string>(),
                              e.at(key::cat).get<std::string>(),
                              args.at(key::label).get<std::string>(),
-                             args.at(key::step).get<std::uint64_t>(), track_of(e, trace), ts,
+                             json_integer<std::uint64_t>(args.at(key::step), key::step), track_of(e, trace), ts,
                              ts + e.at(key::dur).get<double>()});
     } else if (ph == phase::flow_start) {
-      arrows[e.at(key::id).get<std::uint64_t>()].first = &e;
+      arrows[json_integer<std::uint64_t>(e.at(key::id), key::id)].first = &e;
     } else if (ph == phase::flow_end) {
-      arrows[e.at(key::id).get<std::uint64_t>()].second = &e;
+      arrows[json_integer<std::uint64_t>(e.at(key::id), key::id)].second = &e;
     } else if (ph == phase::metadata && e.at(key::name) == trace_format::metadata::thread_sort_index) {
       trace.track_sort_index.at(track_of(e, trace)) =
-          e.at(key::args).at(key::sort_index).get<int>();
+          json_integer<int>(e.at(key::args).at(key::sort_index), key::sort_index);
     }
   }
 }

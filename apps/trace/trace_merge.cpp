@@ -14,6 +14,7 @@
 #include "actors/trace_format.hpp"
 #include "apps/trace/trace_document.hpp"
 #include "core/error.hpp"
+#include "core/json_integer.hpp"
 
 namespace pe {
 
@@ -75,10 +76,10 @@ process_trace read_process_trace(const std::string& path) {
       throw error("the trace has no otherData.process (rank, clock offset): written by a "
                   "pe-actor-run that predates multi-process traces");
     const json& process = other.at(key::process);
-    trace.rank = process.at(key::rank).get<int>();
-    trace.processes = process.at(key::processes).get<int>();
-    trace.clock_offset_ns = process.at(key::clock_offset_ns).get<std::int64_t>();
-    trace.origin_ns = process.at(key::origin_ns).get<std::int64_t>();
+    trace.rank = json_integer<int>(process.at(key::rank), key::rank);
+    trace.processes = json_integer<int>(process.at(key::processes), key::processes);
+    trace.clock_offset_ns = json_integer<std::int64_t>(process.at(key::clock_offset_ns), key::clock_offset_ns);
+    trace.origin_ns = json_integer<std::int64_t>(process.at(key::origin_ns), key::origin_ns);
     if (trace.rank < 0 || trace.rank >= trace.processes)
       throw error("rank " + std::to_string(trace.rank) + " of " +
                   std::to_string(trace.processes) + " processes is out of range");
@@ -156,15 +157,15 @@ void merge_events(const process_trace& trace, std::int64_t shift_ns, json& event
         if (out[key::args].contains(host_time))
           out[key::args][host_time] = shifted(out[key::args][host_time]);
     if (ph == phase::flow_start || ph == phase::flow_end) {
-      auto [id, added] = flow_ids.try_emplace(e.at(key::id).get<std::uint64_t>(), next_flow_id);
+      auto [id, added] = flow_ids.try_emplace(json_integer<std::uint64_t>(e.at(key::id), key::id), next_flow_id);
       next_flow_id += added;
       out[key::id] = id->second;
     }
     if (ph == phase::span && e.value(key::cat, "") == category::collective &&
         e.at(key::args).contains(key::collective)) {
       const json& args = e.at(key::args);
-      auto which = std::make_pair(args.at(key::step).get<std::uint64_t>(),
-                                  args.at(key::collective).get<std::int64_t>());
+      auto which = std::make_pair(json_integer<std::uint64_t>(args.at(key::step), key::step),
+                                  json_integer<std::int64_t>(args.at(key::collective), key::collective));
       auto& ends = collectives[which];
       if (!ends.empty() && ends.back().pid == pid)
         throw error("collective " + std::to_string(which.second) + " of step " +
