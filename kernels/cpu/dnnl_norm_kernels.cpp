@@ -1,33 +1,39 @@
-// CPU kernels of batch_norm and batch_norm_grad through oneDNN's batch normalization, with
-// the statistics conventions of Paddle's CPU kernel (paddle/phi/kernels/cpu/
-// batch_norm_kernel.cc):
+// CPU kernels of batch_norm and batch_norm_grad, with the statistics conventions of
+// Paddle's CPU kernel (paddle/phi/kernels/cpu/batch_norm_kernel.cc):
 //   - training: mean and variance over N and the spatial axes; the variance is the biased
-//     one (divided by the element count, as oneDNN computes it), and the running statistics
-//     become running * momentum + batch * (1 - momentum) with that same biased variance;
+//     one (divided by the element count), and the running statistics become running *
+//     momentum + batch * (1 - momentum) with that same biased variance;
 //   - SavedMean is the batch mean, SavedVariance the inverse std 1 / sqrt(var + epsilon);
 //   - global statistics (is_test without trainable_statistics, or use_global_stats) normalise
 //     with Mean and Variance and leave them unchanged;
 //   - at most one element per channel (N * spatial <= 1; 0 on a place an uneven split left
 //     without rows) in training: Y = X, statistics untouched.
-// X of rank 2 to 5 is viewed as [N, C, spatial, 1] (NCHW, rank 2 being [N, C]). When C is a
-// multiple of the channel block, the primitives run on that view's blocked layout
+// X of rank 2 to 5 is viewed as [N, C, spatial, 1] (NCHW, rank 2 being [N, C]). Where each
+// (n, c) plane holds at least norm_planes::min_spatial floats, the kernels run channel by
+// channel on the plain layout (kernels/cpu/norm_planes.hpp), moving each tensor once: on the
+// built-in CNN's and the ResNet fixture's shapes that is what memory allows, and oneDNN's
+// route, below, moved each twice more. Smaller planes go through oneDNN's batch
+// normalization: when C is a multiple of the channel block, on that view's blocked layout
 // (dnnl_blocked), where oneDNN has jit kernels (about twice as fast as its plain-layout one,
-// reorders included), and the kernels reorder the plain tensors into and out of it; other
-// channel counts would pad the block with channels the kernels compute for nothing, and run
-// on the plain layout. Inputs and attributes are read and checked by
-// kernels/batch_norm_ops.hpp's fronts, shared with the CUDA kernels.
+// reorders included), the plain tensors reordered into and out of it; other channel counts
+// would pad the block with channels the kernels compute for nothing, and run on the plain
+// layout. Inputs and attributes are read and checked by kernels/batch_norm_ops.hpp's fronts,
+// shared with the CUDA kernels.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 #include <unordered_map>
 
 #include "kernels/batch_norm_ops.hpp"
+#include "kernels/cpu/blas.hpp"
 #include "kernels/cpu/dnnl_cache.hpp"
 #include "kernels/cpu/dnnl_context.hpp"
 #include "kernels/cpu/math_kernels.hpp"
+#include "kernels/cpu/norm_planes.hpp"
 
 namespace pe {
 
@@ -88,15 +94,54 @@ void write_channel(kernel_context& ctx, const char* slot, const norm_view& v, co
     std::memcpy(to, from, static_cast<std::size_t>(v.c) * sizeof(float));
 }
 
+/// 1 / sqrt(variance + epsilon) per channel.
+std::vector<float> inverse_std(const float* variance, std::int64_t channels, float epsilon) {
+  std::vector<float> out(static_cast<std::size_t>(channels));
+  for (std::size_t c = 0; c < out.size(); ++c) out[c] = 1.f / std::sqrt(variance[c] + epsilon);
+  return out;
+}
+
+/// Y, and in training the batch statistics, channel by channel on the plain layout.
+void forward_by_planes(const norm_view& v, const batch_norm_front& f, tensor& y, tensor& used_mean,
+                       tensor& used_variance) {
+  const norm_planes planes{v.n, v.c, v.spatial, blas_threads()};
+  if (f.global) {
+    const std::vector<float> inv_std = inverse_std(f.variance.data<float>(), v.c, f.epsilon);
+    planes.normalize(f.x.data<float>(), f.mean.data<float>(), inv_std.data(), f.scale.data<float>(),
+                     f.bias.data<float>(), y.data<float>());
+  } else {
+    planes.train_forward(f.x.data<float>(), f.scale.data<float>(), f.bias.data<float>(), f.epsilon,
+                         y.data<float>(), used_mean.data<float>(), used_variance.data<float>());
+  }
+}
+
+/// The same through oneDNN's batch normalization (in with_dnnl).
+void forward_by_dnnl(const norm_view& v, const batch_norm_front& f, tensor& y, tensor& used_mean,
+                     tensor& used_variance) {
+  const auto flags = f.global ? scale_shift | dnnl::normalization_flags::use_global_stats : scale_shift;
+  const auto primitive = cached_norm<dnnl::batch_normalization_forward>(v.blocked, f.epsilon, flags, f.global);
+  const dnnl::memory src = dnnl_reordered(dnnl_memory(v.data, f.x), v.blocked);
+  const dnnl::memory plain_dst = dnnl_memory(v.data, y);
+  const dnnl::memory dst = dnnl_result(plain_dst, v.blocked);
+  dnnl_run(primitive,
+           {{DNNL_ARG_SRC, src},
+            {DNNL_ARG_DST, dst},
+            {DNNL_ARG_SCALE, dnnl_memory(v.channel, f.scale)},
+            {DNNL_ARG_SHIFT, dnnl_memory(v.channel, f.bias)},
+            {DNNL_ARG_MEAN, dnnl_memory(v.channel, used_mean)},
+            {DNNL_ARG_VARIANCE, dnnl_memory(v.channel, used_variance)}});
+  dnnl_store(dst, plain_dst);
+}
+
 void batch_norm_forward(kernel_context& ctx) {
   const batch_norm_front f = batch_norm_front_of(ctx, fp32_input);
-  const tensor &x = f.x, &scale = f.scale, &bias = f.bias, &mean = f.mean, &variance = f.variance;
+  const tensor &x = f.x, &mean = f.mean, &variance = f.variance;
   const float momentum = f.momentum, epsilon = f.epsilon;
   const bool global = f.global;
   const norm_view v = view_of(f.d);
   if (ctx.has_output("ReserveSpace")) ctx.output("ReserveSpace").resize(dtype::fp32, {0});
   tensor& y = ctx.output("Y");
-  y.resize(dtype::fp32, x.shape()); // in place on X is fine: oneDNN allows src == dst
+  y.resize(dtype::fp32, x.shape()); // in place on X is fine: both routes allow it
 
   // The statistics Y is normalised with: Mean and Variance, or the batch's.
   tensor used_mean = global ? mean : tensor(dtype::fp32, {v.c});
@@ -113,22 +158,10 @@ void batch_norm_forward(kernel_context& ctx) {
     write_channel(ctx, "VarianceOut", v, variance.data<float>());
     return;
   }
-  with_dnnl(ctx, [&] {
-    const auto flags =
-        global ? scale_shift | dnnl::normalization_flags::use_global_stats : scale_shift;
-    const auto primitive = cached_norm<dnnl::batch_normalization_forward>(v.blocked, epsilon, flags, global);
-    const dnnl::memory src = dnnl_reordered(dnnl_memory(v.data, x), v.blocked);
-    const dnnl::memory plain_dst = dnnl_memory(v.data, y);
-    const dnnl::memory dst = dnnl_result(plain_dst, v.blocked);
-    dnnl_run(primitive,
-             {{DNNL_ARG_SRC, src},
-              {DNNL_ARG_DST, dst},
-              {DNNL_ARG_SCALE, dnnl_memory(v.channel, scale)},
-              {DNNL_ARG_SHIFT, dnnl_memory(v.channel, bias)},
-              {DNNL_ARG_MEAN, dnnl_memory(v.channel, used_mean)},
-              {DNNL_ARG_VARIANCE, dnnl_memory(v.channel, used_variance)}});
-    dnnl_store(dst, plain_dst);
-  });
+  if (v.spatial >= norm_planes::min_spatial)
+    forward_by_planes(v, f, y, used_mean, used_variance);
+  else
+    with_dnnl(ctx, [&] { forward_by_dnnl(v, f, y, used_mean, used_variance); });
 
   const float* m = used_mean.data<float>();
   const float* var = used_variance.data<float>();
@@ -188,6 +221,22 @@ void batch_norm_backward(kernel_context& ctx) {
     std::memset(dscale.raw(), 0, dscale.bytes());
     std::memset(dbias.raw(), 0, dbias.bytes());
     if (ctx.has_output("X@GRAD")) ctx.output("X@GRAD").copy_from(dy);
+    return;
+  }
+  if (v.spatial >= norm_planes::min_spatial) {
+    // The inverse std: SavedVariance in training, from VarianceOut under global statistics.
+    const std::vector<float> inv_std =
+        global ? inverse_std(f.variance.data<float>(), v.c, f.epsilon)
+               : std::vector<float>(f.variance.data<float>(), f.variance.data<float>() + v.c);
+    float* dx = nullptr;
+    if (ctx.has_output("X@GRAD")) { // element by element: X@GRAD may be X or Y@GRAD
+      tensor& out = ctx.output("X@GRAD");
+      out.resize(dtype::fp32, x.shape());
+      dx = out.data<float>();
+    }
+    norm_planes{v.n, v.c, v.spatial, blas_threads()}.backward(
+        x.data<float>(), dy.data<float>(), f.mean.data<float>(), inv_std.data(), scale.data<float>(), global,
+        dscale.data<float>(), dbias.data<float>(), dx);
     return;
   }
   const auto flags =
