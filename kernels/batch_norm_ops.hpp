@@ -2,7 +2,7 @@
 // batch_norm and batch_norm_grad on every kind of place: shared here is each op's front, the
 // inputs read and checked against X (NCHW, rank 2 to 5, every per-channel input FP32 [C]) and
 // the attributes read, with the failure messages. A place's kernels bring the statistics and
-// the normalisation (kernels/cpu/dnnl_norm_kernels.cpp: oneDNN;
+// the normalisation (kernels/cpu/dnnl_norm_kernels.cpp: channel by channel, norm_planes.hpp, or oneDNN;
 // kernels/cuda/batch_norm_kernels.cu: batch_norm_plans.hpp's reductions and maps).
 #include <cstdint>
 

@@ -2,6 +2,7 @@
 // numbers Paddle 2.6 computed, MeanOut / VarianceOut in place on Mean / Variance, is_test and
 // use_global_stats, rank-2 input, the grad maker, shape inference, the errors users see, and
 // gradients (training and global statistics) against central differences.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -216,10 +217,10 @@ TEST(BatchNorm, SeparateRunningOutputs) {
 // error shrinks as delta grows, i.e. it is noise, not a wrong gradient).
 TEST(BatchNormGrad, MatchesCentralDifferences) {
   const std::vector<std::string> stats = {"MeanOut", "VarianceOut", "SavedMean", "SavedVariance"};
-  // {2, 8, 3, 2}: the channel-blocked layout of the oneDNN kernels (with AVX2); {2, 3, 4, 2}:
-  // planes of 8 floats, the channel-by-channel loops. (Larger planes make X@GRAD's terms
-  // cancel further, below what FP32 central differences resolve, on either route.)
-  for (const shape_t& dims : {shape_t{3, 2, 3, 2}, shape_t{5, 3}, shape_t{2, 8, 3, 2}, shape_t{2, 3, 4, 2}}) {
+  // {2, 8, 3, 2}: the channel-blocked layout of the oneDNN kernels (with AVX2). Planes of 8
+  // floats and more (the channel-by-channel loops) make X@GRAD's terms cancel below what
+  // FP32 central differences resolve, on either route: MatchesItsFormulaOnBothRoutes.
+  for (const shape_t& dims : {shape_t{3, 2, 3, 2}, shape_t{5, 3}, shape_t{2, 8, 3, 2}}) {
     SCOPED_TRACE(pe::to_string(dims));
     const std::int64_t c = dims[1];
     for (const attr_list& attrs : {attr_list{}, attr_list{{"use_global_stats", true}}}) {
@@ -236,6 +237,68 @@ TEST(BatchNormGrad, MatchesCentralDifferences) {
                                     .extra_outputs = stats,
                                     .delta = 2e-2f},
                                    3e-3));
+    }
+  }
+}
+
+/// Every element of `got` within `tolerance` of `want`, relative to `want`'s largest
+/// magnitude (X@GRAD's small elements are differences of nearly equal terms).
+::testing::AssertionResult close_to(const tensor& got, const std::vector<double>& want, double tolerance) {
+  if (static_cast<std::size_t>(got.numel()) != want.size())
+    return ::testing::AssertionFailure() << got.numel() << " elements, expected " << want.size();
+  double scale = 0;
+  for (double w : want) scale = std::max(scale, std::abs(w));
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (std::abs(got.data<float>()[i] - want[i]) > tolerance * scale)
+      return ::testing::AssertionFailure() << "element " << i << ": " << got.data<float>()[i] << ", expected "
+                                           << want[i];
+  return ::testing::AssertionSuccess();
+}
+
+// batch_norm_grad against its formula in double, from the statistics the forward saved
+// (training) or the running ones with epsilon (global statistics), on each route of the CPU
+// kernel: oneDNN for planes under 8 floats, the channel-by-channel loops from 8.
+TEST(BatchNormGrad, MatchesItsFormulaOnBothRoutes) {
+  for (const shape_t& dims : {shape_t{2, 8, 3, 2}, shape_t{2, 3, 4, 4}, shape_t{3, 5, 9}}) {
+    for (const bool global : {false, true}) {
+      SCOPED_TRACE(pe::to_string(dims) + (global ? " global statistics" : " training"));
+      const attr_list attrs = global ? attr_list{{"use_global_stats", true}, {"epsilon", 1e-3f}}
+                                     : attr_list{{"epsilon", 1e-3f}};
+      bn_run r;
+      run_bn(r, dims, attrs, 51);
+      const tensor dy = random_tensor(dims, 57, -1.f, 1.f);
+      r.vars.var("y@GRAD") = dy.clone();
+      run_op(pe::op_registry::global().find("batch_norm")->make_grad(bn_op(attrs)).at(0), r.vars);
+
+      const std::int64_t n = dims[0], c = dims[1], s = r.x.numel() / (n * c);
+      const float* x = r.x.data<float>();
+      const float* g = dy.data<float>();
+      // What the grad reads: SavedMean and the inverse std SavedVariance, or under global
+      // statistics MeanOut and VarianceOut (unchanged by the forward).
+      const tensor& mean = r.vars.get(global ? "mean" : "saved_mean");
+      std::vector<double> inv_std(static_cast<std::size_t>(c));
+      for (std::int64_t k = 0; k < c; ++k)
+        inv_std[k] = global ? 1 / std::sqrt(static_cast<double>(r.vars.get("var").data<float>()[k]) + 1e-3)
+                            : r.vars.get("saved_var").data<float>()[k];
+      std::vector<double> dbias(c, 0), dscale(c, 0), dx(static_cast<std::size_t>(r.x.numel()));
+      const auto at = [&](std::int64_t b, std::int64_t k, std::int64_t i) { return (b * c + k) * s + i; };
+      for (std::int64_t k = 0; k < c; ++k) {
+        const double m = mean.data<float>()[k], count = static_cast<double>(n * s);
+        for (std::int64_t b = 0; b < n; ++b)
+          for (std::int64_t i = 0; i < s; ++i) {
+            dbias[k] += g[at(b, k, i)];
+            dscale[k] += g[at(b, k, i)] * (x[at(b, k, i)] - m) * inv_std[k];
+          }
+        for (std::int64_t b = 0; b < n; ++b)
+          for (std::int64_t i = 0; i < s; ++i) {
+            const double xhat = (x[at(b, k, i)] - m) * inv_std[k];
+            const double rest = global ? g[at(b, k, i)] : g[at(b, k, i)] - dbias[k] / count - xhat * dscale[k] / count;
+            dx[at(b, k, i)] = r.scale.data<float>()[k] * inv_std[k] * rest;
+          }
+      }
+      EXPECT_TRUE(close_to(r.vars.get("x@GRAD"), dx, 1e-5));
+      EXPECT_TRUE(close_to(r.vars.get("scale@GRAD"), dscale, 1e-5));
+      EXPECT_TRUE(close_to(r.vars.get("bias@GRAD"), dbias, 1e-5));
     }
   }
 }
