@@ -2,8 +2,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace pe::bench {
+
+std::string torch_command(int threads, const std::string& script_and_arguments) {
+  const std::string n = std::to_string(threads);
+  return "OPENBLAS_NUM_THREADS=" + n + " OMP_NUM_THREADS=" + n + " /usr/bin/python3 " + script_and_arguments;
+}
 
 std::optional<std::vector<double>> run_torch_baseline(benchmark::State& state,
                                                       const std::string& command,

@@ -8,6 +8,14 @@
 
 namespace pe::bench {
 
+/// The shell command that runs `script_and_arguments` (a PyTorch baseline script and its
+/// flags) under /usr/bin/python3 with `threads` threads in each of its pools.
+/// torch.set_num_threads covers torch's own pool only: Debian's torch (BLAS_INFO=generic)
+/// calls the system OpenBLAS, whose pthreads pool takes every core unless
+/// OPENBLAS_NUM_THREADS says otherwise (measured: mlp_torch.py "on one thread" at batch 256
+/// used 1.8 cores and ran 125k samples/s, 82k with the variable set).
+std::string torch_command(int threads, const std::string& script_and_arguments);
+
 /// Runs a PyTorch baseline script once: `command` through the shell with its stderr joined
 /// to stdout (`command 2>&1`), returning the number written right after each of `keys`
 /// (e.g. "samples_per_s=") in its output, in the order of `keys`. When the command cannot

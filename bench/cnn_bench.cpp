@@ -32,9 +32,9 @@ void actor(benchmark::State& state, int places, std::int64_t batch) {
 /// Runs bench/cnn_torch.py for 3 s and reports its samples/s as the counter
 /// items_per_second; skips the benchmark when the script fails (no torch).
 void torch(benchmark::State& state, int threads, std::int64_t batch) {
-  const std::string command = "/usr/bin/python3 " PE_SOURCE_DIR "/bench/cnn_torch.py --batch " +
-                              std::to_string(batch) + " --threads " + std::to_string(threads) +
-                              " --seconds 3";
+  const std::string command =
+      bench::torch_command(threads, PE_SOURCE_DIR "/bench/cnn_torch.py --batch " + std::to_string(batch) +
+                                        " --threads " + std::to_string(threads) + " --seconds 3");
   double samples_per_s = 0;
   for (auto _ : state) {
     const auto values = bench::run_torch_baseline(state, command, {"samples_per_s="});

@@ -107,8 +107,11 @@ def main():
                       f"program and batch) | {value} | {batch / theirs * 1e3:.0f} samples/s (Paddle) | "
                       f"{theirs / ours:.2f}x |")
             if torch_python is not None:
+                # torch.set_num_threads bounds torch's own pool, not the OpenBLAS that Debian's
+                # torch calls, whose threads take every core unless told (bench/baseline.hpp).
                 theirs = ms_per_step([torch_python, os.path.join(ROOT, "bench", "paddle_programs_torch.py"),
-                                      torch_name, str(batch), str(places), str(steps), str(REPETITIONS)])
+                                      torch_name, str(batch), str(places), str(steps), str(REPETITIONS)],
+                                     {"OPENBLAS_NUM_THREADS": str(places), "OMP_NUM_THREADS": str(places)})
                 print(f"| {title} | actor executor, cpu:{places} vs PyTorch eager, {places} "
                       f"thread{'s' if places > 1 else ''} (same model) | {value} | "
                       f"{batch / theirs * 1e3:.0f} samples/s (PyTorch) | {theirs / ours:.2f}x |")

@@ -53,8 +53,10 @@ void one_process(benchmark::State& state) {
 }
 
 void ddp(benchmark::State& state) {
-  const std::string command = "/usr/bin/python3 " PE_SOURCE_DIR "/bench/mlp_ddp_torch.py --processes 2 --batch 256 --steps " +
-                              std::to_string(steps);
+  // One thread in each of the 2 processes (mlp_ddp_torch.py's own torch.set_num_threads(1),
+  // and its BLAS's: the environment is inherited by the processes it starts).
+  const std::string command = bench::torch_command(
+      1, PE_SOURCE_DIR "/bench/mlp_ddp_torch.py --processes 2 --batch 256 --steps " + std::to_string(steps));
   double samples = 0;
   for (auto _ : state) {
     const auto values = bench::run_torch_baseline(state, command, {"samples_per_s="});

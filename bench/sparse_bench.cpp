@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "actors/parallel_executor.hpp"
+#include "bench/baseline.hpp"
 #include "bench/joined_processes.hpp"
 #include "collectives/net/net_transport.hpp"
 #include "collectives/net/process_group.hpp"
@@ -190,8 +191,9 @@ std::optional<result> run_config(const config& c) {
 /// bench/sparse_torch.py's samples/s and peak RSS (MB) over `steps` steps, or nullopt (said
 /// on stderr) when it cannot run.
 std::optional<std::pair<double, double>> torch_baseline(int steps) {
-  const std::string command = "/usr/bin/python3 " + std::string(PE_SOURCE_DIR) + "/bench/sparse_torch.py --steps " +
-                              std::to_string(steps) + " 2>&1";
+  const std::string command =
+      bench::torch_command(1, std::string(PE_SOURCE_DIR) + "/bench/sparse_torch.py --steps " + std::to_string(steps)) +
+      " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return std::nullopt;
   std::string text;
