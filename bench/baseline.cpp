@@ -33,4 +33,14 @@ std::optional<std::vector<double>> run_torch_baseline(benchmark::State& state,
   return values;
 }
 
+void time_torch_baseline(benchmark::State& state, const std::string& command, const std::string& counter) {
+  double samples_per_s = 0;
+  for (auto _ : state) {
+    const auto values = run_torch_baseline(state, command, {"samples_per_s="});
+    if (!values) return;
+    samples_per_s = (*values)[0];
+  }
+  state.counters[counter] = samples_per_s;
+}
+
 } // namespace pe::bench

@@ -26,4 +26,9 @@ std::optional<std::vector<double>> run_torch_baseline(benchmark::State& state,
                                                       const std::string& command,
                                                       const std::vector<std::string>& keys);
 
+/// The body of a PyTorch baseline benchmark: runs `command` once per iteration and sets the
+/// counter `counter` to the samples/s it printed last ("samples_per_s="); on failure the
+/// benchmark is skipped with run_torch_baseline's message.
+void time_torch_baseline(benchmark::State& state, const std::string& command, const std::string& counter);
+
 } // namespace pe::bench

@@ -35,13 +35,7 @@ void torch(benchmark::State& state, int threads, std::int64_t batch) {
   const std::string command =
       bench::torch_command(threads, PE_SOURCE_DIR "/bench/cnn_torch.py --batch " + std::to_string(batch) +
                                         " --threads " + std::to_string(threads) + " --seconds 3");
-  double samples_per_s = 0;
-  for (auto _ : state) {
-    const auto values = bench::run_torch_baseline(state, command, {"samples_per_s="});
-    if (!values) return;
-    samples_per_s = (*values)[0];
-  }
-  state.counters["items_per_second"] = samples_per_s;
+  bench::time_torch_baseline(state, command, "items_per_second");
 }
 
 } // namespace

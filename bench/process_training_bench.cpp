@@ -57,13 +57,7 @@ void ddp(benchmark::State& state) {
   // and its BLAS's: the environment is inherited by the processes it starts).
   const std::string command = bench::torch_command(
       1, PE_SOURCE_DIR "/bench/mlp_ddp_torch.py --processes 2 --batch 256 --steps " + std::to_string(steps));
-  double samples = 0;
-  for (auto _ : state) {
-    const auto values = bench::run_torch_baseline(state, command, {"samples_per_s="});
-    if (!values) return;
-    samples = (*values)[0];
-  }
-  state.counters["samples_per_sec"] = samples;
+  bench::time_torch_baseline(state, command, "samples_per_sec");
 }
 
 bool torch_importable() {

@@ -50,13 +50,7 @@ void actor(benchmark::State& state, int places, std::int64_t batch) {
 void torch(benchmark::State& state, std::int64_t batch) {
   const std::string command = bench::torch_command(
       1, PE_SOURCE_DIR "/bench/mlp_torch.py --device cpu --threads 1 --batch " + std::to_string(batch) + " --seconds 3");
-  double samples_per_s = 0;
-  for (auto _ : state) {
-    const auto values = bench::run_torch_baseline(state, command, {"samples_per_s="});
-    if (!values) return;
-    samples_per_s = (*values)[0];
-  }
-  state.counters["items_per_second"] = samples_per_s;
+  bench::time_torch_baseline(state, command, "items_per_second");
 }
 
 std::string name_of(int places, std::int64_t batch) {
