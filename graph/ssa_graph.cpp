@@ -138,6 +138,10 @@ class graph_builder {
 
   void add_program_op(int index) {
     const proto::OpDesc& op = block_.ops(index);
+    // An op that reads a gradient still waiting in the bucket must read its sum: the
+    // bucket's collective comes first (a backward op after a layer's gradients, before the
+    // next layer's first one flushes the bucket).
+    if (reads_bucketed(index)) flush_bucket();
     // The program's own all-reduce (a synchronised batch_norm's statistics): the collective
     // of the graph's gradients, in graph order with them. On a world of one place it stays
     // a computation, whose kernel has nothing to do.
@@ -221,8 +225,14 @@ class graph_builder {
       if (reduce_mode()) assign_owner(index, param);
     } else if (reduce_mode()) {
       add_reduce(grad, assign_owner(index, param));
-    } else if (strategy_.fuse_all_reduce_bytes == 0) {
+    } else if (strategy_.fuse_all_reduce_bytes == 0 &&
+               strategy_.all_reduce_groups == build_strategy::all_reduce_grouping::per_gradient) {
       add_all_reduce({grad});
+    } else if (strategy_.fuse_all_reduce_bytes == 0) {
+      std::string layer = param.substr(0, param.find('.'));
+      if (!bucket_.empty() && layer != bucket_layer_) flush_bucket();
+      bucket_layer_ = std::move(layer);
+      bucket_.push_back(grad);
     } else {
       bucket_.push_back(grad);
       auto bytes = checked_mul(numel(index, grad), static_cast<std::int64_t>(size_of(info.type)));
@@ -234,11 +244,19 @@ class graph_builder {
     }
   }
 
+  bool reads_bucketed(int index) const {
+    const var_accesses& a = accesses_[static_cast<std::size_t>(index)];
+    return std::any_of(a.reads.begin(), a.reads.end(), [this](const std::string& name) {
+      return std::find(bucket_.begin(), bucket_.end(), name) != bucket_.end();
+    });
+  }
+
   void flush_bucket() {
     if (bucket_.empty()) return;
     add_all_reduce(std::move(bucket_));
     bucket_.clear();
     bucket_bytes_ = 0;
+    bucket_layer_.clear();
   }
 
   /// Inputs: the newest version of each grad on every place; outputs: a new one likewise.
@@ -345,6 +363,7 @@ class graph_builder {
   std::vector<std::map<std::string, std::vector<int>>> versions_;
   std::vector<std::string> bucket_;
   std::int64_t bucket_bytes_ = 0;
+  std::string bucket_layer_; // per_layer grouping: the layer of the gradients in bucket_
   std::vector<std::int64_t> load_; ///< reduce mode: elements owned per global rank
   std::set<std::string> row_broadcasts_; ///< tables whose touched rows are broadcast (c_broadcast)
   int first_rank_;                 ///< the global rank of this process's place 0

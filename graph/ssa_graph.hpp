@@ -21,11 +21,20 @@ struct build_strategy {
   /// splits); one: 1; customized: the user feeds loss@GRAD.
   enum class gradient_scale { coeff_num_device, one, customized };
 
+  /// How dense gradients' all-reduces are grouped when fuse_all_reduce_bytes is 0.
+  /// per_layer: one collective for the gradients of consecutive (in the program's order)
+  /// parameters whose names share the part before the first '.' (fc_0.w_0 and fc_0.b_0), as
+  /// Paddle 2's default fuse_all_reduce_ops groups them (coalesce_grad_tensor_pass by
+  /// layer): fewer rendezvous per step, each launched when its layer's last gradient is
+  /// written. per_gradient: one collective per gradient (Paddle 1's default).
+  enum class all_reduce_grouping { per_layer, per_gradient };
+
   reduce_mode reduce = reduce_mode::all_reduce;
   gradient_scale scale = gradient_scale::coeff_num_device;
   /// All-reduce gradients in buckets of at most this many bytes (one collective per bucket);
-  /// 0 = one collective per gradient. Ignored in reduce mode.
+  /// 0 = grouped as all_reduce_groups says. Ignored in reduce mode.
   std::int64_t fuse_all_reduce_bytes = 0;
+  all_reduce_grouping all_reduce_groups = all_reduce_grouping::per_layer;
   /// How SELECTED_ROWS gradients' all_gathers exchange the rows (core/sparse_exchange.hpp):
   /// gather them, all-reduce the table densely, or choose per step from the row counts.
   sparse_exchange sparse_exchange_mode = sparse_exchange::automatic;

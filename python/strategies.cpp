@@ -16,6 +16,7 @@ build_strategy python_build_strategy::engine() const {
   b.reduce = reduce_strategy;
   b.scale = gradient_scale_strategy;
   b.sparse_exchange_mode = sparse_exchange_mode;
+  b.all_reduce_groups = all_reduce_groups;
   if (fuse_all_reduce_ops) {
     if (!(fuse_all_reduce_mb > 0 && std::isfinite(fuse_all_reduce_mb)))
       throw py::value_error("BuildStrategy.fuse_all_reduce_mb must be a positive size in MiB, got " +
@@ -97,6 +98,11 @@ void bind_strategies(py::module_& m) {
       .value("One", build_strategy::gradient_scale::one, "the loss gradient is 1 on every place")
       .value("Customized", build_strategy::gradient_scale::customized,
              "the caller feeds the loss gradient (<loss>@GRAD)");
+  py::enum_<build_strategy::all_reduce_grouping>(build, "AllReduceGroups")
+      .value("Layer", build_strategy::all_reduce_grouping::per_layer,
+             "one all-reduce for the gradients of parameters whose names agree before the first "
+             "'.' (fc_0.w_0, fc_0.b_0), produced one after the other: Paddle 2's default grouping")
+      .value("Gradient", build_strategy::all_reduce_grouping::per_gradient, "one all-reduce per gradient");
   py::enum_<sparse_exchange>(build, "SparseExchange")
       .value("Auto", sparse_exchange::automatic,
              "per step, all-reduce the table densely when the gathered rows would move more bytes")
@@ -110,6 +116,10 @@ void bind_strategies(py::module_& m) {
                      "all-reduce gradients in buckets of fuse_all_reduce_mb")
       .def_readwrite("fuse_all_reduce_mb", &python_build_strategy::fuse_all_reduce_mb,
                      "bucket size in MiB when fuse_all_reduce_ops (default 32)")
+      .def_readwrite("all_reduce_groups", &python_build_strategy::all_reduce_groups,
+                     "without fuse_all_reduce_ops, which gradients share an all-reduce: "
+                     "AllReduceGroups.Layer (default) or Gradient (pe-actor-run's --allreduce-groups); "
+                     "the sums are the same either way")
       .def_readwrite("sparse_exchange", &python_build_strategy::sparse_exchange_mode,
                      "how a sparse (SELECTED_ROWS) gradient is exchanged across places and "
                      "processes: SparseExchange.Auto (default), Sparse or Dense (pe-actor-run's "
@@ -127,6 +137,7 @@ void bind_strategies(py::module_& m) {
                ", gradient_scale_strategy=" + std::string(py::str(py::cast(s.gradient_scale_strategy))) +
                ", fuse_all_reduce_ops=" + (s.fuse_all_reduce_ops ? "True" : "False") +
                ", fuse_all_reduce_mb=" + std::string(py::str(py::cast(s.fuse_all_reduce_mb))) +
+               ", all_reduce_groups=" + std::string(py::str(py::cast(s.all_reduce_groups))) +
                ", sparse_exchange=" + std::string(py::str(py::cast(s.sparse_exchange_mode))) +
                ", sync_batch_norm=" + (s.sync_batch_norm ? "True" : "False") + ")";
       });

@@ -14,6 +14,8 @@ struct python_build_strategy {
   build_strategy::gradient_scale gradient_scale_strategy = build_strategy{}.scale;
   bool fuse_all_reduce_ops = false;
   double fuse_all_reduce_mb = 32; ///< bucket size when fuse_all_reduce_ops
+  /// Without buckets: an all-reduce per layer (default) or per gradient (--allreduce-groups).
+  build_strategy::all_reduce_grouping all_reduce_groups = build_strategy{}.all_reduce_groups;
   /// How sparse gradients are exchanged (pe-actor-run's --sparse-exchange).
   sparse_exchange sparse_exchange_mode = build_strategy{}.sparse_exchange_mode;
   /// The largest tensor a program may declare or infer (pe-actor-run's --max-tensor-bytes).

@@ -217,8 +217,10 @@ TEST(ssa_graph, one_place_has_no_collectives) {
 
 TEST(ssa_graph, one_all_reduce_per_gradient) {
   auto m = tiny();
+  build_strategy per_gradient;
+  per_gradient.all_reduce_groups = build_strategy::all_reduce_grouping::per_gradient;
   for (int places : {2, 3}) {
-    ssa_graph g = build(m.main, places);
+    ssa_graph g = build(m.main, places, per_gradient);
     auto reduces = ops_of(g, kind::all_reduce);
     EXPECT_EQ(vars_of(reduces), (std::vector<names>{{tiny_grads[0]}, {tiny_grads[1]},
                                                     {tiny_grads[2]}, {tiny_grads[3]}}));
@@ -246,6 +248,40 @@ TEST(ssa_graph, one_all_reduce_per_gradient) {
     // Each all-reduce follows the producer of its gradient directly.
     for (const auto* op : reduces) EXPECT_EQ(g.vars[op->inputs.back()].generated_op, op->id - 1);
   }
+}
+
+TEST(ssa_graph, one_all_reduce_per_layer_by_default) {
+  // Paddle 2's default: the gradients of fc_1.b_0 and fc_1.w_0 (one layer: the names agree
+  // before the first '.') in one collective, launched once the layer's last one is written.
+  auto m = tiny();
+  for (int places : {2, 3}) {
+    ssa_graph g = build(m.main, places);
+    auto reduces = ops_of(g, kind::all_reduce);
+    ASSERT_EQ(vars_of(reduces), (std::vector<names>{{tiny_grads[0], tiny_grads[1]},
+                                                    {tiny_grads[2], tiny_grads[3]}}));
+    for (const auto* op : reduces) {
+      ASSERT_EQ(op->inputs.size(), 2u * static_cast<std::size_t>(places));
+      ASSERT_EQ(op->outputs.size(), 2u * static_cast<std::size_t>(places));
+      int last_producer = -1;
+      for (std::size_t i = 0; i < op->inputs.size(); ++i) {
+        const var_handle& in = g.vars[op->inputs[i]];
+        const var_handle& out = g.vars[op->outputs[i]];
+        EXPECT_EQ(in.version, 0);
+        EXPECT_EQ(out.version, 1);
+        EXPECT_EQ(out.name, in.name);
+        last_producer = std::max(last_producer, in.generated_op);
+        // Each place's optimizer reads its summed gradient, not the place's own.
+        ASSERT_EQ(out.pending_ops.size(), 1u);
+        EXPECT_EQ(g.ops[out.pending_ops[0]].place, out.place);
+      }
+      EXPECT_LT(last_producer, op->id); // after the layer's last gradient
+    }
+  }
+  // A size bucket overrides the grouping.
+  build_strategy buckets;
+  buckets.fuse_all_reduce_bytes = 1 << 20;
+  EXPECT_EQ(vars_of(ops_of(build(m.main, 2, buckets), kind::all_reduce)),
+            (std::vector<names>{{tiny_grads[0], tiny_grads[1], tiny_grads[2], tiny_grads[3]}}));
 }
 
 /// The fused all-reduce buckets for a bucket size, in issue order.
@@ -282,6 +318,47 @@ TEST(ssa_graph, fused_all_reduce_buckets) {
   ssa_graph g = build(m.main, 2, s);
   int first_sgd = handle_of(g, op_index(m.main, "sgd"), 0).id;
   EXPECT_EQ(ops_of(g, kind::all_reduce).front()->id, first_sgd - 1);
+}
+
+TEST(ssa_graph, a_backward_op_reading_a_grouped_gradient_reads_its_sum) {
+  // A backward op that reads fc_1.w_0@GRAD right after its producer, before the next layer's
+  // first gradient: the layer's all-reduce must come first, or the op would read the
+  // place's own partial gradient. The same holds for size buckets.
+  auto m = tiny();
+  const std::string grad = "fc_1.w_0@GRAD", probe = "fc_1.w_0@GRAD.probe";
+  auto& block = *m.main.mutable_blocks(0);
+  for (const auto& v : m.main.blocks(0).vars())
+    if (v.name() == grad) *block.add_vars() = v;
+  block.mutable_vars(block.vars_size() - 1)->set_name(probe);
+  proto::OpDesc& op = *block.add_ops();
+  op.set_type("scale");
+  auto* in = op.add_inputs();
+  in->set_parameter("X");
+  in->add_arguments(grad);
+  auto* out = op.add_outputs();
+  out->set_parameter("Out");
+  out->add_arguments(probe);
+  auto* role = op.add_attrs();
+  role->set_name("op_role");
+  role->set_type(proto::INT);
+  role->set_i(op_role::backward);
+  const int producer = op_index(m.main, "mul_grad"); // the last layer's, first in backward order
+  for (int i = block.ops_size() - 1; i > producer + 1; --i) block.mutable_ops()->SwapElements(i, i - 1);
+  ASSERT_EQ(block.ops(producer + 1).type(), "scale");
+  build_strategy buckets;
+  buckets.fuse_all_reduce_bytes = 1 << 20;
+  for (const build_strategy& s : {build_strategy{}, buckets}) {
+    ssa_graph g = build(m.main, 2, s);
+    for (int p = 0; p < 2; ++p) {
+      const op_handle& reader = handle_of(g, producer + 1, p);
+      const auto read = real_vars(g, reader.inputs);
+      ASSERT_EQ(read.size(), 1u);
+      EXPECT_EQ(read[0]->name, grad);
+      EXPECT_EQ(read[0]->version, 1); // the summed one
+      ASSERT_GE(read[0]->generated_op, 0);
+      EXPECT_EQ(g.ops[read[0]->generated_op].what, kind::all_reduce);
+    }
+  }
 }
 
 TEST(ssa_graph, fused_bucket_left_at_the_end_is_flushed) {
@@ -484,7 +561,7 @@ TEST(ssa_graph, dot_output) {
   EXPECT_EQ(dot.rfind("digraph", 0), 0u);
   EXPECT_EQ(dot.back(), '\n');
   EXPECT_EQ(dot[dot.size() - 2], '}');
-  for (const std::string& label : names{"\"mul\\n0\"", "\"mul\\n1\"", "\"all_reduce fc_0.w_0@GRAD\"",
+  for (const std::string& label : names{"\"mul\\n0\"", "\"mul\\n1\"", "\"all_reduce fc_0.b_0@GRAD fc_0.w_0@GRAD\"",
                                    "\"fc_0.w_0@1:1\"", "\"scale_loss_grad\\n0\"",
                                    "\"fetch " + m.loss + "\\n1\""})
     EXPECT_NE(dot.find(label), std::string::npos) << label;

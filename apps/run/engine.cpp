@@ -75,6 +75,7 @@ build_strategy strategy_of(const run_options& o) {
   build_strategy build;
   build.reduce = o.reduce;
   build.fuse_all_reduce_bytes = o.fuse_allreduce_bytes();
+  build.all_reduce_groups = o.allreduce_groups;
   build.sparse_exchange_mode = o.sparse_exchange_mode;
   build.max_tensor_bytes = o.max_tensor_bytes;
   build.sync_batch_norm = o.sync_batch_norm;
@@ -112,6 +113,7 @@ std::unique_ptr<process_group> join_job(const run_options& o, const model_progra
       {"--reduce", spelling(o.reduce)},
       {"--collective-backend", o.collective_backend},
       {"--fuse-allreduce-mb", std::to_string(o.fuse_allreduce_mb)},
+      {"--allreduce-groups", spelling(o.allreduce_groups)},
       {"--sparse-exchange", spelling(o.sparse_exchange_mode)},
       {"--sync-batch-norm", o.sync_batch_norm ? "on" : "off"},
       {"--eval", o.eval ? "on" : "off"},

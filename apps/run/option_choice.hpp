@@ -43,6 +43,13 @@ struct choice_spellings<build_strategy::reduce_mode> {
 };
 
 template <>
+struct choice_spellings<build_strategy::all_reduce_grouping> {
+  static constexpr std::array<std::pair<build_strategy::all_reduce_grouping, std::string_view>, 2> table{
+      {{build_strategy::all_reduce_grouping::per_layer, "layer"},
+       {build_strategy::all_reduce_grouping::per_gradient, "gradient"}}};
+};
+
+template <>
 struct choice_spellings<sparse_exchange> {
   static constexpr std::array<std::pair<sparse_exchange, std::string_view>, 3> table{
       {{sparse_exchange::automatic, "auto"}, {sparse_exchange::sparse, "sparse"}, {sparse_exchange::dense, "dense"}}};

@@ -40,7 +40,9 @@ struct run_options {
   int threads = 1;            ///< CAF scheduler workers of the actor executor; 1 with reference
   sync_mode sync = sync_mode::event; ///< how readers on another stream wait: --sync event|wait
   build_strategy::reduce_mode reduce = build_strategy::reduce_mode::all_reduce; ///< --reduce allreduce|reduce
-  double fuse_allreduce_mb = 0;     ///< all-reduce bucket size in MiB; 0: one per gradient
+  double fuse_allreduce_mb = 0;     ///< all-reduce bucket size in MiB; 0: grouped by allreduce_groups
+  /// --allreduce-groups layer|gradient: without buckets, one all-reduce per layer or per gradient.
+  build_strategy::all_reduce_grouping allreduce_groups = build_strategy::all_reduce_grouping::per_layer;
   sparse_exchange sparse_exchange_mode = sparse_exchange::automatic; ///< --sparse-exchange auto|sparse|dense
   int blas_threads = 1;            ///< OpenBLAS threads per GEMM call
   /// The largest tensor a program may declare or infer (validate_program's limit).

@@ -173,6 +173,8 @@ void print_header(std::ostream& out, const run_options& o) {
         << ", --sync " << spelling(o.sync);
     if (o.reduce == build_strategy::reduce_mode::all_reduce && o.fuse_allreduce_mb > 0)
       out << " fused in " << o.fuse_allreduce_mb << " MiB buckets";
+    else if (o.reduce == build_strategy::reduce_mode::all_reduce)
+      out << ", an all-reduce per " << spelling(o.allreduce_groups);
     if (o.pin_places) out << ", places pinned to cores";
     if (o.actor_per_op) out << ", an actor message per op";
   }

@@ -119,10 +119,13 @@ def test_strategies_change_how_not_what_is_computed(small_mlp):
     fused = pe_actor.BuildStrategy()
     fused.fuse_all_reduce_ops = True
     fused.fuse_all_reduce_mb = 0.001
+    per_gradient = pe_actor.BuildStrategy()
+    assert per_gradient.all_reduce_groups == pe_actor.BuildStrategy.AllReduceGroups.Layer
+    per_gradient.all_reduce_groups = pe_actor.BuildStrategy.AllReduceGroups.Gradient
     threads = pe_actor.ExecutionStrategy()
     threads.num_threads = 2
     threads.sync = pe_actor.ExecutionStrategy.SyncMode.Wait
-    for build, exec_ in ((reduce, None), (fused, None), (None, threads)):
+    for build, exec_ in ((reduce, None), (fused, None), (per_gradient, None), (None, threads)):
         np.testing.assert_allclose(losses_with(model, feed, build, exec_), baseline, rtol=1e-6)
 
     one = pe_actor.BuildStrategy()
