@@ -327,9 +327,12 @@ TEST(ssa_graph, a_backward_op_reading_a_grouped_gradient_reads_its_sum) {
   auto m = tiny();
   const std::string grad = "fc_1.w_0@GRAD", probe = "fc_1.w_0@GRAD.probe";
   auto& block = *m.main.mutable_blocks(0);
-  for (const auto& v : m.main.blocks(0).vars())
-    if (v.name() == grad) *block.add_vars() = v;
-  block.mutable_vars(block.vars_size() - 1)->set_name(probe);
+  proto::VarDesc probe_var;
+  for (const auto& v : block.vars())
+    if (v.name() == grad) probe_var = v; // copied first: adding to vars() moves its elements
+  ASSERT_EQ(probe_var.name(), grad);
+  probe_var.set_name(probe);
+  *block.add_vars() = probe_var;
   proto::OpDesc& op = *block.add_ops();
   op.set_type("scale");
   auto* in = op.add_inputs();
