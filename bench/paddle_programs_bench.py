@@ -30,12 +30,15 @@ import tempfile
 # Runs per measurement, on every side: each side reports its median.
 REPETITIONS = 3
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# (fixture, the model's name in paddle_programs_torch.py, what it is)
+# (fixture, the model's name in paddle_programs_torch.py, what it is, steps factor): every
+# side runs STEPS x factor steps of the program, so that a measurement lasts long enough to
+# see the steady state (300 steps of the MLP are ~10 ms on 1 place, where one slow moment of
+# the machine decided the cell).
 FIXTURES = [
-    ("paddle_resnet_small", "resnet_small", "ResNet (3 BasicBlock stages, batch_norm, Momentum)"),
+    ("paddle_resnet_small", "resnet_small", "ResNet (3 BasicBlock stages, batch_norm, Momentum)", 1),
     ("paddle_encoder_classifier", "encoder_classifier",
-     "BERT-style encoder (2 layers, AdamW, global-norm clip)"),
-    ("paddle_lr_schedule", "lr_schedule", "MLP with its learning-rate schedule in the program"),
+     "BERT-style encoder (2 layers, AdamW, global-norm clip)", 1),
+    ("paddle_lr_schedule", "lr_schedule", "MLP with its learning-rate schedule in the program", 20),
 ]
 
 
@@ -150,16 +153,17 @@ def main():
     if torch_python is None:
         print("paddle_programs_bench: no Python with torch: PyTorch rows left out", file=sys.stderr)
     one_thread = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    for fixture, torch_name, what in FIXTURES:
+    for fixture, torch_name, what, factor in FIXTURES:
         batch = rows_of(fixture)
+        fixture_steps = steps * factor
         for places in (1, 2):
-            ours = engine_ms(binary, fixture, batch, places, steps)
+            ours = engine_ms(binary, fixture, batch, places, fixture_steps)
             value = f"{batch / ours * 1e3:.0f} samples/s"
             title = f"Paddle program training step, {what}, batch {batch}"
             if paddle_python is not None:
                 d = os.path.join(ROOT, "tests", "data", fixture)
                 theirs = ms_per_step([paddle_python, os.path.join(ROOT, "bench", "paddle_programs_paddle.py"),
-                                      d, str(places), str(max(steps // 10, 10)), str(REPETITIONS)], one_thread)
+                                      d, str(places), str(max(fixture_steps // 10, 10)), str(REPETITIONS)], one_thread)
                 runner = "Executor" if places == 1 else "ParallelExecutor"
                 print(f"| {title} | actor executor, cpu:{places} vs Paddle 2.6 {runner}, cpu:{places} (same "
                       f"program and batch) | {value} | {batch / theirs * 1e3:.0f} samples/s (Paddle) | "
@@ -168,7 +172,7 @@ def main():
                 # torch.set_num_threads bounds torch's own pool, not the OpenBLAS that Debian's
                 # torch calls, whose threads take every core unless told (bench/baseline.hpp).
                 theirs = ms_per_step([torch_python, os.path.join(ROOT, "bench", "paddle_programs_torch.py"),
-                                      torch_name, str(batch), str(places), str(steps), str(REPETITIONS)],
+                                      torch_name, str(batch), str(places), str(fixture_steps), str(REPETITIONS)],
                                      {"OPENBLAS_NUM_THREADS": str(places), "OMP_NUM_THREADS": str(places)})
                 print(f"| {title} | actor executor, cpu:{places} vs PyTorch eager, {places} "
                       f"thread{'s' if places > 1 else ''} (same model) | {value} | "
