@@ -46,7 +46,7 @@ void inproc_communicator::launch(const collective_call& call, int local_rank,
   auto state = std::make_shared<part>(part{call, local_rank, std::move(buffers), std::move(done)});
   if (call.inputs_ready && ranks_ > 1) {
     {
-      std::lock_guard<std::mutex> guard(mutex_);
+      std::lock_guard<spin_mutex> guard(mutex_);
       launched_[{local_rank, call.sequence}] = state;
     }
     notify_progress(); // a rank already waiting in this meeting may now join for this one
@@ -56,19 +56,19 @@ void inproc_communicator::launch(const collective_call& call, int local_rank,
 
 void inproc_communicator::abort() {
   {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::lock_guard<spin_mutex> guard(mutex_);
     if (!broken_) broken_ = "the communicator was aborted (the executor is being destroyed)";
   }
   notify_progress(); // parked ranks poll again and fail
 }
 
 std::vector<std::vector<std::uint64_t>> inproc_communicator::history() const {
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<spin_mutex> guard(mutex_);
   return history_;
 }
 
 std::optional<communicator_status> inproc_communicator::status() const {
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<spin_mutex> guard(mutex_);
   communicator_status out;
   out.next_sequence = next_;
   for (const auto& [sequence, m] : meetings_) {
@@ -236,7 +236,7 @@ void inproc_communicator::compute(meeting& m, int rank, int ranks) {
   work.run_chunk(static_cast<std::size_t>(rank), static_cast<std::size_t>(ranks));
 }
 
-void inproc_communicator::join(part& p, bool stream_failed, std::unique_lock<std::mutex>& lock) {
+void inproc_communicator::join(part& p, bool stream_failed, std::unique_lock<spin_mutex>& lock) {
   const collective_call& call = p.call;
   auto& expected = next_[static_cast<std::size_t>(p.rank)];
   if (call.sequence != expected) {
@@ -275,7 +275,7 @@ void inproc_communicator::join(part& p, bool stream_failed, std::unique_lock<std
   (void)lock;
 }
 
-void inproc_communicator::join_for_others(const part& p, std::unique_lock<std::mutex>& lock) {
+void inproc_communicator::join_for_others(const part& p, std::unique_lock<spin_mutex>& lock) {
   if (failed_once_) return;
   meeting& m = meetings_.at(p.call.sequence);
   for (int r = 0; r < ranks_ && m.joined < ranks_; ++r) {
@@ -294,7 +294,7 @@ void inproc_communicator::join_for_others(const part& p, std::unique_lock<std::m
 
 bool inproc_communicator::poll(part& p, bool stream_failed) {
   const collective_call& call = p.call;
-  std::unique_lock<std::mutex> lock(mutex_);
+  std::unique_lock<spin_mutex> lock(mutex_);
   // A rank that joins or finishes its chunk may let the parked ranks go on: tell them. A
   // poll that changed nothing tells nobody, or waiting ranks would poll each other forever.
   struct notify_on_change {

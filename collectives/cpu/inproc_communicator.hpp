@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collectives/communicator.hpp"
+#include "core/spin_mutex.hpp"
 
 namespace pe {
 
@@ -82,11 +83,11 @@ class inproc_communicator final : public communicator {
 
   /// Joins, for the current meeting of `p`, every other rank that can be joined for
   /// (see the class comment). Call with mutex_ held, after `p` joined.
-  void join_for_others(const part& p, std::unique_lock<std::mutex>& lock);
+  void join_for_others(const part& p, std::unique_lock<spin_mutex>& lock);
 
   /// One poll of a rank's part: true when finished. Throws when the collective failed.
   bool poll(part& p, bool stream_failed);
-  void join(part& p, bool stream_failed, std::unique_lock<std::mutex>& lock);
+  void join(part& p, bool stream_failed, std::unique_lock<spin_mutex>& lock);
   /// Checks the buffers of every rank once all have joined; the first problem, or none.
   static std::optional<std::string> check(meeting& m);
   /// Why rank p's call differs from what the first rank to join called (kind, root, label,
@@ -95,7 +96,9 @@ class inproc_communicator final : public communicator {
   static void compute(meeting& m, int rank, int ranks);
 
   int ranks_;
-  mutable std::mutex mutex_;
+  // A spin_mutex: the places' device threads poll the meeting at every collective, and a
+  // std::mutex put one of them to sleep whenever they met (core/spin_mutex.hpp).
+  mutable spin_mutex mutex_;
   std::map<std::uint64_t, meeting> meetings_; // node-based: references stay valid
   std::vector<std::uint64_t> next_;                   // by rank: the sequence it expects
   std::vector<std::vector<std::uint64_t>> history_;   // by rank

@@ -53,7 +53,7 @@ place cpu_stream::where() const {
 
 void cpu_stream::stop() {
   {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::lock_guard<spin_mutex> guard(mutex_);
     stopping_ = true;
     finished_.notify_all();
   }
@@ -62,7 +62,7 @@ void cpu_stream::stop() {
 
 void cpu_stream::call_when_finished(std::uint64_t ticket, std::function<void()> then) {
   {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::lock_guard<spin_mutex> guard(mutex_);
     // Counted before the check, both seq_cst, as finish() stores completed_ before it
     // reads the count: either this sees the ticket finished, or finish() sees the callback.
     pending_callbacks_.fetch_add(1);
@@ -78,7 +78,7 @@ void cpu_stream::call_when_finished(std::uint64_t ticket, std::function<void()> 
 void cpu_stream::run_due_callbacks() {
   std::vector<std::function<void()>> due;
   {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::lock_guard<spin_mutex> guard(mutex_);
     for (auto it = callbacks_.begin(); it != callbacks_.end();) {
       if (!finished(it->ticket)) {
         ++it;
@@ -94,13 +94,13 @@ void cpu_stream::run_due_callbacks() {
 
 void cpu_stream::drop_queue() {
   std::deque<item> dropped;
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<spin_mutex> guard(mutex_);
   dropped.swap(queue_);
 }
 
 void cpu_stream::push(item it) {
   {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::lock_guard<spin_mutex> guard(mutex_);
     if (stopping_) return; // a stopped stream drops work, as it dropped what was queued
     it.ticket = ++enqueued_;
     queue_.push_back(std::move(it));
@@ -189,7 +189,7 @@ bool cpu_stream::wait_for(std::uint64_t ticket) const {
   // Spin briefly (yielding the core) first: a host thread that waits for a step's end
   // usually has only microseconds to wait, and a wake-up costs more.
   if (!spin_until(std::chrono::microseconds(50), [&] { return finished(ticket); })) {
-    std::unique_lock<std::mutex> lock(mutex_);
+    std::unique_lock<spin_mutex> lock(mutex_);
     ++waiters_; // seq_cst with finish()'s store of completed_: one of the two sees the other
     finished_.wait(lock, [&] { return finished(ticket); });
     --waiters_;
@@ -199,7 +199,7 @@ bool cpu_stream::wait_for(std::uint64_t ticket) const {
 
 std::optional<bool> cpu_stream::wait_for(std::uint64_t ticket, std::chrono::milliseconds limit) const {
   if (!spin_until(std::chrono::microseconds(50), [&] { return finished(ticket); })) {
-    std::unique_lock<std::mutex> lock(mutex_);
+    std::unique_lock<spin_mutex> lock(mutex_);
     ++waiters_; // as in wait_for(ticket)
     const bool done = finished_.wait_for(lock, limit, [&] { return finished(ticket); });
     --waiters_;
@@ -217,7 +217,7 @@ bool cpu_stream::head_ready() const {
 
 bool cpu_stream::ready() const {
   if (completed_.load() == enqueued_.load()) return false; // empty, without the lock
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<spin_mutex> guard(mutex_);
   return head_ready();
 }
 
@@ -240,7 +240,7 @@ bool cpu_stream::step() {
   if (completed_.load() == enqueued_.load()) return false; // empty, without the lock
   item it;
   {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::lock_guard<spin_mutex> guard(mutex_);
     if (!head_ready()) return false;
     if (queue_.front().polled) return step_polled();
     // Plain work and waits leave the queue before they run: one lock per item, and only
@@ -283,7 +283,7 @@ bool cpu_stream::step_polled() {
 void cpu_stream::finish(std::uint64_t ticket) {
   completed_.store(ticket);
   if (waiters_.load() > 0) {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::lock_guard<spin_mutex> guard(mutex_);
     finished_.notify_all();
   }
   // Only when a stream of another device waits on this one: every kernel would otherwise

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/spin_mutex.hpp"
 #include "devices/first_failure.hpp"
 #include "devices/stream.hpp"
 
@@ -113,8 +114,10 @@ class cpu_stream final : public stream {
   cpu_device& owner_;
   stream_kind kind_;
 
-  mutable std::mutex mutex_;
-  mutable std::condition_variable finished_; // host threads wait for completed_
+  // A spin_mutex: the device thread polls the queue while the host pushes into it, and a
+  // std::mutex put one of them to sleep at every meeting (core/spin_mutex.hpp).
+  mutable spin_mutex mutex_;
+  mutable std::condition_variable_any finished_; // host threads wait for completed_
   std::deque<item> queue_;                   // the device thread reads the front unlocked
   std::atomic<std::uint64_t> enqueued_{0};   // written under mutex_
   std::atomic<std::uint64_t> completed_{0};
