@@ -168,7 +168,7 @@ queued_stream::~queued_stream() {
 
 void queued_stream::request_stop() {
   if (!stopped_->exchange(true)) {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::lock_guard<spin_mutex> guard(mutex_);
     wakeup_.notify_all();
   }
 }
@@ -180,7 +180,7 @@ void queued_stream::stop() {
   if (first && host_profiling()) std::fprintf(stderr, "%s\n", profile_line().c_str());
   std::deque<item> dropped;
   {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::lock_guard<spin_mutex> guard(mutex_);
     dropped.swap(queue_);
   }
   // Records never reached count as failed, so that their waiters return.
@@ -191,7 +191,7 @@ void queued_stream::stop() {
 
 void queued_stream::push(item it) {
   {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::lock_guard<spin_mutex> guard(mutex_);
     if (stopped_->load()) {
       if (it.type == item::what::record || it.type == item::what::drain) it.rec->reach(nullptr, true);
       return; // a stopped stream drops work, as it dropped what was queued
@@ -201,7 +201,7 @@ void queued_stream::push(item it) {
   }
   // seq_cst with run(), which sets sleeping_ and then looks at the queue under the mutex.
   if (sleeping_.load()) {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::lock_guard<spin_mutex> guard(mutex_);
     wakeup_.notify_one();
   }
 }
@@ -456,7 +456,7 @@ void queued_stream::run(std::promise<void>* started) {
     item it;
     bool have = false;
     {
-      std::lock_guard<std::mutex> guard(mutex_);
+      std::lock_guard<spin_mutex> guard(mutex_);
       if (!queue_.empty()) {
         it = std::move(queue_.front());
         queue_.pop_front();
@@ -474,7 +474,7 @@ void queued_stream::run(std::promise<void>* started) {
     const bool busy = spin_until(idle_spin, [this] {
       if (stopped_->load()) return true;
       {
-        std::lock_guard<std::mutex> guard(mutex_);
+        std::lock_guard<spin_mutex> guard(mutex_);
         if (!queue_.empty()) return true;
       }
       resolve_spans();
@@ -484,7 +484,7 @@ void queued_stream::run(std::promise<void>* started) {
     sleeping_.store(true);
     {
       // While spans are pending the thread naps, to look at the device again.
-      std::unique_lock<std::mutex> lock(mutex_);
+      std::unique_lock<spin_mutex> lock(mutex_);
       const auto woken = [this] { return !queue_.empty() || stopped_->load(); };
       if (spans_pending_.load()) wakeup_.wait_for(lock, span_poll, woken);
       else wakeup_.wait(lock, woken);

@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "core/spin_mutex.hpp"
 #include "devices/first_failure.hpp"
 #include "devices/stream.hpp"
 
@@ -251,8 +252,10 @@ class queued_stream : public stream {
   std::shared_ptr<stream_backend> backend_;
   std::shared_ptr<std::atomic<bool>> stopped_ = std::make_shared<std::atomic<bool>>(false);
 
-  mutable std::mutex mutex_;
-  std::condition_variable wakeup_;
+  // A spin_mutex, as the CPU streams' (core/spin_mutex.hpp): this stream's thread polls the
+  // queue under it while the host pushes launches into it.
+  mutable spin_mutex mutex_;
+  std::condition_variable_any wakeup_;
   std::deque<item> queue_; // guarded by mutex_
   std::atomic<std::uint64_t> enqueued_{0}; // written under mutex_
   std::atomic<std::uint64_t> completed_{0};
