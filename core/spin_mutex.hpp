@@ -27,9 +27,13 @@ class spin_mutex {
       if (!locked_.exchange(true, std::memory_order_acquire)) return;
       // Test before trying again: the waiter reads its cached copy of the line while the
       // holder runs, and tries the exchange only once the line says free.
-      for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
-        if (spins < 128) pause();
-        else std::this_thread::yield(); // the holder may share this core
+      for (int spins = 0; locked_.load(std::memory_order_relaxed);) {
+        if (spins < 128) {
+          pause();
+          ++spins; // counted only this far: a long hold must not overflow it
+        } else {
+          std::this_thread::yield(); // the holder may share this core
+        }
       }
     }
   }
