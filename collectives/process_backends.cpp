@@ -2,6 +2,7 @@
 // adding a backend is its folder plus one line below.
 #include "collectives/net/net_communicator.hpp"
 #include "collectives/process_backend.hpp"
+#include "collectives/shm/shm_backend.hpp"
 #include "core/error.hpp"
 #include "core/named_registry.hpp"
 #if PE_WITH_GLOO
@@ -23,6 +24,7 @@ named_registry<process_backend>& registry() {
   // Never destroyed: executors may close during exit.
   static auto* r = new named_registry<process_backend>({
       caf_backend(),
+      shm_backend(),
 #if PE_WITH_GLOO
       gloo_backend(),
 #endif

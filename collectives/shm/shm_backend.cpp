@@ -1,0 +1,24 @@
+#include "collectives/shm/shm_backend.hpp"
+
+#include "collectives/shm/shm_communicator.hpp"
+#include "collectives/shm/shm_segment.hpp"
+
+namespace pe {
+
+namespace {
+
+/// A slot per process and round parity: 4 MiB moves the MLPs' whole gradients of a layer in
+/// one round, and a 3-process job maps 24 MiB (touched only as far as its collectives reach).
+constexpr std::size_t slot_bytes = std::size_t{4} << 20;
+
+} // namespace
+
+process_backend shm_backend() {
+  return {"shm", "shared memory between the processes, which must all run on one host (no sockets)",
+          [](const process_backend_context& c) -> std::unique_ptr<communicator> {
+            return std::make_unique<shm_communicator>(c.group, shm_segment::join(c.group, slot_bytes),
+                                                      c.local_ranks);
+          }};
+}
+
+} // namespace pe

@@ -1,0 +1,77 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace pe {
+
+class process_group;
+
+/// The shared memory that the processes of one job on one host exchange collectives
+/// through (the "shm" backend, shm_communicator): made by process rank 0, opened by the
+/// others under a random name that rank 0 removes as soon as every process has it mapped (or
+/// failed to), so nothing is left in /dev/shm whatever happens to the job afterwards, and no
+/// process outside the job can open it later.
+///
+/// Layout: a header (who made it, how many processes, the slot size, the generation word
+/// every waiter sleeps on), one control block per process (its round counters and what it
+/// posted for the last two rounds) and two data slots per process (rounds alternate between
+/// them, so a process may write round r + 1 while slower ones still read round r).
+class shm_segment {
+ public:
+  /// What a process posts with each round: the collective it thinks it runs, so that every
+  /// process can check that all run the same one.
+  struct record {
+    std::uint64_t sequence = 0;
+    std::uint64_t kind = 0;
+    std::uint64_t root = 0;     ///< the root's process rank
+    std::uint64_t elements = 0; ///< floats in the whole collective
+    std::uint64_t flags = 0;    ///< failed_stream, bad_buffer
+  };
+  static constexpr std::uint64_t failed_stream = 1, bad_buffer = 2;
+
+  /// One process's control block (a cache line of its own for the counters).
+  struct alignas(64) control {
+    std::atomic<std::uint64_t> posted{0}; ///< rounds whose record and data this process wrote
+    std::atomic<std::uint64_t> done{0};   ///< rounds this process finished reading
+    record records[2];                    ///< by round parity
+  };
+
+  /// Rank 0 makes the segment, the others open it, through `group`'s exchanges (every
+  /// process calls this at the same point). Throws pe::error on every process when any
+  /// process could not map it, naming that process and why (most often: it runs on another
+  /// host, where the name does not exist).
+  static shm_segment join(process_group& group, std::size_t slot_bytes);
+
+  shm_segment(shm_segment&& other) noexcept;
+  shm_segment& operator=(shm_segment&&) = delete;
+  ~shm_segment();
+
+  int processes() const { return processes_; }
+  std::size_t slot_bytes() const { return slot_bytes_; }
+  control& of(int process) const;
+  /// Process `process`'s data slot for rounds of `parity`.
+  float* slot(int process, std::uint64_t parity) const;
+
+  /// Tells every process that something was posted (wakes those asleep in wait()).
+  void signal();
+  /// The generation word's value now: what wait() compares against.
+  std::uint32_t generation() const;
+  /// Sleeps until some process signals after `seen` was read, or `limit` passes.
+  void wait(std::uint32_t seen, std::chrono::microseconds limit);
+
+ private:
+  struct header;
+  shm_segment(void* base, std::size_t bytes, int processes, std::size_t slot_bytes);
+  header& head() const;
+
+  void* base_ = nullptr;
+  std::size_t bytes_ = 0;
+  int processes_ = 0;
+  std::size_t slot_bytes_ = 0;
+};
+
+} // namespace pe

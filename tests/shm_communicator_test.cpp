@@ -1,0 +1,221 @@
+// The shm collective backend (collectives/shm/): "processes" are threads here, each with a
+// process group over an in-memory transport (the rendezvous of the segment) and the shared
+// memory segment mapped once per "process". Results equal one process's within fp32
+// grouping, bit-identical on every rank and to the caf backend's; collectives larger than a
+// slot go in several rounds; a disagreeing, failed or lost process fails the collective on
+// every process, and nobody waits forever.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/net/process_group.hpp"
+#include "collectives/process_backend.hpp"
+#include "collectives/shm/shm_communicator.hpp"
+#include "collectives/shm/shm_segment.hpp"
+#include "support/collective_calls.hpp"
+#include "support/collective_job.hpp"
+#include "support/collective_values.hpp"
+#include "support/expect_error.hpp"
+#include "support/loopback_transport.hpp"
+
+namespace {
+
+using namespace pe;
+using namespace pe::testing;
+using namespace std::chrono_literals;
+using kind = collective_call::kind;
+
+/// `processes` x `local` CPU places, one communicator per process made as a job's processes
+/// make them (at the same time, through their groups): the backend by name, or, with
+/// `slot_bytes`, an shm communicator over slots that small (many rounds per collective).
+struct backend_job : collective_job {
+  backend_job(int processes, int local, const std::string& backend, std::size_t slot_bytes = 0)
+      : collective_job(processes, local), network(processes) {
+    process_group_options options;
+    options.collective_backend = backend;
+    options.peer_timeout = 10s;
+    for (int p = 0; p < processes; ++p)
+      groups.push_back(std::make_unique<process_group>(network.transport(p), 0, 30s, options));
+    std::vector<std::future<std::unique_ptr<communicator>>> made;
+    for (auto& g : groups)
+      made.push_back(std::async(std::launch::async, [&g, local, slot_bytes]() -> std::unique_ptr<communicator> {
+        if (slot_bytes == 0) return g->make_communicator(local);
+        return std::make_unique<shm_communicator>(*g, shm_segment::join(*g, slot_bytes), local);
+      }));
+    for (auto& m : made) comms.push_back(m.get());
+  }
+  ~backend_job() {
+    // The communicators before the groups they use.
+    for (auto& c : comms) c->abort();
+    for (auto& d : devices) d->stop();
+    comms.clear();
+  }
+
+  loopback_network network;
+  std::vector<std::unique_ptr<process_group>> groups;
+};
+
+/// The names in /dev/shm that this test process's segments would have.
+int own_segments() {
+  const std::string prefix = "pe-actor-shm-" + std::to_string(::getpid()) + "-";
+  int found = 0;
+  if (DIR* d = ::opendir("/dev/shm")) {
+    while (dirent* e = ::readdir(d))
+      if (std::string(e->d_name).rfind(prefix, 0) == 0) ++found;
+    ::closedir(d);
+  }
+  return found;
+}
+
+TEST(ShmBackend, IsRegisteredByName) {
+  EXPECT_EQ(find_process_backend("shm").name, "shm");
+}
+
+class ShmCollective : public ::testing::TestWithParam<std::pair<int, int>> {};
+
+TEST_P(ShmCollective, AllReduceEqualsOneProcessAndIsIdenticalOnEveryRank) {
+  const auto [processes, local] = GetParam();
+  backend_job j(processes, local, "shm");
+  auto values = random_buffers(j.world(), 7);
+  const auto expected = single_process(test_call(kind::all_reduce, 0), clone_all(values));
+  for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_reduce, 0), r, pointers(values[r]));
+  for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_reduce, 1), r, {&values[r][0]});
+  for (auto ok : j.sync_all(20000)) ASSERT_EQ(ok, true);
+  for (int r = 0; r < j.world(); ++r)
+    for (std::size_t v = 1; v < values[r].size(); ++v) {
+      EXPECT_LT(relative_difference(values[r][v], expected[r][v]), 1e-6) << "rank " << r << " var " << v;
+      EXPECT_TRUE(bit_identical(values[r][v], values[0][v])) << "rank " << r << " var " << v;
+    }
+  EXPECT_NEAR(values[0][0].values<float>()[0], expected[0][0].values<float>()[0] * j.world(), 1e-4);
+}
+
+TEST_P(ShmCollective, ReduceAndBroadcastWithRootsOnEveryProcess) {
+  const auto [processes, local] = GetParam();
+  backend_job j(processes, local, "shm");
+  for (int root = 0; root < j.world(); ++root) {
+    auto values = random_buffers(j.world(), 11 + root);
+    const auto reduced = single_process(test_call(kind::reduce, 0, root), clone_all(values));
+    const std::uint64_t first = 2 * static_cast<std::uint64_t>(root);
+    for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::reduce, first, root), r, pointers(values[r]));
+    for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::broadcast, first + 1, root), r, pointers(values[r]));
+    for (auto ok : j.sync_all(20000)) ASSERT_EQ(ok, true);
+    for (int r = 0; r < j.world(); ++r)
+      for (std::size_t v = 0; v < values[r].size(); ++v) {
+        EXPECT_LT(relative_difference(values[r][v], reduced[root][v]), 1e-6) << "root " << root;
+        EXPECT_TRUE(bit_identical(values[r][v], values[root][v])) << "root " << root << " rank " << r;
+      }
+  }
+}
+
+TEST_P(ShmCollective, ManyRoundsGiveTheBitsOfOneRound) {
+  // Slots of 64 floats: every buffer of random_buffers' spans rounds, and pieces of several
+  // buffers share a round.
+  const auto [processes, local] = GetParam();
+  backend_job small(processes, local, "", 64 * sizeof(float));
+  backend_job whole(processes, local, "shm");
+  auto a = random_buffers(small.world(), 21), b = clone_all(a);
+  for (std::uint64_t s = 0; s < 3; ++s) // three collectives in a row: the rounds go on across them
+    for (int r = 0; r < small.world(); ++r) {
+      small.launch(test_call(kind::all_reduce, s), r, pointers(a[r]));
+      whole.launch(test_call(kind::all_reduce, s), r, pointers(b[r]));
+    }
+  for (auto ok : small.sync_all(20000)) ASSERT_EQ(ok, true);
+  for (auto ok : whole.sync_all(20000)) ASSERT_EQ(ok, true);
+  for (int r = 0; r < small.world(); ++r)
+    for (std::size_t v = 0; v < a[r].size(); ++v)
+      EXPECT_TRUE(bit_identical(a[r][v], b[r][v])) << "rank " << r << " var " << v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ShmCollective,
+                         ::testing::Values(std::pair{2, 1}, std::pair{2, 2}, std::pair{3, 2}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.first) + "x" + std::to_string(info.param.second);
+                         });
+
+TEST(ShmCollectiveResults, BitIdenticalToTheCafBackendOnTwoProcesses) {
+  // Both sum each process's local sum in process order.
+  backend_job shm(2, 2, "shm"), caf(2, 2, "caf");
+  auto a = random_buffers(shm.world(), 5), b = clone_all(a);
+  for (int r = 0; r < shm.world(); ++r) {
+    shm.launch(test_call(kind::all_reduce, 0), r, pointers(a[r]));
+    caf.launch(test_call(kind::all_reduce, 0), r, pointers(b[r]));
+  }
+  for (auto ok : shm.sync_all(20000)) ASSERT_EQ(ok, true);
+  for (auto ok : caf.sync_all(20000)) ASSERT_EQ(ok, true);
+  for (int r = 0; r < shm.world(); ++r)
+    for (std::size_t v = 0; v < a[r].size(); ++v)
+      EXPECT_TRUE(bit_identical(a[r][v], b[r][v])) << "rank " << r << " var " << v;
+}
+
+TEST(ShmSegment, LeavesNoNameBehind) {
+  {
+    backend_job j(2, 1, "shm");
+    EXPECT_EQ(own_segments(), 0) << "rank 0 removes the name once every process has it mapped";
+    auto values = random_buffers(j.world(), 3);
+    for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_reduce, 0), r, pointers(values[r]));
+    for (auto ok : j.sync_all(20000)) ASSERT_EQ(ok, true);
+  }
+  EXPECT_EQ(own_segments(), 0);
+}
+
+TEST(ShmCollectiveFaults, ProcessesThatDisagreeOnTheSizeFailEverywhere) {
+  backend_job j(3, 1, "shm");
+  auto a = tensor::from_vector(std::vector<float>(10, 1.f), {10});
+  auto b = tensor::from_vector(std::vector<float>(10, 1.f), {10});
+  auto c = tensor::from_vector(std::vector<float>(12, 1.f), {12});
+  j.launch(test_call(kind::all_reduce, 0), 0, {&a});
+  j.launch(test_call(kind::all_reduce, 0), 1, {&b});
+  j.launch(test_call(kind::all_reduce, 0), 2, {&c});
+  for (auto ok : j.sync_all(20000)) EXPECT_EQ(ok, false);
+  for (int r = 0; r < 3; ++r)
+    EXPECT_NE(j.error(r).find("the processes disagree on the collective"), std::string::npos) << j.error(r);
+  EXPECT_NE(j.error(2).find("over 12 floats"), std::string::npos) << j.error(2);
+  EXPECT_EQ(a.values<float>()[0], 1.f) << "nothing was summed";
+}
+
+TEST(ShmCollectiveFaults, AFailedStreamFailsEveryProcessAndTheNextCollectiveStillRuns) {
+  backend_job j(2, 2, "shm");
+  auto values = random_buffers(j.world(), 5);
+  j.on(3).enqueue([] { throw error("kernel on rank 3 failed"); });
+  for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_reduce, 0), r, pointers(values[r]));
+  for (auto ok : j.sync_all(20000)) EXPECT_EQ(ok, false);
+  EXPECT_NE(j.error(0).find("failed on process rank 1"), std::string::npos) << j.error(0);
+  // After the failure, as the executor does between steps: streams cleared, next sequence.
+  for (int r = 0; r < j.world(); ++r) j.on(r).clear_error();
+  auto again = random_buffers(j.world(), 6);
+  const auto expected = single_process(test_call(kind::all_reduce, 0), clone_all(again));
+  for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_reduce, 1), r, pointers(again[r]));
+  for (auto ok : j.sync_all(20000)) ASSERT_EQ(ok, true);
+  for (int r = 0; r < j.world(); ++r)
+    EXPECT_LT(relative_difference(again[r][2], expected[r][2]), 1e-6) << "rank " << r;
+}
+
+TEST(ShmCollectiveFaults, ALostProcessFailsTheWaitingOnesWithTheGroupsReason) {
+  backend_job j(2, 1, "shm");
+  auto values = random_buffers(j.world(), 8);
+  j.launch(test_call(kind::all_reduce, 0), 0, pointers(values[0])); // rank 1 never joins
+  std::this_thread::sleep_for(20ms);
+  j.network.inbox(0).fail("lost process rank 1 (no heartbeat for 10000 ms)");
+  const auto start = std::chrono::steady_clock::now();
+  const std::optional<bool> ok = j.on(0).synchronize_for(5000ms);
+  ASSERT_TRUE(ok.has_value()) << "the waiting process must not wait forever";
+  EXPECT_FALSE(*ok);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s) << "the watcher's timed wake-ups find the break";
+  EXPECT_NE(j.error(0).find("lost process rank 1"), std::string::npos) << j.error(0);
+}
+
+TEST(ShmCollectiveFaults, SparseRowsAreRefusedByName) {
+  backend_job j(2, 1, "shm");
+  collective_call gather = test_call(kind::all_gather, 0);
+  auto t = tensor::from_vector(std::vector<float>(4, 1.f), {4});
+  expect_error([&] { j.comms[0]->launch(gather, 0, {&t}, j.on(0)); }, {"the shm backend does not run all_gather"});
+}
+
+} // namespace
