@@ -1,6 +1,7 @@
 // All-reduce bandwidth across 2 and 3 processes, 64 KiB to 64 MiB per process: the engine's
-// own backend ("caf": CAF networking) against Gloo's TCP transport ("gloo"), each pair
-// measured in the same run, one after the other, on 127.0.0.1. The "processes" are process
+// own backends ("caf": CAF networking; "shm": shared memory, the processes being on one host)
+// against Gloo's TCP transport ("gloo"), measured in the same run, one after the other, on
+// 127.0.0.1. The "processes" are process
 // groups in this process, each joined through CAF networking with its own actor system and
 // sockets (bench/joined_processes.hpp), one CPU place each, running the communicator that
 // training runs: what a collective of a multi-process job costs on the wire and in the
@@ -70,13 +71,17 @@ int main(int argc, char** argv) {
   for (int processes : {2, 3})
     for (std::size_t bytes = 64u << 10; bytes <= 64u << 20; bytes *= 4) {
       const std::string suffix = "/processes:" + std::to_string(processes) + "/bytes:" + std::to_string(bytes);
-      const std::string caf = "allreduce_caf" + suffix, gloo = "allreduce_gloo" + suffix;
+      const std::string caf = "allreduce_caf" + suffix, gloo = "allreduce_gloo" + suffix,
+                        shm = "allreduce_shm" + suffix;
       benchmark::RegisterBenchmark(caf.c_str(), all_reduce, processes, "caf", bytes)->UseRealTime();
+      benchmark::RegisterBenchmark(shm.c_str(), all_reduce, processes, "shm", bytes)->UseRealTime();
       if (with_gloo) benchmark::RegisterBenchmark(gloo.c_str(), all_reduce, processes, "gloo", bytes)->UseRealTime();
       rows.push_back({"all-reduce across " + std::to_string(processes) + " processes, caf backend vs Gloo",
                       bench::size_name(bytes) + " per process", caf, gloo, "gloo backend", bandwidth});
       rows.push_back({"all-reduce across " + std::to_string(processes) + " processes, CPU time (all threads)",
                       bench::size_name(bytes) + " per process", caf, gloo, "gloo backend", cpu_time});
+      rows.push_back({"all-reduce across " + std::to_string(processes) + " processes, shm backend vs Gloo",
+                      bench::size_name(bytes) + " per process", shm, gloo, "gloo backend", bandwidth});
     }
   bench::run_and_report(rows);
 }
