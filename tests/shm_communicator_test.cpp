@@ -47,7 +47,8 @@ struct backend_job : collective_job {
     for (auto& g : groups)
       made.push_back(std::async(std::launch::async, [&g, local, slot_bytes]() -> std::unique_ptr<communicator> {
         if (slot_bytes == 0) return g->make_communicator(local);
-        return std::make_unique<shm_communicator>(*g, shm_segment::join(*g, slot_bytes), local);
+        return std::make_unique<shm_communicator>(
+            *g, std::make_shared<shm_segment>(shm_segment::join(*g, slot_bytes)), local);
       }));
     for (auto& m : made) comms.push_back(m.get());
   }

@@ -42,6 +42,8 @@ std::vector<byte_buffer> process_group::all_gather(const byte_buffer& mine,
                                                    const std::function<void(int, std::chrono::milliseconds)>& waiting,
                                                    std::chrono::milliseconds every) {
   const std::uint64_t sequence = exchanges_++;
+  if (exchange_path_)
+    if (auto all = exchange_path_->all_gather(mine, waiting, every, exchange_timeout_)) return std::move(*all);
   net_packet header;
   header.sequence = sequence;
   header.from = rank();

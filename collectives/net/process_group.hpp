@@ -45,6 +45,22 @@ struct process_group_options {
   std::function<void(const std::string&)> on_warning;
 };
 
+/// A faster way than CAF's messages for the processes of a group to swap bytes (the shm
+/// backend's shared memory, on one host): what process_group::all_gather tries first once
+/// one is set.
+class host_exchange_path {
+ public:
+  virtual ~host_exchange_path() = default;
+  /// Every process's `mine`, by rank, or nullopt on every process when some process's part
+  /// does not fit (they then all take the CAF path for this exchange). Waits as
+  /// process_group::all_gather does: `waiting(rank, waited)` every `every` while process
+  /// `rank` is missing (when given), at most `timeout`; throws pe::error naming the process
+  /// when the group broke or the timeout passed.
+  virtual std::optional<std::vector<byte_buffer>> all_gather(
+      const byte_buffer& mine, const std::function<void(int, std::chrono::milliseconds)>& waiting,
+      std::chrono::milliseconds every, std::chrono::milliseconds timeout) = 0;
+};
+
 /// The processes of one data-parallel job, connected: the communicators that run the
 /// training's collectives across them, and blocking host exchanges (parameters from rank
 /// 0, fetched values for the global merge, barriers). Every process must make the same
@@ -92,6 +108,11 @@ class process_group {
   /// Returns once every process called it.
   void barrier() { all_gather({}); }
 
+  /// Makes all_gather try `path` first from now on (nullptr: CAF's messages alone). Every
+  /// process must set it at the same point of its exchanges (a backend does, while every
+  /// process makes its communicator); the path must outlive its use here or be replaced.
+  void use_exchange_path(std::shared_ptr<host_exchange_path> path) { exchange_path_ = std::move(path); }
+
   /// A note from this process to rank 0 outside the ordered exchanges (a stall report,
   /// made whenever a step of this process stalls): sent at once, never waited for; cut to
   /// 64 KiB. Rank 0 reads them with take_notes.
@@ -115,6 +136,7 @@ class process_group {
   std::uint64_t exchanges_ = 0;       // host exchanges so far
   std::uint64_t notes_sent_ = 0;      // notes this process sent to rank 0
   std::vector<std::uint64_t> notes_taken_; // rank 0: notes taken so far, by rank
+  std::shared_ptr<host_exchange_path> exchange_path_;
 };
 
 /// Connects this process to the job's others through CAF networking: rank 0 listens on

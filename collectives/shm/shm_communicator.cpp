@@ -42,9 +42,9 @@ struct shm_communicator::exchange {
   bool posted = false;                                  // this round's record and chunk are in the slot
 };
 
-shm_communicator::shm_communicator(process_group& group, shm_segment segment, int local_ranks)
+shm_communicator::shm_communicator(process_group& group, std::shared_ptr<shm_segment> segment, int local_ranks)
     : staged_communicator(group.rank(), group.size(), local_ranks), group_(group), segment_(std::move(segment)),
-      slot_floats_(segment_.slot_bytes() / sizeof(float)), watcher_([this] { watch(); }) {}
+      slot_floats_(segment_->slot_bytes() / sizeof(float)), watcher_([this] { watch(); }) {}
 
 shm_communicator::~shm_communicator() {
   abort();
@@ -103,8 +103,8 @@ void shm_communicator::start(exchange& x, bool stream_failed) {
 std::vector<int> shm_communicator::behind(std::atomic<std::uint64_t> shm_segment::control::*which,
                                           std::uint64_t at) const {
   std::vector<int> late;
-  for (int p = 0; p < segment_.processes(); ++p)
-    if ((segment_.of(p).*which).load(std::memory_order_acquire) < at) late.push_back(p);
+  for (int p = 0; p < segment_->processes(); ++p)
+    if ((segment_->of(p).*which).load(std::memory_order_acquire) < at) late.push_back(p);
   return late;
 }
 
@@ -128,7 +128,7 @@ void shm_communicator::write_chunk(const exchange& x, std::uint64_t r) const {
   if (x.call.what == collective_call::kind::broadcast && static_cast<int>(x.mine.root) != me) return;
   const std::size_t begin = (r - x.first_round) * slot_floats_;
   const std::size_t n = std::min<std::size_t>(slot_floats_, x.mine.elements - begin);
-  float* slot = segment_.slot(me, parity);
+  float* slot = segment_->slot(me, parity);
   for_each_piece(x.buffers, begin, n, [slot](float* values, std::size_t offset, std::size_t count) {
     std::memcpy(slot + offset, values, count * sizeof(float));
   });
@@ -142,7 +142,7 @@ void shm_communicator::read_chunk(const exchange& x, std::uint64_t r) const {
   const std::size_t n = std::min<std::size_t>(slot_floats_, x.mine.elements - begin);
   if (x.call.what == kind::broadcast) {
     if (me == root) return;
-    const float* from = segment_.slot(root, parity);
+    const float* from = segment_->slot(root, parity);
     for_each_piece(x.buffers, begin, n, [from](float* values, std::size_t offset, std::size_t count) {
       std::memcpy(values, from + offset, count * sizeof(float));
     });
@@ -151,21 +151,21 @@ void shm_communicator::read_chunk(const exchange& x, std::uint64_t r) const {
   // A reduce leaves the other processes' leads with their local sums, as the other backends.
   if (x.call.what == kind::reduce && me != root) return;
   std::vector<const float*> slots;
-  for (int p = 0; p < segment_.processes(); ++p) slots.push_back(segment_.slot(p, parity));
+  for (int p = 0; p < segment_->processes(); ++p) slots.push_back(segment_->slot(p, parity));
   for_each_piece(x.buffers, begin, n, [&slots](float* values, std::size_t offset, std::size_t count) {
     sum_in_rank_order(slots, offset, count, values);
   });
 }
 
 std::optional<std::string> shm_communicator::check_records(const exchange& x, std::uint64_t parity) const {
-  for (int p = 0; p < segment_.processes(); ++p) {
-    const shm_segment::record& theirs = segment_.of(p).records[parity];
+  for (int p = 0; p < segment_->processes(); ++p) {
+    const shm_segment::record& theirs = segment_->of(p).records[parity];
     const std::string who = "process rank " + std::to_string(p);
     if (theirs.flags & shm_segment::failed_stream) return "failed on " + who;
     if (theirs.flags & shm_segment::bad_buffer) return "a buffer is missing or not FP32 on " + who;
   }
-  for (int p = 0; p < segment_.processes(); ++p) {
-    const shm_segment::record& theirs = segment_.of(p).records[parity];
+  for (int p = 0; p < segment_->processes(); ++p) {
+    const shm_segment::record& theirs = segment_->of(p).records[parity];
     if (theirs.sequence != x.mine.sequence || theirs.kind != x.mine.kind || theirs.root != x.mine.root ||
         theirs.elements != x.mine.elements)
       return "the processes disagree on the collective (this one runs " + to_string(x.call.what) +
@@ -195,7 +195,7 @@ bool shm_communicator::poll(exchange& x, bool stream_failed) {
     return false;
   }
   if (!x.started) start(x, stream_failed);
-  shm_segment::control& own = segment_.of(process_rank());
+  shm_segment::control& own = segment_->of(process_rank());
   for (;;) {
     const std::uint64_t r = x.first_round + x.index, parity = r & 1;
     if (!x.posted) {
@@ -210,7 +210,7 @@ bool shm_communicator::poll(exchange& x, bool stream_failed) {
       own.records[parity] = x.mine;
       write_chunk(x, r);
       own.posted.store(r + 1, std::memory_order_release);
-      segment_.signal();
+      segment_->signal();
       x.posted = true;
     }
     std::vector<int> late = behind(&shm_segment::control::posted, r + 1);
@@ -221,7 +221,7 @@ bool shm_communicator::poll(exchange& x, bool stream_failed) {
     const std::optional<std::string> problem = check_records(x, parity);
     if (!problem) read_chunk(x, r);
     own.done.store(r + 1, std::memory_order_release);
-    segment_.signal();
+    segment_->signal();
     x.posted = false;
     if (!problem && ++x.index < x.rounds) continue;
     // Every process saw the same records: all stop after this round.
@@ -249,9 +249,9 @@ void shm_communicator::watch() {
     // Another process's post usually follows within microseconds while a stage runs: look
     // (yielding the core) before sleeping on the futex word. A timed-out sleep still
     // notifies, so that a poll sees a lost process (the group broke) or an abort.
-    const std::uint32_t seen = segment_.generation();
-    if (!spin_until(std::chrono::microseconds(50), [&] { return segment_.generation() != seen; }))
-      segment_.wait(seen, std::chrono::milliseconds(2));
+    const std::uint32_t seen = segment_->generation();
+    if (!spin_until(std::chrono::microseconds(50), [&] { return segment_->generation() != seen; }))
+      segment_->wait(seen, std::chrono::milliseconds(2));
     notify_progress();
     lock.lock();
   }

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -41,7 +42,7 @@ class process_group;
 /// again.
 class shm_communicator final : public staged_communicator {
  public:
-  shm_communicator(process_group& group, shm_segment segment, int local_ranks);
+  shm_communicator(process_group& group, std::shared_ptr<shm_segment> segment, int local_ranks);
   ~shm_communicator() override;
 
   void abort() override;
@@ -76,7 +77,7 @@ class shm_communicator final : public staged_communicator {
   void watch();
 
   process_group& group_;
-  shm_segment segment_;
+  std::shared_ptr<shm_segment> segment_; // shared with the group's shm_exchange
   std::size_t slot_floats_;
   std::atomic<std::uint64_t> launched_{0};  // exchanges launched so far: their turns
   std::atomic<std::uint64_t> finished_{0};  // exchanges finished, in launch order

@@ -45,8 +45,13 @@ std::size_t slots_offset(int processes) {
   return round_up(controls_offset() + sizeof(shm_segment::control) * static_cast<std::size_t>(processes), page);
 }
 
-std::size_t segment_bytes(int processes, std::size_t slot_bytes) {
+std::size_t exchange_slots_offset(int processes, std::size_t slot_bytes) {
   return slots_offset(processes) + 2 * static_cast<std::size_t>(processes) * slot_bytes;
+}
+
+std::size_t segment_bytes(int processes, std::size_t slot_bytes) {
+  return exchange_slots_offset(processes, slot_bytes) +
+         2 * static_cast<std::size_t>(processes) * shm_segment::exchange_slot_bytes;
 }
 
 std::string errno_text() { return std::strerror(errno); }
@@ -93,6 +98,11 @@ shm_segment::control& shm_segment::of(int process) const {
 float* shm_segment::slot(int process, std::uint64_t parity) const {
   const std::size_t index = 2 * static_cast<std::size_t>(process) + static_cast<std::size_t>(parity);
   return reinterpret_cast<float*>(static_cast<char*>(base_) + slots_offset(processes_) + index * slot_bytes_);
+}
+
+char* shm_segment::exchange_slot(int process, std::uint64_t parity) const {
+  const std::size_t index = 2 * static_cast<std::size_t>(process) + static_cast<std::size_t>(parity);
+  return static_cast<char*>(base_) + exchange_slots_offset(processes_, slot_bytes_) + index * exchange_slot_bytes;
 }
 
 void shm_segment::signal() {

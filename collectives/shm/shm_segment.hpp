@@ -19,7 +19,8 @@ class process_group;
 /// Layout: a header (who made it, how many processes, the slot size, the generation word
 /// every waiter sleeps on), one control block per process (its round counters and what it
 /// posted for the last two rounds) and two data slots per process (rounds alternate between
-/// them, so a process may write round r + 1 while slower ones still read round r).
+/// them, so a process may write round r + 1 while slower ones still read round r), then two
+/// host-exchange slots per process (shm_exchange), likewise.
 class shm_segment {
  public:
   /// What a process posts with each round: the collective it thinks it runs, so that every
@@ -38,7 +39,15 @@ class shm_segment {
     std::atomic<std::uint64_t> posted{0}; ///< rounds whose record and data this process wrote
     std::atomic<std::uint64_t> done{0};   ///< rounds this process finished reading
     record records[2];                    ///< by round parity
+    /// The host exchanges' own rounds (shm_exchange), apart from the collectives': the host
+    /// thread swaps fetches while the places' threads may run collectives.
+    alignas(64) std::atomic<std::uint64_t> exchanges_posted{0};
+    std::atomic<std::uint64_t> exchanges_done{0};
   };
+
+  /// Bytes of one host-exchange slot (a length word, then the bytes): larger payloads go
+  /// through the group's CAF messages.
+  static constexpr std::size_t exchange_slot_bytes = std::size_t{256} << 10;
 
   /// Rank 0 makes the segment, the others open it, through `group`'s exchanges (every
   /// process calls this at the same point). Throws pe::error on every process when any
@@ -55,6 +64,8 @@ class shm_segment {
   control& of(int process) const;
   /// Process `process`'s data slot for rounds of `parity`.
   float* slot(int process, std::uint64_t parity) const;
+  /// Process `process`'s host-exchange slot for exchange rounds of `parity`.
+  char* exchange_slot(int process, std::uint64_t parity) const;
 
   /// Tells every process that something was posted (wakes those asleep in wait()).
   void signal();

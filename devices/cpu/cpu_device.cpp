@@ -19,6 +19,9 @@ namespace {
 /// enough not to hold a core that another place needs (it yields while it looks).
 constexpr auto idle_spin = std::chrono::microseconds(100);
 
+/// At most this many items of the communication stream run in a row before the next kernel.
+constexpr int max_communication_burst = 32;
+
 /// Every CPU device thread that sleeps, so that progress elsewhere can wake it.
 struct sleeper_registry {
   std::mutex mutex;
@@ -114,7 +117,14 @@ void cpu_device::run() {
   sleeper_registry& r = sleepers();
   while (!stopping_.load()) {
     bool progressed = false;
-    for (cpu_stream* s : order) progressed = s->step() || progressed;
+    // The communication stream's ready heads all run before the next kernel: a collective
+    // is several items (the waits for its inputs, the local stages, the exchange), and
+    // stepping them one per kernel left a collective that other places and processes wait
+    // for behind a long kernel (traces of 2 processes: an all-reduce whose inputs were ready
+    // joined only after the next mul_grad, 0.5 ms later). Bounded, so that a stream of many
+    // ready items cannot starve the kernels.
+    for (int i = 0; i < max_communication_burst && order[0]->step(); ++i) progressed = true;
+    for (std::size_t s = 1; s < order.size(); ++s) progressed = order[s]->step() || progressed;
     if (progressed) continue;
 
     if (spin_until(idle_spin, [this] { return stopping_.load() || any_ready(); })) continue;
