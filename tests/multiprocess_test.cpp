@@ -64,7 +64,7 @@ bool built_with(const std::string& name) {
 }
 
 /// The jobs' tests run with every cross-process backend: " --collective-backend NAME".
-const auto backends = ::testing::Values(std::string("caf"), std::string("gloo"));
+const auto backends = ::testing::Values(std::string("caf"), std::string("gloo"), std::string("shm"));
 
 #define SKIP_WITHOUT(backend)                                                                      \
   if (!built_with(backend)) GTEST_SKIP() << "this build has no " << (backend) << " backend"

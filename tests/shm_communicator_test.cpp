@@ -13,8 +13,10 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "collectives/net/net_transport.hpp"
 #include "collectives/net/process_group.hpp"
 #include "collectives/process_backend.hpp"
 #include "collectives/shm/shm_communicator.hpp"
@@ -217,6 +219,56 @@ TEST(ShmCollectiveFaults, SparseRowsAreRefusedByName) {
   collective_call gather = test_call(kind::all_gather, 0);
   auto t = tensor::from_vector(std::vector<float>(4, 1.f), {4});
   expect_error([&] { j.comms[0]->launch(gather, 0, {&t}, j.on(0)); }, {"the shm backend does not run all_gather"});
+}
+
+/// Every process's all_gather of `parts[p]` at once, as a job's processes make it.
+std::vector<std::vector<byte_buffer>> gather_all(backend_job& j, const std::vector<byte_buffer>& parts) {
+  std::vector<std::future<std::vector<byte_buffer>>> running;
+  for (std::size_t p = 0; p < parts.size(); ++p)
+    running.push_back(std::async(std::launch::async, [&j, &parts, p] { return j.groups[p]->all_gather(parts[p]); }));
+  std::vector<std::vector<byte_buffer>> out;
+  for (auto& r : running) out.push_back(r.get());
+  return out;
+}
+
+byte_buffer part(std::size_t bytes, char fill) { return byte_buffer(bytes, fill); }
+
+TEST(ShmHostExchange, GathersThroughTheSegmentWithoutAMessage) {
+  backend_job j(3, 1, "shm");
+  const std::uint64_t sent_before = payload_bytes_sent();
+  for (int round = 0; round < 5; ++round) { // rounds alternate between the slots
+    const std::vector<byte_buffer> parts = {part(10, 'a'), part(0, 'b'), part(1000 + round, 'c')};
+    const auto got = gather_all(j, parts);
+    for (std::size_t p = 0; p < parts.size(); ++p) EXPECT_EQ(got[p], parts) << "process " << p;
+  }
+  EXPECT_EQ(payload_bytes_sent(), sent_before) << "no byte went through the transport";
+}
+
+TEST(ShmHostExchange, APartOverASlotSendsEveryProcessToTheMessagesForThatExchange) {
+  backend_job j(2, 1, "shm");
+  const std::uint64_t sent_before = payload_bytes_sent();
+  const std::vector<byte_buffer> big = {part(shm_segment::exchange_slot_bytes, 'x'), part(3, 'y')};
+  const auto got = gather_all(j, big);
+  for (std::size_t p = 0; p < big.size(); ++p) EXPECT_EQ(got[p], big) << "process " << p;
+  EXPECT_GT(payload_bytes_sent(), sent_before);
+  // The next exchange is back on the segment, in step on both processes.
+  const std::uint64_t sent_after = payload_bytes_sent();
+  const std::vector<byte_buffer> small = {part(4, 'p'), part(5, 'q')};
+  const auto again = gather_all(j, small);
+  for (std::size_t p = 0; p < small.size(); ++p) EXPECT_EQ(again[p], small) << "process " << p;
+  EXPECT_EQ(payload_bytes_sent(), sent_after);
+}
+
+TEST(ShmHostExchange, ALostProcessEndsTheWaitWithTheGroupsReason) {
+  backend_job j(2, 1, "shm");
+  std::thread breaker([&j] {
+    std::this_thread::sleep_for(30ms);
+    j.network.inbox(0).fail("lost process rank 1 (no heartbeat for 10000 ms)");
+  });
+  const auto start = std::chrono::steady_clock::now();
+  expect_error([&] { j.groups[0]->all_gather(part(8, 'z')); }, {"lost process rank 1"});
+  breaker.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
 }
 
 } // namespace

@@ -18,11 +18,13 @@ std::string scratch_dir() {
   return std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : "/tmp";
 }
 
-/// Every scratch path handed out, removed when the process exits.
+/// Every scratch path handed out, removed when the process exits: files, and the directories
+/// that a target's code under test made there (a checkpoint is a directory), with their files.
 struct scratch_files {
   std::map<std::string, std::string> by_suffix;
   ~scratch_files() {
-    for (const auto& [suffix, path] : by_suffix) std::remove(path.c_str());
+    std::error_code ignored;
+    for (const auto& [suffix, path] : by_suffix) std::filesystem::remove_all(path, ignored);
   }
 };
 
