@@ -30,9 +30,13 @@ struct process_backend_context {
 /// job uses the same one). A backend is a folder of collectives/ plus one line in
 /// process_backends.cpp that registers it.
 struct process_backend {
-  std::string name;  ///< what --collective-backend takes: "caf", "gloo"
+  std::string name;  ///< what --collective-backend takes: "caf", "shm", "gloo"
   std::string about; ///< one line for --help
   std::function<std::unique_ptr<communicator>(const process_backend_context&)> make;
+  /// Whether the tensors go only where --tls-cert's encryption covers them: over the CAF
+  /// connections (caf) or not off this host at all (shm); not over connections of the
+  /// backend's own (gloo).
+  bool tls_covers = false;
 };
 
 /// The backend every job uses unless told otherwise.

@@ -17,7 +17,8 @@ process_backend caf_backend() {
   return {"caf", "the engine's own, over CAF networking (the default)",
           [](const process_backend_context& c) -> std::unique_ptr<communicator> {
             return std::make_unique<net_communicator>(c.transport, c.channel, c.local_ranks);
-          }};
+          },
+          true};
 }
 
 named_registry<process_backend>& registry() {

@@ -559,7 +559,7 @@ void interpret_launch(const po::variables_map& vm, run_options& o) {
                                    : std::nullopt);
   if (o.tls.any()) {
     check_tls_files(o.tls);
-    if (o.collective_backend != default_process_backend)
+    if (!find_process_backend(o.collective_backend).tls_covers)
       throw error("--tls-cert encrypts the CAF connections between the processes; --collective-backend " +
                   o.collective_backend + " sends the tensors over connections of its own, which "
                   "TLS would not cover: use --collective-backend " + default_process_backend);

@@ -15,14 +15,17 @@ constexpr std::size_t slot_bytes = std::size_t{4} << 20;
 } // namespace
 
 process_backend shm_backend() {
-  return {"shm", "shared memory between the processes, which must all run on one host (no sockets)",
+  return {"shm",
+          "shared memory between the processes, which must all run on one host: no socket for "
+          "the tensors nor for each step's fetches (dense gradients only)",
           [](const process_backend_context& c) -> std::unique_ptr<communicator> {
             auto segment = std::make_shared<shm_segment>(shm_segment::join(c.group, slot_bytes));
             // Every process gets here at the same point of its exchanges (making its
             // communicator): from the next exchange on, all of them try the segment first.
             c.group.use_exchange_path(std::make_shared<shm_exchange>(c.group, segment));
             return std::make_unique<shm_communicator>(c.group, std::move(segment), c.local_ranks);
-          }};
+          },
+          true};
 }
 
 } // namespace pe
