@@ -21,11 +21,10 @@
 #include "collectives/process_backend.hpp"
 #include "collectives/shm/shm_communicator.hpp"
 #include "collectives/shm/shm_segment.hpp"
+#include "support/backend_job.hpp"
 #include "support/collective_calls.hpp"
-#include "support/collective_job.hpp"
 #include "support/collective_values.hpp"
 #include "support/expect_error.hpp"
-#include "support/loopback_transport.hpp"
 
 namespace {
 
@@ -34,36 +33,13 @@ using namespace pe::testing;
 using namespace std::chrono_literals;
 using kind = collective_call::kind;
 
-/// `processes` x `local` CPU places, one communicator per process made as a job's processes
-/// make them (at the same time, through their groups): the backend by name, or, with
-/// `slot_bytes`, an shm communicator over slots that small (many rounds per collective).
-struct backend_job : collective_job {
-  backend_job(int processes, int local, const std::string& backend, std::size_t slot_bytes = 0)
-      : collective_job(processes, local), network(processes) {
-    process_group_options options;
-    options.collective_backend = backend;
-    options.peer_timeout = 10s;
-    for (int p = 0; p < processes; ++p)
-      groups.push_back(std::make_unique<process_group>(network.transport(p), 0, 30s, options));
-    std::vector<std::future<std::unique_ptr<communicator>>> made;
-    for (auto& g : groups)
-      made.push_back(std::async(std::launch::async, [&g, local, slot_bytes]() -> std::unique_ptr<communicator> {
-        if (slot_bytes == 0) return g->make_communicator(local);
-        return std::make_unique<shm_communicator>(
-            *g, std::make_shared<shm_segment>(shm_segment::join(*g, slot_bytes)), local);
-      }));
-    for (auto& m : made) comms.push_back(m.get());
-  }
-  ~backend_job() {
-    // The communicators before the groups they use.
-    for (auto& c : comms) c->abort();
-    for (auto& d : devices) d->stop();
-    comms.clear();
-  }
-
-  loopback_network network;
-  std::vector<std::unique_ptr<process_group>> groups;
-};
+/// An shm communicator over slots of `slot_bytes` (many rounds per collective).
+backend_job::maker small_slots(std::size_t slot_bytes) {
+  return [slot_bytes](process_group& g, int local) -> std::unique_ptr<communicator> {
+    return std::make_unique<shm_communicator>(g, std::make_shared<shm_segment>(shm_segment::join(g, slot_bytes)),
+                                              local);
+  };
+}
 
 /// The names in /dev/shm that this test process's segments would have.
 int own_segments() {
@@ -84,44 +60,18 @@ TEST(ShmBackend, IsRegisteredByName) {
 class ShmCollective : public ::testing::TestWithParam<std::pair<int, int>> {};
 
 TEST_P(ShmCollective, AllReduceEqualsOneProcessAndIsIdenticalOnEveryRank) {
-  const auto [processes, local] = GetParam();
-  backend_job j(processes, local, "shm");
-  auto values = random_buffers(j.world(), 7);
-  const auto expected = single_process(test_call(kind::all_reduce, 0), clone_all(values));
-  for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_reduce, 0), r, pointers(values[r]));
-  for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_reduce, 1), r, {&values[r][0]});
-  for (auto ok : j.sync_all(20000)) ASSERT_EQ(ok, true);
-  for (int r = 0; r < j.world(); ++r)
-    for (std::size_t v = 1; v < values[r].size(); ++v) {
-      EXPECT_LT(relative_difference(values[r][v], expected[r][v]), 1e-6) << "rank " << r << " var " << v;
-      EXPECT_TRUE(bit_identical(values[r][v], values[0][v])) << "rank " << r << " var " << v;
-    }
-  EXPECT_NEAR(values[0][0].values<float>()[0], expected[0][0].values<float>()[0] * j.world(), 1e-4);
+  expect_all_reduce_equals_one_process("shm", GetParam().first, GetParam().second);
 }
 
 TEST_P(ShmCollective, ReduceAndBroadcastWithRootsOnEveryProcess) {
-  const auto [processes, local] = GetParam();
-  backend_job j(processes, local, "shm");
-  for (int root = 0; root < j.world(); ++root) {
-    auto values = random_buffers(j.world(), 11 + root);
-    const auto reduced = single_process(test_call(kind::reduce, 0, root), clone_all(values));
-    const std::uint64_t first = 2 * static_cast<std::uint64_t>(root);
-    for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::reduce, first, root), r, pointers(values[r]));
-    for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::broadcast, first + 1, root), r, pointers(values[r]));
-    for (auto ok : j.sync_all(20000)) ASSERT_EQ(ok, true);
-    for (int r = 0; r < j.world(); ++r)
-      for (std::size_t v = 0; v < values[r].size(); ++v) {
-        EXPECT_LT(relative_difference(values[r][v], reduced[root][v]), 1e-6) << "root " << root;
-        EXPECT_TRUE(bit_identical(values[r][v], values[root][v])) << "root " << root << " rank " << r;
-      }
-  }
+  expect_reduce_and_broadcast_with_every_root("shm", GetParam().first, GetParam().second);
 }
 
 TEST_P(ShmCollective, ManyRoundsGiveTheBitsOfOneRound) {
   // Slots of 64 floats: every buffer of random_buffers' spans rounds, and pieces of several
   // buffers share a round.
   const auto [processes, local] = GetParam();
-  backend_job small(processes, local, "", 64 * sizeof(float));
+  backend_job small(processes, local, "shm", small_slots(64 * sizeof(float)));
   backend_job whole(processes, local, "shm");
   auto a = random_buffers(small.world(), 21), b = clone_all(a);
   for (std::uint64_t s = 0; s < 3; ++s) // three collectives in a row: the rounds go on across them
@@ -169,35 +119,20 @@ TEST(ShmSegment, LeavesNoNameBehind) {
 }
 
 TEST(ShmCollectiveFaults, ProcessesThatDisagreeOnTheSizeFailEverywhere) {
-  backend_job j(3, 1, "shm");
-  auto a = tensor::from_vector(std::vector<float>(10, 1.f), {10});
-  auto b = tensor::from_vector(std::vector<float>(10, 1.f), {10});
-  auto c = tensor::from_vector(std::vector<float>(12, 1.f), {12});
-  j.launch(test_call(kind::all_reduce, 0), 0, {&a});
-  j.launch(test_call(kind::all_reduce, 0), 1, {&b});
-  j.launch(test_call(kind::all_reduce, 0), 2, {&c});
-  for (auto ok : j.sync_all(20000)) EXPECT_EQ(ok, false);
-  for (int r = 0; r < 3; ++r)
-    EXPECT_NE(j.error(r).find("the processes disagree on the collective"), std::string::npos) << j.error(r);
-  EXPECT_NE(j.error(2).find("over 12 floats"), std::string::npos) << j.error(2);
-  EXPECT_EQ(a.values<float>()[0], 1.f) << "nothing was summed";
+  expect_disagreeing_sizes_fail_everywhere("shm");
 }
 
 TEST(ShmCollectiveFaults, AFailedStreamFailsEveryProcessAndTheNextCollectiveStillRuns) {
-  backend_job j(2, 2, "shm");
+  expect_failed_stream_fails_everywhere_then_recovers("shm");
+}
+
+TEST(ShmCollectiveFaults, AFailedStreamIsNamedByItsProcess) {
+  backend_job j(2, 1, "shm");
   auto values = random_buffers(j.world(), 5);
-  j.on(3).enqueue([] { throw error("kernel on rank 3 failed"); });
+  j.on(1).enqueue([] { throw error("kernel on rank 1 failed"); });
   for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_reduce, 0), r, pointers(values[r]));
   for (auto ok : j.sync_all(20000)) EXPECT_EQ(ok, false);
   EXPECT_NE(j.error(0).find("failed on process rank 1"), std::string::npos) << j.error(0);
-  // After the failure, as the executor does between steps: streams cleared, next sequence.
-  for (int r = 0; r < j.world(); ++r) j.on(r).clear_error();
-  auto again = random_buffers(j.world(), 6);
-  const auto expected = single_process(test_call(kind::all_reduce, 0), clone_all(again));
-  for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_reduce, 1), r, pointers(again[r]));
-  for (auto ok : j.sync_all(20000)) ASSERT_EQ(ok, true);
-  for (int r = 0; r < j.world(); ++r)
-    EXPECT_LT(relative_difference(again[r][2], expected[r][2]), 1e-6) << "rank " << r;
 }
 
 TEST(ShmCollectiveFaults, ALostProcessFailsTheWaitingOnesWithTheGroupsReason) {
