@@ -100,12 +100,9 @@ void shm_communicator::start(exchange& x, bool stream_failed) {
   x.rounds = std::max<std::uint64_t>(1, (x.mine.elements + slot_floats_ - 1) / slot_floats_);
 }
 
-std::vector<int> shm_communicator::behind(std::atomic<std::uint64_t> shm_segment::control::*which,
-                                          std::uint64_t at) const {
-  std::vector<int> late;
-  for (int p = 0; p < segment_->processes(); ++p)
-    if ((segment_->of(p).*which).load(std::memory_order_acquire) < at) late.push_back(p);
-  return late;
+shm_communicator::chunk shm_communicator::chunk_of(const exchange& x, std::uint64_t r) const {
+  const std::size_t first = (r - x.first_round) * slot_floats_;
+  return {first, std::min<std::size_t>(slot_floats_, x.mine.elements - first)};
 }
 
 void shm_communicator::waiting(const exchange& x, std::vector<int> processes) {
@@ -126,10 +123,9 @@ void shm_communicator::write_chunk(const exchange& x, std::uint64_t r) const {
   const int me = process_rank();
   if (x.mine.flags != 0) return;
   if (x.call.what == collective_call::kind::broadcast && static_cast<int>(x.mine.root) != me) return;
-  const std::size_t begin = (r - x.first_round) * slot_floats_;
-  const std::size_t n = std::min<std::size_t>(slot_floats_, x.mine.elements - begin);
+  const chunk c = chunk_of(x, r);
   float* slot = segment_->slot(me, parity);
-  for_each_piece(x.buffers, begin, n, [slot](float* values, std::size_t offset, std::size_t count) {
+  for_each_piece(x.buffers, c.first, c.count, [slot](float* values, std::size_t offset, std::size_t count) {
     std::memcpy(slot + offset, values, count * sizeof(float));
   });
 }
@@ -138,12 +134,11 @@ void shm_communicator::read_chunk(const exchange& x, std::uint64_t r) const {
   using kind = collective_call::kind;
   const std::uint64_t parity = r & 1;
   const int me = process_rank(), root = static_cast<int>(x.mine.root);
-  const std::size_t begin = (r - x.first_round) * slot_floats_;
-  const std::size_t n = std::min<std::size_t>(slot_floats_, x.mine.elements - begin);
+  const chunk c = chunk_of(x, r);
   if (x.call.what == kind::broadcast) {
     if (me == root) return;
     const float* from = segment_->slot(root, parity);
-    for_each_piece(x.buffers, begin, n, [from](float* values, std::size_t offset, std::size_t count) {
+    for_each_piece(x.buffers, c.first, c.count, [from](float* values, std::size_t offset, std::size_t count) {
       std::memcpy(values, from + offset, count * sizeof(float));
     });
     return;
@@ -152,7 +147,7 @@ void shm_communicator::read_chunk(const exchange& x, std::uint64_t r) const {
   if (x.call.what == kind::reduce && me != root) return;
   std::vector<const float*> slots;
   for (int p = 0; p < segment_->processes(); ++p) slots.push_back(segment_->slot(p, parity));
-  for_each_piece(x.buffers, begin, n, [&slots](float* values, std::size_t offset, std::size_t count) {
+  for_each_piece(x.buffers, c.first, c.count, [&slots](float* values, std::size_t offset, std::size_t count) {
     sum_in_rank_order(slots, offset, count, values);
   });
 }
@@ -201,7 +196,7 @@ bool shm_communicator::poll(exchange& x, bool stream_failed) {
     if (!x.posted) {
       // Round r reuses round r - 2's slots: everyone must have read those.
       if (r >= 2) {
-        std::vector<int> late = behind(&shm_segment::control::done, r - 1);
+        std::vector<int> late = segment_->behind(&shm_segment::control::done, r - 1);
         if (!late.empty()) {
           waiting(x, std::move(late));
           return false;
@@ -213,7 +208,7 @@ bool shm_communicator::poll(exchange& x, bool stream_failed) {
       segment_->signal();
       x.posted = true;
     }
-    std::vector<int> late = behind(&shm_segment::control::posted, r + 1);
+    std::vector<int> late = segment_->behind(&shm_segment::control::posted, r + 1);
     if (!late.empty()) {
       waiting(x, std::move(late));
       return false;

@@ -62,12 +62,15 @@ class shm_communicator final : public staged_communicator {
   /// Round r's data: this process's chunk into its slot (write) or the round's result into
   /// the lead's buffers (read).
   void write_chunk(const exchange& x, std::uint64_t r) const;
+  /// Round r's part of x's floats: [first, first + count) of the buffers taken in order.
+  struct chunk {
+    std::size_t first, count;
+  };
+  chunk chunk_of(const exchange& x, std::uint64_t r) const;
   void read_chunk(const exchange& x, std::uint64_t r) const;
   /// Why the round's records do not allow the collective to go on (a failed stream, a bad
   /// buffer, a disagreement), naming the process; nullopt when all agree.
   std::optional<std::string> check_records(const exchange& x, std::uint64_t parity) const;
-  /// The processes whose counter `which` is below `at`: empty when none.
-  std::vector<int> behind(std::atomic<std::uint64_t> shm_segment::control::*which, std::uint64_t at) const;
   /// While waiting for `processes`: throws when the group broke or the communicator was
   /// aborted, and publishes the wait for the stall watch.
   void waiting(const exchange& x, std::vector<int> processes);

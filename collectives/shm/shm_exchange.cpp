@@ -24,19 +24,16 @@ void shm_exchange::wait_for(std::atomic<std::uint64_t> shm_segment::control::*wh
                             const std::function<void(int, std::chrono::milliseconds)>& waiting,
                             std::chrono::milliseconds every, std::chrono::milliseconds timeout) {
   using namespace std::chrono;
-  auto missing = [&]() -> int {
-    for (int p = 0; p < segment_->processes(); ++p)
-      if ((segment_->of(p).*which).load(std::memory_order_acquire) < at) return p;
-    return -1;
-  };
+  auto ready = [&] { return segment_->behind(which, at).empty(); };
   const auto start = steady_clock::now();
   auto told = start;
   for (;;) {
     const std::uint32_t seen = segment_->generation();
     // The other processes usually come within microseconds: look before sleeping.
-    if (spin_until(microseconds(50), [&] { return missing() < 0; })) return;
-    const int late = missing();
-    if (late < 0) return;
+    if (spin_until(microseconds(50), ready)) return;
+    const std::vector<int> behind = segment_->behind(which, at);
+    if (behind.empty()) return;
+    const int late = behind.front();
     if (auto broken = group_.broken()) throw error(*broken);
     const auto now = steady_clock::now();
     const auto waited = duration_cast<milliseconds>(now - start);

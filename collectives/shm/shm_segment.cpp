@@ -95,6 +95,13 @@ shm_segment::control& shm_segment::of(int process) const {
                                      sizeof(control) * static_cast<std::size_t>(process));
 }
 
+std::vector<int> shm_segment::behind(std::atomic<std::uint64_t> control::*which, std::uint64_t at) const {
+  std::vector<int> late;
+  for (int p = 0; p < processes_; ++p)
+    if ((of(p).*which).load(std::memory_order_acquire) < at) late.push_back(p);
+  return late;
+}
+
 float* shm_segment::slot(int process, std::uint64_t parity) const {
   const std::size_t index = 2 * static_cast<std::size_t>(process) + static_cast<std::size_t>(parity);
   return reinterpret_cast<float*>(static_cast<char*>(base_) + slots_offset(processes_) + index * slot_bytes_);

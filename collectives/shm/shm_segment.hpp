@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pe {
 
@@ -62,6 +63,9 @@ class shm_segment {
   int processes() const { return processes_; }
   std::size_t slot_bytes() const { return slot_bytes_; }
   control& of(int process) const;
+  /// The processes whose counter `which` (posted, done, exchanges_posted, exchanges_done)
+  /// is below `at`, ascending: empty when every process reached it.
+  std::vector<int> behind(std::atomic<std::uint64_t> control::*which, std::uint64_t at) const;
   /// Process `process`'s data slot for rounds of `parity`.
   float* slot(int process, std::uint64_t parity) const;
   /// Process `process`'s host-exchange slot for exchange rounds of `parity`.
