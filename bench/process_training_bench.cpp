@@ -1,9 +1,10 @@
 // MLP training across processes against the same places in one process and against PyTorch
 // DDP, each in the same run on 127.0.0.1: the default MLP (784-256-128-10, SGD), global batch
 // 512, synthetic data, the loss fetched every step, samples/s from --metrics (steps 2..N):
-//  - 2 processes x 1 place (pe-actor-launch --nproc 2, the caf backend), with and without
-//    gradient buckets (--fuse-allreduce-mb 4), and with the shm backend (shared memory between
-//    the two processes), against 1 process x 2 places (pe-actor-run --places cpu:2);
+//  - 2 processes x 1 place (pe-actor-launch --nproc 2) with the default backend ("auto":
+//    shared memory between the two processes, both being on this host), and with the caf
+//    backend (sockets), with and without gradient buckets (--fuse-allreduce-mb 4), against
+//    1 process x 2 places (pe-actor-run --places cpu:2);
 //  - the same 2-process job against PyTorch DDP over gloo, 2 processes of 256 rows and one
 //    thread each (bench/mlp_ddp_torch.py under /usr/bin/python3; left out, with a note on
 //    stderr, where that interpreter cannot import torch).
@@ -45,7 +46,8 @@ void job(benchmark::State& state, const std::string& name, const std::string& co
 void two_processes(benchmark::State& state, int fuse_mb, std::string backend) {
   job(state, "processes-" + std::to_string(fuse_mb) + "-" + backend,
       "PE_ACTOR_RUN=" PE_RUN_BINARY " " PE_LAUNCH_BINARY " --nproc 2 --" + run_flags +
-          " --places cpu:1 --fuse-allreduce-mb " + std::to_string(fuse_mb) + " --collective-backend " + backend);
+          " --places cpu:1 --fuse-allreduce-mb " + std::to_string(fuse_mb) +
+          (backend.empty() ? std::string() : " --collective-backend " + backend));
 }
 
 void one_process(benchmark::State& state) {
@@ -70,26 +72,27 @@ int main(int argc, char** argv) {
   if (!bench::initialize(argc, argv)) return 1;
   const bench::metric throughput{"samples_per_sec", "samples/s", 1};
   const std::string what = "MLP training, batch 512, 300 steps";
-  benchmark::RegisterBenchmark("mlp/processes:2x1", two_processes, 0, "caf")->Iterations(1)->UseRealTime();
-  benchmark::RegisterBenchmark("mlp/processes:2x1/fused", two_processes, 4, "caf")->Iterations(1)->UseRealTime();
-  benchmark::RegisterBenchmark("mlp/processes:2x1/shm", two_processes, 0, "shm")->Iterations(1)->UseRealTime();
+  // The default backend: no --collective-backend flag.
+  benchmark::RegisterBenchmark("mlp/processes:2x1", two_processes, 0, "")->Iterations(1)->UseRealTime();
+  benchmark::RegisterBenchmark("mlp/processes:2x1/caf", two_processes, 0, "caf")->Iterations(1)->UseRealTime();
+  benchmark::RegisterBenchmark("mlp/processes:2x1/caf/fused", two_processes, 4, "caf")->Iterations(1)->UseRealTime();
   benchmark::RegisterBenchmark("mlp/processes:1x2", one_process)->Iterations(1)->UseRealTime();
   std::vector<bench::comparison> rows = {
-      {what, "2 processes x 1 place vs 1 process x 2 places", "mlp/processes:2x1", "mlp/processes:1x2",
-       "1 process x 2 places", throughput},
-      {what, "2 processes x 1 place, 4 MB buckets, vs 1 process x 2 places", "mlp/processes:2x1/fused",
+      {what, "2 processes x 1 place (default backend) vs 1 process x 2 places", "mlp/processes:2x1",
        "mlp/processes:1x2", "1 process x 2 places", throughput},
-      {what, "2 processes x 1 place, shm backend, vs 1 process x 2 places", "mlp/processes:2x1/shm",
+      {what, "2 processes x 1 place, caf backend, vs 1 process x 2 places", "mlp/processes:2x1/caf",
        "mlp/processes:1x2", "1 process x 2 places", throughput},
+      {what, "2 processes x 1 place, caf backend, 4 MB buckets, vs 1 process x 2 places",
+       "mlp/processes:2x1/caf/fused", "mlp/processes:1x2", "1 process x 2 places", throughput},
   };
   if (torch_importable()) {
     benchmark::RegisterBenchmark("mlp/ddp_gloo", ddp)->Iterations(1)->UseRealTime();
-    rows.push_back({what, "2 processes x 1 place vs PyTorch DDP (gloo, 2 processes, 1 thread each)",
+    rows.push_back({what, "2 processes x 1 place (default backend) vs PyTorch DDP (gloo, 2 processes, 1 thread each)",
                     "mlp/processes:2x1", "mlp/ddp_gloo", "PyTorch DDP", throughput});
-    rows.push_back({what, "2 processes x 1 place, 4 MB buckets, vs PyTorch DDP", "mlp/processes:2x1/fused",
+    rows.push_back({what, "2 processes x 1 place, caf backend, vs PyTorch DDP", "mlp/processes:2x1/caf",
                     "mlp/ddp_gloo", "PyTorch DDP", throughput});
-    rows.push_back({what, "2 processes x 1 place, shm backend, vs PyTorch DDP", "mlp/processes:2x1/shm",
-                    "mlp/ddp_gloo", "PyTorch DDP", throughput});
+    rows.push_back({what, "2 processes x 1 place, caf backend, 4 MB buckets, vs PyTorch DDP",
+                    "mlp/processes:2x1/caf/fused", "mlp/ddp_gloo", "PyTorch DDP", throughput});
   } else {
     std::fprintf(stderr, "process_training_bench: /usr/bin/python3 cannot import torch: the PyTorch DDP rows are left out\n");
   }

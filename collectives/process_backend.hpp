@@ -30,7 +30,7 @@ struct process_backend_context {
 /// job uses the same one). A backend is a folder of collectives/ plus one line in
 /// process_backends.cpp that registers it.
 struct process_backend {
-  std::string name;  ///< what --collective-backend takes: "caf", "shm", "gloo"
+  std::string name;  ///< what --collective-backend takes: "auto", "caf", "shm", "gloo"
   std::string about; ///< one line for --help
   std::function<std::unique_ptr<communicator>(const process_backend_context&)> make;
   /// Whether the tensors go only where --tls-cert's encryption covers them: over the CAF
@@ -40,7 +40,7 @@ struct process_backend {
 };
 
 /// The backend every job uses unless told otherwise.
-inline constexpr const char* default_process_backend = "caf";
+inline constexpr const char* default_process_backend = "auto";
 
 /// Makes `backend` available by its name (replacing one of the same name).
 void register_process_backend(process_backend backend);

@@ -86,10 +86,10 @@ TEST_F(LaunchOptions, FlagsPlaceTheProcess) {
   EXPECT_EQ(o.master_host, "10.0.0.1");
   EXPECT_EQ(o.master_port, 29500);
   EXPECT_EQ(o.peer_timeout, 2.5);
-  EXPECT_EQ(o.collective_backend, "caf");
+  EXPECT_EQ(o.collective_backend, "auto");
   EXPECT_TRUE(o.multi_process());
   const auto config = to_json(o);
-  EXPECT_EQ(config.at("collective_backend"), "caf");
+  EXPECT_EQ(config.at("collective_backend"), "auto");
   EXPECT_EQ(config.at("nnodes"), 3);
   EXPECT_EQ(config.at("node_rank"), 2);
   EXPECT_EQ(config.at("master"), "10.0.0.1:29500");
@@ -145,7 +145,7 @@ TEST_F(LaunchOptions, RejectsBadFlags) {
   expect_rejected("--peer-timeout 0", {"--peer-timeout must be a positive number of seconds"});
   expect_rejected("--peer-timeout -3", {"--peer-timeout must be a positive"});
   expect_rejected("--collective-backend mpi",
-                  {"--collective-backend: no collective backend 'mpi' in this build (it has caf"});
+                  {"--collective-backend: no collective backend 'mpi' in this build (it has auto or caf"});
 }
 
 TEST_F(LaunchOptions, CollectiveBackendsByName) {
@@ -213,7 +213,8 @@ TEST_F(LaunchOptions, HelpSaysWhatTheFlagsDo) {
                            "--peer-timeout SECONDS", "PADDLE_TRAINERS_NUM", "PADDLE_TRAINER_ID",
                            "PADDLE_TRAINER_ENDPOINTS", "PADDLE_CURRENT_ENDPOINT", "world size",
                            "(=10)", "--save-every K", "exits with status 130 or 143",
-                           "--collective-backend NAME", "caf, the engine's own"})
+                           "--collective-backend NAME", "auto, shm when",
+                           "engine's own, over CAF networking"})
     EXPECT_NE(help.str().find(fact), std::string::npos) << fact;
 }
 

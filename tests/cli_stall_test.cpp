@@ -113,9 +113,11 @@ TEST(CliStall, Sigusr1PrintsAReportAndTrainingGoesOn) {
 TEST(CliStall, AStalledCollectiveAcrossProcessesNamesTheProcessItWaitsFor) {
   // Rank 1 is stopped (SIGSTOP) for longer than the stall timeout and shorter than the peer
   // timeout: rank 0's step stalls in a collective whose network stage lacks rank 1's data,
-  // and its report says so; in report mode it keeps waiting, and the job ends well.
+  // and its report says so; in report mode it keeps waiting, and the job ends well. 4000
+  // steps: over shared memory (the default backend) 400 took under a second, and a loaded
+  // machine noticed step 50 only after the last.
   temp_dir dir("cli_stall_processes");
-  testing::job j(dir, 2, {"--model", "mlp", "--hidden", "16", "--places", "cpu:1", "--steps", "400",
+  testing::job j(dir, 2, {"--model", "mlp", "--hidden", "16", "--places", "cpu:1", "--steps", "4000",
                           "--log-every", "25", "--stall-timeout", "0.5", "--on-stall", "report",
                           "--peer-timeout", "30"});
   ASSERT_TRUE(j.ranks[0]->printed("step 50/", patience)) << j.errors();
@@ -142,7 +144,7 @@ TEST(CliStall, AStoppedProcessGetsAReportWhereverTheStopLands) {
   // One stop of rank 1, wherever it lands: in a collective of the step or in the gather of
   // fetched values after it (a host exchange, watched too), rank 0 reports within the stop.
   temp_dir dir("cli_stall_anywhere");
-  testing::job j(dir, 2, {"--model", "mlp", "--hidden", "16", "--places", "cpu:1", "--steps", "400",
+  testing::job j(dir, 2, {"--model", "mlp", "--hidden", "16", "--places", "cpu:1", "--steps", "4000",
                           "--log-every", "25", "--stall-timeout", "0.5", "--on-stall", "report",
                           "--peer-timeout", "30"});
   ASSERT_TRUE(j.ranks[0]->printed("step 50/", patience)) << j.errors();
@@ -167,7 +169,7 @@ TEST(CliStall, RankZeroGathersTheJobsStallReports) {
   // heading: its own root cause, rank 1's (with its whole report), and rank 2 named as
   // sending none.
   temp_dir dir("cli_stall_gather");
-  testing::job j(dir, 3, {"--model", "mlp", "--hidden", "16", "--places", "cpu:1", "--steps", "400",
+  testing::job j(dir, 3, {"--model", "mlp", "--hidden", "16", "--places", "cpu:1", "--steps", "4000",
                           "--log-every", "25", "--stall-timeout", "0.5", "--on-stall", "report",
                           "--peer-timeout", "30"});
   ASSERT_TRUE(j.ranks[0]->printed("step 50/", patience)) << j.errors();

@@ -204,21 +204,6 @@ TEST(NetCollectiveFaults, AbortReleasesAWaitingRank) {
 
 // --- all_gather of SELECTED_ROWS (sparse gradients) ------------------------------------
 
-/// Global rank r's sparse gradient: 1 + r % 3 rows of width 2 in a table of 10 rows, values
-/// 10 r + k + j / 10.
-tensor rank_rows(int r) {
-  const std::int64_t n = 1 + r % 3;
-  std::vector<std::int64_t> rows;
-  std::vector<float> values;
-  for (std::int64_t k = 0; k < n; ++k) {
-    rows.push_back((3 * r + 7 * k) % 10);
-    for (int j = 0; j < 2; ++j) values.push_back(static_cast<float>(10 * r + k) + static_cast<float>(j) / 10.f);
-  }
-  tensor t = tensor::from_vector(values, {n, 2});
-  t.set_sparse_rows(std::make_shared<const selected_rows>(std::move(rows), 10));
-  return t;
-}
-
 class NetAllGather : public ::testing::TestWithParam<shape_case> {};
 
 /// All_gather #0 with exchange `mode`.

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -16,15 +17,19 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/net/net_communicator.hpp"
 #include "collectives/net/net_transport.hpp"
 #include "collectives/net/process_group.hpp"
 #include "collectives/process_backend.hpp"
+#include "collectives/shm/shm_backend.hpp"
 #include "collectives/shm/shm_communicator.hpp"
 #include "collectives/shm/shm_segment.hpp"
+#include "core/selected_rows.hpp"
 #include "support/backend_job.hpp"
 #include "support/collective_calls.hpp"
 #include "support/collective_values.hpp"
 #include "support/expect_error.hpp"
+#include "support/loopback_transport.hpp"
 
 namespace {
 
@@ -36,8 +41,14 @@ using kind = collective_call::kind;
 /// An shm communicator over slots of `slot_bytes` (many rounds per collective).
 backend_job::maker small_slots(std::size_t slot_bytes) {
   return [slot_bytes](process_group& g, int local) -> std::unique_ptr<communicator> {
-    return std::make_unique<shm_communicator>(g, std::make_shared<shm_segment>(shm_segment::join(g, slot_bytes)),
-                                              local);
+    process_backend small = find_process_backend("shm");
+    small.make = [slot_bytes](const process_backend_context& c) -> std::unique_ptr<communicator> {
+      std::string why_not;
+      auto made = try_shm_communicator(c, why_not, slot_bytes);
+      if (!made) throw error(why_not);
+      return made;
+    };
+    return g.make_communicator(local, small);
   };
 }
 
@@ -149,11 +160,144 @@ TEST(ShmCollectiveFaults, ALostProcessFailsTheWaitingOnesWithTheGroupsReason) {
   EXPECT_NE(j.error(0).find("lost process rank 1"), std::string::npos) << j.error(0);
 }
 
-TEST(ShmCollectiveFaults, SparseRowsAreRefusedByName) {
-  backend_job j(2, 1, "shm");
-  collective_call gather = test_call(kind::all_gather, 0);
-  auto t = tensor::from_vector(std::vector<float>(4, 1.f), {4});
-  expect_error([&] { j.comms[0]->launch(gather, 0, {&t}, j.on(0)); }, {"the shm backend does not run all_gather"});
+/// What a job of `backend` gives for all_reduce #0, all_gather #1 with exchange `mode`,
+/// all_reduce #2 and a sparse all_gather #3, launched together: the dense buffers and both
+/// gathers' rows on every rank, and whether each process's span of #1 said dense.
+struct mixed_run {
+  std::vector<std::vector<tensor>> dense;
+  std::vector<tensor> first_rows, second_rows;
+  std::vector<bool> first_dense;
+};
+
+mixed_run run_mixed(const std::string& backend, int processes, int local, sparse_exchange mode) {
+  backend_job j(processes, local, backend);
+  mixed_run out;
+  out.dense = random_buffers(j.world(), 3);
+  for (int r = 0; r < j.world(); ++r) {
+    out.first_rows.push_back(rank_rows(r));
+    out.second_rows.push_back(rank_rows(j.world() - 1 - r));
+  }
+  // The completion runs once per collective and process (on one of its places' threads).
+  std::vector<std::atomic<bool>> dense(static_cast<std::size_t>(processes));
+  collective_call first = test_call(kind::all_gather, 1), second = test_call(kind::all_gather, 3);
+  first.exchange = mode;
+  second.exchange = sparse_exchange::sparse;
+  for (int r = 0; r < j.world(); ++r) {
+    const auto at = static_cast<std::size_t>(r);
+    j.launch(test_call(kind::all_reduce, 0), r, pointers(out.dense[at]));
+    j.launch(first, r, {&out.first_rows[at]},
+             [&dense, p = static_cast<std::size_t>(r / local)](const collective_span& span, bool) {
+               if (span.dense_fallback) dense[p].store(true);
+             });
+    j.launch(test_call(kind::all_reduce, 2), r, {&out.dense[at][1]});
+    j.launch(second, r, {&out.second_rows[at]});
+  }
+  for (auto ok : j.sync_all(20000)) EXPECT_EQ(ok, true) << backend;
+  for (const auto& d : dense) out.first_dense.push_back(d.load());
+  return out;
+}
+
+class ShmAllGather : public ::testing::TestWithParam<std::pair<int, int>> {};
+
+TEST_P(ShmAllGather, SparseRowsAmongDenseCollectivesGiveTheCafBackendsBits) {
+  const auto [processes, local] = GetParam();
+  for (sparse_exchange mode : {sparse_exchange::sparse, sparse_exchange::dense, sparse_exchange::automatic}) {
+    const mixed_run shm = run_mixed("shm", processes, local, mode), caf = run_mixed("caf", processes, local, mode);
+    ASSERT_EQ(shm.first_rows.size(), caf.first_rows.size());
+    for (int p = 0; p < processes; ++p) {
+      const auto at = static_cast<std::size_t>(p);
+      EXPECT_EQ(shm.first_dense[at], caf.first_dense[at]) << "process " << p;
+      EXPECT_EQ(shm.first_dense[at], mode == sparse_exchange::dense ||
+                                         (mode == sparse_exchange::automatic && processes * local == 6))
+          << "process " << p << ": the span says whether the rows went densely";
+    }
+    for (std::size_t r = 0; r < shm.first_rows.size(); ++r) {
+      for (const auto* pair : {&shm.first_rows, &shm.second_rows}) {
+        const tensor& got = (*pair)[r];
+        const tensor& want = (pair == &shm.first_rows ? caf.first_rows : caf.second_rows)[r];
+        ASSERT_NE(got.sparse_rows(), nullptr) << "rank " << r;
+        EXPECT_EQ(got.sparse_rows()->rows(), want.sparse_rows()->rows()) << "rank " << r;
+        EXPECT_TRUE(bit_identical(got, want)) << "rank " << r;
+      }
+      // The caf backend sums 3 processes' large buffers around its ring (in ring order), the
+      // shm one in process order: equal bits across 2 processes, equal within rounding across 3.
+      for (std::size_t v = 0; v < shm.dense[r].size(); ++v) {
+        EXPECT_TRUE(bit_identical(shm.dense[r][v], shm.dense[0][v])) << "rank " << r << " var " << v;
+        if (processes == 2) EXPECT_TRUE(bit_identical(shm.dense[r][v], caf.dense[r][v])) << "rank " << r << " var " << v;
+        else EXPECT_LT(relative_difference(shm.dense[r][v], caf.dense[r][v]), 1e-6) << "rank " << r << " var " << v;
+      }
+    }
+    // Every rank's second gather holds every rank's rows, not its own alone.
+    EXPECT_EQ(shm.second_rows[0].shape()[0], caf.second_rows[0].shape()[0]);
+    EXPECT_GT(shm.second_rows[0].shape()[0], rank_rows(processes * local - 1).shape()[0]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ShmAllGather,
+                         ::testing::Values(std::pair{2, 1}, std::pair{2, 2}, std::pair{3, 2}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.first) + "x" + std::to_string(info.param.second);
+                         });
+
+TEST(AutoBackend, IsTheDefaultAndChoosesSharedMemoryOnOneHost) {
+  EXPECT_EQ(std::string(default_process_backend), "auto");
+  EXPECT_EQ(process_group_options{}.collective_backend, "auto");
+  backend_job j(2, 2, "auto");
+  for (auto& c : j.comms) EXPECT_NE(dynamic_cast<shm_communicator*>(c.get()), nullptr);
+  auto values = random_buffers(j.world(), 9);
+  const auto expected = single_process(test_call(kind::all_reduce, 0), clone_all(values));
+  for (int r = 0; r < j.world(); ++r) j.launch(test_call(kind::all_reduce, 0), r, pointers(values[r]));
+  for (auto ok : j.sync_all(20000)) ASSERT_EQ(ok, true);
+  for (int r = 0; r < j.world(); ++r)
+    for (std::size_t v = 0; v < values[r].size(); ++v)
+      EXPECT_LT(relative_difference(values[r][v], expected[r][v]), 1e-6) << "rank " << r << " var " << v;
+}
+
+/// Process rank 0 of a 2-process job by hand, over `group`: offers a segment name that does
+/// not exist, as a rank 0 on another host would, and returns what rank 1 said.
+std::string offer_a_name_nobody_has(process_group& group) {
+  byte_buffer offer(16, 7);
+  const std::string name = "/pe-actor-shm-test-no-such-segment";
+  offer.insert(offer.end(), name.begin(), name.end());
+  group.all_gather(offer);
+  const auto outcomes = group.all_gather({});
+  return std::string(outcomes.at(1).begin(), outcomes.at(1).end());
+}
+
+TEST(AutoBackend, FallsBackToCafOnEveryProcessWhenOneCannotMapTheSegment) {
+  loopback_network network(2);
+  process_group rank0(network.transport(0)), rank1(network.transport(1));
+  auto said = std::async(std::launch::async, [&] { return offer_a_name_nobody_has(rank0); });
+  const shm_joined joined = shm_segment::try_join(rank1, 4096);
+  EXPECT_FALSE(joined.segment.has_value());
+  EXPECT_NE(joined.failure.find("process rank 1: cannot open the shared memory segment "
+                                "/pe-actor-shm-test-no-such-segment"),
+            std::string::npos)
+      << joined.failure;
+  EXPECT_NE(said.get().find("needs every process of the job on one host"), std::string::npos);
+  // The whole backend: rank 0 warns once, and both make the caf backend's communicator.
+  std::vector<std::string> warnings;
+  process_group_options options;
+  options.on_warning = [&](const std::string& text) { warnings.push_back(text); };
+  loopback_network again(2);
+  process_group a(again.transport(0), 0, std::chrono::seconds(30), options), b(again.transport(1));
+  // Rank 1 refuses whatever rank 0 offers by reporting a failure of its own: what a process
+  // that cannot open the name sends.
+  auto refusing = std::async(std::launch::async, [&] {
+    b.all_gather({});
+    const std::string no = "cannot open it here";
+    b.all_gather(byte_buffer(no.begin(), no.end()));
+    return b.make_communicator(1, find_process_backend("caf"));
+  });
+  auto made = a.make_communicator(1, find_process_backend("auto"));
+  auto theirs = refusing.get();
+  EXPECT_NE(dynamic_cast<net_communicator*>(made.get()), nullptr) << "auto fell back to caf";
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("not shared memory: process rank 1: cannot open it here"), std::string::npos)
+      << warnings[0];
+  EXPECT_EQ(own_segments(), 0) << "rank 0 removed its segment's name";
+  made->abort();
+  theirs->abort();
 }
 
 /// Every process's all_gather of `parts[p]` at once, as a job's processes make it.

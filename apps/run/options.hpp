@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/run/option_choice.hpp"
+#include "collectives/process_backend.hpp"
 #include "core/place.hpp"
 #include "crypto/tls_files.hpp"
 #include "data/data_format.hpp"
@@ -73,7 +74,7 @@ struct run_options {
   int master_port = 0;
   double peer_timeout = 10; ///< seconds of silence after which a peer counts as lost
   /// Which backend runs the CPU places' collectives across processes (process_backend.hpp).
-  std::string collective_backend = "caf";
+  std::string collective_backend = default_process_backend;
   /// The job's secret (--job-token-file, $PE_ACTOR_JOB_TOKEN); empty: an open job. Never
   /// echoed (to_json says only whether there is one).
   std::string job_token;

@@ -1,6 +1,7 @@
 #include "collectives/net/process_group.hpp"
 
 #include <algorithm>
+#include <iostream>
 #include <thread>
 
 #include "collectives/process_backend.hpp"
@@ -28,8 +29,16 @@ int process_group::size() const {
 }
 
 std::unique_ptr<communicator> process_group::make_communicator(int local_ranks) {
-  const process_backend backend = find_process_backend(options_.collective_backend);
+  return make_communicator(local_ranks, find_process_backend(options_.collective_backend));
+}
+
+std::unique_ptr<communicator> process_group::make_communicator(int local_ranks, const process_backend& backend) {
   return backend.make({*this, *transport_, ++channels_, local_ranks});
+}
+
+void process_group::warn(const std::string& text) const {
+  if (options_.on_warning) options_.on_warning(text);
+  else std::cerr << "pe-actor: warning: " << text << std::endl;
 }
 
 std::optional<std::string> process_group::broken() const { return transport_->inbox().broken(); }

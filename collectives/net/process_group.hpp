@@ -11,6 +11,7 @@
 
 #include "collectives/communicator.hpp"
 #include "collectives/net/net_transport.hpp"
+#include "collectives/process_backend.hpp"
 #include "core/tensor.hpp"
 #include "crypto/tls_files.hpp"
 
@@ -30,9 +31,9 @@ struct process_group_options {
   /// build, places, the flags that change the math): (name, value) pairs in one order.
   std::vector<std::pair<std::string, std::string>> fingerprint;
   /// Which backend runs the CPU places' collectives across the processes, by its name in
-  /// collectives/process_backend.hpp ("caf", "gloo"). The same on every process: put it
-  /// in the fingerprint.
-  std::string collective_backend = "caf";
+  /// collectives/process_backend.hpp ("auto", "caf", "shm", "gloo"). The same on every
+  /// process: put it in the fingerprint.
+  std::string collective_backend = default_process_backend;
   /// The job's secret: every process must prove it holds the same one to join (see
   /// job_admission); it never crosses the wire. Empty: an open job, which anyone who can
   /// reach the master and knows the program may join.
@@ -87,6 +88,8 @@ class process_group {
   /// A communicator over `local_ranks` places per process, from the backend the options
   /// name (find_process_backend); each gets a channel of its own.
   std::unique_ptr<communicator> make_communicator(int local_ranks);
+  /// The same from `backend` itself (a test's variant of a registered one).
+  std::unique_ptr<communicator> make_communicator(int local_ranks, const process_backend& backend);
 
   /// Every process's `mine`, by rank. Throws pe::error naming the process that failed, was
   /// lost or sent nothing within the exchange timeout.
@@ -123,6 +126,10 @@ class process_group {
   /// entry empty): the notes that arrived, oldest first; none from a process that sent
   /// nothing in time. Throws pe::error when the job broke (a process was lost or lied).
   std::vector<std::vector<std::string>> take_notes(std::chrono::milliseconds wait);
+  /// Says `text` where the options say warnings go (on_warning; a line on stderr by
+  /// default): what the job goes on despite.
+  void warn(const std::string& text) const;
+
   /// Why the job broke (a process was lost, failed or lied), or nullopt while it is whole:
   /// what GPU collectives poll to abort NCCL instead of waiting for a lost peer forever.
   std::optional<std::string> broken() const;

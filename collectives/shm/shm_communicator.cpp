@@ -42,9 +42,14 @@ struct shm_communicator::exchange {
   bool posted = false;                                  // this round's record and chunk are in the slot
 };
 
-shm_communicator::shm_communicator(process_group& group, std::shared_ptr<shm_segment> segment, int local_ranks)
+shm_communicator::shm_communicator(process_group& group, std::shared_ptr<shm_segment> segment, int local_ranks,
+                                   std::unique_ptr<communicator> rows)
     : staged_communicator(group.rank(), group.size(), local_ranks), group_(group), segment_(std::move(segment)),
-      slot_floats_(segment_->slot_bytes() / sizeof(float)), watcher_([this] { watch(); }) {}
+      slot_floats_(segment_->slot_bytes() / sizeof(float)), rows_(std::move(rows)), watcher_([this] { watch(); }) {
+  if (rows_->world_size() != group.size())
+    throw error("shm: the all_gather communicator has " + std::to_string(rows_->world_size()) +
+                " ranks, not one per process (" + std::to_string(group.size()) + ")");
+}
 
 shm_communicator::~shm_communicator() {
   abort();
@@ -62,6 +67,7 @@ void shm_communicator::abort() {
     if (!aborted_) aborted_ = "the communicator was aborted (the executor is being destroyed)";
   }
   abort_local_stages();
+  rows_->abort();
   notify_progress();
 }
 
@@ -69,6 +75,7 @@ void shm_communicator::launch_exchange(const collective_call& call, std::vector<
   // The slots are host memory, read and written by the place's own thread.
   if (on.where().type != place::kind::cpu)
     throw error(call.label + ": the shm communicator runs on CPU places, not on " + to_string(on.where()));
+  if (call.what == collective_call::kind::all_gather) return launch_gather(call, std::move(buffers), on);
   auto x = std::make_shared<exchange>();
   x->call = call;
   x->buffers = std::move(buffers);
@@ -79,6 +86,19 @@ void shm_communicator::launch_exchange(const collective_call& call, std::vector<
   }
   wake_watcher_.notify_one();
   on.enqueue_polled([this, x](bool failed) { return poll(*x, failed); });
+}
+
+void shm_communicator::launch_gather(const collective_call& call, std::vector<tensor*> buffers, stream& on) {
+  // rows_ numbers its own collectives (its local stage expects 0, 1, 2, ...); the lead
+  // launches every all_gather, in the same order on every process.
+  collective_call gather = call;
+  gather.sequence = gathers_.fetch_add(1);
+  gather.root = call.root / local_ranks();
+  gather.inputs_ready = nullptr; // stage 1 here already joined the local places
+  const std::uint64_t sequence = call.sequence;
+  rows_->launch(gather, 0, std::move(buffers), on, [this, sequence](const collective_span& span, bool) {
+    if (span.dense_fallback) note_dense_fallback(sequence);
+  });
 }
 
 void shm_communicator::start(exchange& x, bool stream_failed) {

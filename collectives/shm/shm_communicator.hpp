@@ -35,6 +35,11 @@ class process_group;
 /// the group's reason once the heartbeats find it. No copy through a socket, no serializer:
 /// a 1 MB all-reduce between 2 processes is one copy in and one summing pass out.
 ///
+/// An all_gather (SELECTED_ROWS gradients, whose sizes differ by process) does not fit equal
+/// slots: its network stage goes to `rows`, a communicator with one place per process over
+/// the group's CAF transport (net_communicator), which gathers rows or all-reduces tables
+/// densely as it chooses; the dense stages around it stay here.
+///
 /// The stage is polled work on the lead's communication stream: the place's thread runs it
 /// between kernels and never blocks in it. A watcher thread of this communicator, while a
 /// stage is under way, waits for the other processes' posts (spinning briefly, then asleep on
@@ -42,7 +47,9 @@ class process_group;
 /// again.
 class shm_communicator final : public staged_communicator {
  public:
-  shm_communicator(process_group& group, std::shared_ptr<shm_segment> segment, int local_ranks);
+  /// `rows`: one place per process (world size = the group's size), for the all_gathers.
+  shm_communicator(process_group& group, std::shared_ptr<shm_segment> segment, int local_ranks,
+                   std::unique_ptr<communicator> rows);
   ~shm_communicator() override;
 
   void abort() override;
@@ -51,8 +58,8 @@ class shm_communicator final : public staged_communicator {
   struct exchange;
 
   void launch_exchange(const collective_call& call, std::vector<tensor*> buffers, stream& on) override;
-  /// Refuses an all_gather (SELECTED_ROWS gradients): the slots hold equal sizes.
-  void expect_runs(const collective_call& call) const override { expect_no_all_gather(call, "shm"); }
+  /// x's all_gather's network stage, through rows_ on the same stream.
+  void launch_gather(const collective_call& call, std::vector<tensor*> buffers, stream& on);
   std::optional<std::vector<network_wait>> network_waits() const override;
 
   /// One poll of x's stage: true when finished; throws when it failed.
@@ -82,6 +89,8 @@ class shm_communicator final : public staged_communicator {
   process_group& group_;
   std::shared_ptr<shm_segment> segment_; // shared with the group's shm_exchange
   std::size_t slot_floats_;
+  std::unique_ptr<communicator> rows_;
+  std::atomic<std::uint64_t> gathers_{0}; // all_gathers launched: rows_'s own sequence
   std::atomic<std::uint64_t> launched_{0};  // exchanges launched so far: their turns
   std::atomic<std::uint64_t> finished_{0};  // exchanges finished, in launch order
   std::atomic<std::uint64_t> pending_{0};   // exchanges launched and not finished

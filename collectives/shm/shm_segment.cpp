@@ -135,50 +135,32 @@ void shm_segment::wait(std::uint32_t seen, std::chrono::microseconds limit) {
 }
 
 shm_segment shm_segment::join(process_group& group, std::size_t slot_bytes) {
+  shm_joined j = try_join(group, slot_bytes);
+  if (!j.segment) throw error("shm: " + j.failure);
+  return std::move(*j.segment);
+}
+
+shm_joined shm_segment::try_join(process_group& group, std::size_t slot_bytes) {
   const int processes = group.size(), me = group.rank();
   const std::size_t bytes = segment_bytes(processes, slot_bytes);
   unlink_at_exit made;
-  void* base = nullptr;
-  // Rank 0's part of the first exchange: [16-byte nonce][the segment's name].
+  // Rank 0's part of the first exchange: [16-byte nonce][the segment's name], or nothing
+  // when it could not make one (its reason goes in the second exchange).
   byte_buffer offer;
   std::string failure;
+  shm_segment segment(nullptr, bytes, processes, slot_bytes); // unmaps on the way out
   if (me == 0) {
-    std::random_device random;
+    std::string name;
     std::array<unsigned char, 16> nonce{};
-    for (auto& b : nonce) b = static_cast<unsigned char>(random());
-    static const char hex[] = "0123456789abcdef";
-    std::string name = "/pe-actor-shm-" + std::to_string(::getpid()) + "-";
-    for (unsigned char b : nonce) {
-      name += hex[b >> 4];
-      name += hex[b & 15];
-    }
-    const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) throw error("shm: cannot create the shared memory segment " + name + ": " + errno_text());
-    made.name = name;
-    const bool sized = ::ftruncate(fd, static_cast<off_t>(bytes)) == 0;
-    const std::string why = sized ? "" : errno_text();
-    if (!sized) {
-      ::close(fd);
-      throw error("shm: cannot size the shared memory segment to " + std::to_string(bytes) + " bytes: " + why);
-    }
     try {
-      base = map(fd, bytes, "shm: " + name);
-    } catch (...) {
-      ::close(fd);
-      throw;
+      segment.base_ = create(bytes, processes, slot_bytes, name, nonce);
+      offer.insert(offer.end(), nonce.begin(), nonce.end());
+      offer.insert(offer.end(), name.begin(), name.end());
+    } catch (const std::exception& e) {
+      failure = e.what();
     }
-    ::close(fd);
-    auto* h = new (base) header;
-    h->nonce = nonce;
-    h->processes = static_cast<std::uint32_t>(processes);
-    h->slot_bytes = slot_bytes;
-    for (int p = 0; p < processes; ++p)
-      new (static_cast<char*>(base) + controls_offset() + sizeof(control) * static_cast<std::size_t>(p)) control;
-    h->magic = header::expected_magic;
-    offer.insert(offer.end(), nonce.begin(), nonce.end());
-    offer.insert(offer.end(), name.begin(), name.end());
+    made.name = name;
   }
-  shm_segment segment(base, bytes, processes, slot_bytes); // unmaps on the way out if this throws
   const std::vector<byte_buffer> offers = group.all_gather(offer);
   if (me != 0) {
     const byte_buffer& theirs = offers.at(0);
@@ -197,7 +179,7 @@ shm_segment shm_segment::join(process_group& group, std::size_t slot_bytes) {
         ::close(fd);
       } else {
         try {
-          segment.base_ = map(fd, bytes, "shm: " + name);
+          segment.base_ = map(fd, bytes, name);
           const header& h = segment.head();
           if (h.magic != header::expected_magic || std::memcmp(h.nonce.data(), theirs.data(), 16) != 0 ||
               h.processes != static_cast<std::uint32_t>(processes) || h.slot_bytes != slot_bytes)
@@ -213,9 +195,48 @@ shm_segment shm_segment::join(process_group& group, std::size_t slot_bytes) {
   const std::vector<byte_buffer> outcomes = group.all_gather(byte_buffer(failure.begin(), failure.end()));
   for (int p = 0; p < processes; ++p) {
     const byte_buffer& o = outcomes.at(static_cast<std::size_t>(p));
-    if (!o.empty()) throw error("shm: process rank " + std::to_string(p) + ": " + std::string(o.begin(), o.end()));
+    if (!o.empty()) return {std::nullopt, "process rank " + std::to_string(p) + ": " + std::string(o.begin(), o.end())};
   }
-  return segment;
+  return {std::move(segment), {}};
+}
+
+void* shm_segment::create(std::size_t bytes, int processes, std::size_t slot_bytes, std::string& name,
+                          std::array<unsigned char, 16>& nonce) {
+  std::random_device random;
+  for (auto& b : nonce) b = static_cast<unsigned char>(random());
+  static const char hex[] = "0123456789abcdef";
+  std::string chosen = "/pe-actor-shm-" + std::to_string(::getpid()) + "-";
+  for (unsigned char b : nonce) {
+    chosen += hex[b >> 4];
+    chosen += hex[b & 15];
+  }
+  const int fd = ::shm_open(chosen.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) throw error("cannot create the shared memory segment " + chosen + ": " + errno_text());
+  name = chosen; // ours from here on: the caller removes the name
+  // Allocated now, not merely sized: a /dev/shm too small for the segment (a container's
+  // 64 MiB, say) is this error here rather than a SIGBUS in the middle of a collective.
+  const int allocated = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (allocated != 0) {
+    ::close(fd);
+    throw error("cannot allocate " + std::to_string(bytes) + " bytes of shared memory for " + name + ": " +
+                std::strerror(allocated) + " (is /dev/shm large enough?)");
+  }
+  void* base = nullptr;
+  try {
+    base = map(fd, bytes, name);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  auto* h = new (base) header;
+  h->nonce = nonce;
+  h->processes = static_cast<std::uint32_t>(processes);
+  h->slot_bytes = slot_bytes;
+  for (int p = 0; p < processes; ++p)
+    new (static_cast<char*>(base) + controls_offset() + sizeof(control) * static_cast<std::size_t>(p)) control;
+  h->magic = header::expected_magic;
+  return base;
 }
 
 } // namespace pe

@@ -1,15 +1,18 @@
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace pe {
 
 class process_group;
+struct shm_joined;
 
 /// The shared memory that the processes of one job on one host exchange collectives
 /// through (the "shm" backend, shm_communicator): made by process rank 0, opened by the
@@ -56,6 +59,11 @@ class shm_segment {
   /// host, where the name does not exist).
   static shm_segment join(process_group& group, std::size_t slot_bytes);
 
+  /// join, but a process that cannot map the segment is an answer rather than an error: every
+  /// process learns it in the same exchange, so all can choose another way together (the
+  /// "auto" backend). Still throws when the group's exchanges fail.
+  static shm_joined try_join(process_group& group, std::size_t slot_bytes);
+
   shm_segment(shm_segment&& other) noexcept;
   shm_segment& operator=(shm_segment&&) = delete;
   ~shm_segment();
@@ -82,11 +90,23 @@ class shm_segment {
   struct header;
   shm_segment(void* base, std::size_t bytes, int processes, std::size_t slot_bytes);
   header& head() const;
+  /// Rank 0's part of try_join: a new segment of `bytes` under a random name, its header
+  /// written. Returns the mapping; `name` is set once the name exists (the caller removes
+  /// it). Throws pe::error saying why it could not.
+  static void* create(std::size_t bytes, int processes, std::size_t slot_bytes, std::string& name,
+                      std::array<unsigned char, 16>& nonce);
 
   void* base_ = nullptr;
   std::size_t bytes_ = 0;
   int processes_ = 0;
   std::size_t slot_bytes_ = 0;
+};
+
+/// What shm_segment::try_join found, the same on every process: the segment, or why the first
+/// process (by rank) that could not map it could not.
+struct shm_joined {
+  std::optional<shm_segment> segment;
+  std::string failure; ///< "process rank P: why" when there is no segment
 };
 
 } // namespace pe

@@ -74,8 +74,15 @@ ip -n "$stranger" addr add 10.77.2.2/24 dev "$tag-b1"; ip -n "$stranger" link se
 port=29517
 train=(--model mlp --hidden 64 --places cpu:1 --batch-size 64 --nnodes 2 --peer-timeout 5)
 
-# A pe-actor-run in namespace $1, bounded in time; the rest are its flags.
-on() { local ns=$1; shift; timeout 120 ip netns exec "$ns" "$run_binary" "$@"; }
+# A pe-actor-run in namespace $1, bounded in time; the rest are its flags. Each with a
+# /dev/shm of its own, as on a host of its own (`ip netns exec` gives it a mount namespace
+# whose mounts do not reach ours): the default backend cannot share memory across hosts.
+# SHM_SIZE: that /dev/shm's size (64m unless set).
+on() {
+  local ns=$1; shift
+  timeout 120 ip netns exec "$ns" sh -c 'mount -t tmpfs -o "size=$0" pe-host-shm /dev/shm && exec "$@"' \
+    "${SHM_SIZE:-64m}" "$run_binary" "$@"
+}
 
 umask 077
 openssl rand -hex 32 > "$work/token"
@@ -191,6 +198,25 @@ wait "$master"
 if grep -q "this job has no job token: any process that can reach 10.77.1.1" "$work/o0.err"; then
   pass "an open job across hosts warns"
 else fail "no warning for an open job: $(cat "$work/o0.err")"; fi
+if grep -q "trained 2 steps" "$work/o0.out" &&
+   grep -q "the collectives go over CAF, not shared memory: process rank 1: cannot open the shared memory segment" "$work/o0.err" &&
+   ! grep -q "not shared memory" "$work/o1.err"; then
+  pass "across hosts the default backend found no shared memory, rank 0 said so once, and the job trained over CAF"
+else fail "the default backend across hosts: $(cat "$work/o0.out" "$work/o0.err" "$work/o1.err")"; fi
+
+# --- a /dev/shm too small for the segment -------------------------------------------------
+# Rank 0 cannot allocate the default backend's segment (2 x 2 x 4 MiB and more) in 1 MiB:
+# it says why, and both processes train over CAF instead of failing mid-step.
+sport=$((port + 6))
+SHM_SIZE=1m on "$host0" "${train[@]}" --steps 2 --node-rank 0 --master 127.0.0.1:$sport > "$work/m0.out" 2> "$work/m0.err" &
+pids+=($!); small=$!
+SHM_SIZE=1m on "$host0" "${train[@]}" --steps 2 --node-rank 1 --master 127.0.0.1:$sport > "$work/m1.out" 2> "$work/m1.err"
+status1=$?
+wait "$small"; status0=$?
+if [[ $status0 -eq 0 && $status1 -eq 0 ]] && grep -q "trained 2 steps" "$work/m0.out" &&
+   grep -q "not shared memory: process rank 0: cannot allocate .* (is /dev/shm large enough?)" "$work/m0.err"; then
+  pass "a /dev/shm too small for the segment: rank 0 said so and the job trained over CAF"
+else fail "a /dev/shm too small: exit $status0/$status1; $(cat "$work/m0.err" "$work/m1.err")"; fi
 
 # --- what a capture on rank 1's link shows ------------------------------------------------
 # Rank 0 and rank 1 in --reduce reduce mode broadcast the updated parameters every step, so

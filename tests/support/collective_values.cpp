@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "collectives/cpu/inproc_communicator.hpp"
+#include "core/selected_rows.hpp"
 #include "devices/device.hpp"
 
 namespace pe::testing {
@@ -24,6 +25,19 @@ std::vector<std::vector<tensor>> random_buffers(int ranks, unsigned seed) {
       rank.push_back(tensor::from_vector(v, {n}));
     }
   return out;
+}
+
+tensor rank_rows(int r) {
+  const std::int64_t n = 1 + r % 3;
+  std::vector<std::int64_t> rows;
+  std::vector<float> values;
+  for (std::int64_t k = 0; k < n; ++k) {
+    rows.push_back((3 * r + 7 * k) % 10);
+    for (int j = 0; j < 2; ++j) values.push_back(static_cast<float>(10 * r + k) + static_cast<float>(j) / 10.f);
+  }
+  tensor t = tensor::from_vector(values, {n, 2});
+  t.set_sparse_rows(std::make_shared<const selected_rows>(std::move(rows), 10));
+  return t;
 }
 
 std::vector<tensor*> pointers(std::vector<tensor>& ts) {

@@ -23,6 +23,10 @@ bool bit_identical(const tensor& a, const tensor& b);
 /// The largest difference of a from b, relative to max(1, |b|).
 double relative_difference(const tensor& a, const tensor& b);
 
+/// Global rank r's sparse gradient (SELECTED_ROWS): 1 + r % 3 rows of width 2 in a table
+/// of 10 rows, values 10 r + k + j / 10.
+tensor rank_rows(int r);
+
 /// `c` over in.size() CPU places of one process (inproc_communicator): the reference.
 std::vector<std::vector<tensor>> single_process(const collective_call& c, std::vector<std::vector<tensor>> in);
 
