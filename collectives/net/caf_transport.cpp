@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <condition_variable>
-#include <iostream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -333,9 +332,7 @@ class caf_transport final : public net_transport {
       : state_(std::make_shared<node_state>(o.rank, o.size, o.job_token)), tls_(o.tls.any()) {
     state_->fingerprint = flatten(o.fingerprint);
     state_->peer_timeout = o.peer_timeout;
-    state_->warn = o.on_warning ? o.on_warning : [](const std::string& text) {
-      std::cerr << "pe-actor: warning: " << text << std::endl;
-    };
+    state_->warn = [on_warning = o.on_warning](const std::string& text) { say_warning(on_warning, text); };
     config_.load<caf::io::middleman>();
     if (tls_) {
       // Every connection of this process, in and out, is then mutual TLS: CAF's OpenSSL
@@ -599,8 +596,7 @@ std::unique_ptr<process_group> join_processes(const process_group_options& o) {
         std::to_string(o.master_port) + " and knows the program and flags can join it as a "
         "rank, send it gradients and receive its parameters; give every process the same "
         "--job-token-file (pe-actor-launch makes one for the processes it starts)";
-    if (o.on_warning) o.on_warning(text);
-    else std::cerr << "pe-actor: warning: " << text << std::endl;
+    say_warning(o.on_warning, text);
   }
   auto transport = std::make_unique<caf_transport>(o);
   const std::int64_t offset = transport->join(o);

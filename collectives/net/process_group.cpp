@@ -36,10 +36,12 @@ std::unique_ptr<communicator> process_group::make_communicator(int local_ranks, 
   return backend.make({*this, *transport_, ++channels_, local_ranks});
 }
 
-void process_group::warn(const std::string& text) const {
-  if (options_.on_warning) options_.on_warning(text);
+void say_warning(const std::function<void(const std::string&)>& on_warning, const std::string& text) {
+  if (on_warning) on_warning(text);
   else std::cerr << "pe-actor: warning: " << text << std::endl;
 }
+
+void process_group::warn(const std::string& text) const { say_warning(options_.on_warning, text); }
 
 std::optional<std::string> process_group::broken() const { return transport_->inbox().broken(); }
 

@@ -46,6 +46,10 @@ struct process_group_options {
   std::function<void(const std::string&)> on_warning;
 };
 
+/// Says `text` through `on_warning`, or as a "pe-actor: warning:" line on stderr without one:
+/// where process_group_options::on_warning's warnings go, before and after the group forms.
+void say_warning(const std::function<void(const std::string&)>& on_warning, const std::string& text);
+
 /// A faster way than CAF's messages for the processes of a group to swap bytes (the shm
 /// backend's shared memory, on one host): what process_group::all_gather tries first once
 /// one is set.

@@ -134,12 +134,6 @@ void shm_segment::wait(std::uint32_t seen, std::chrono::microseconds limit) {
   h.sleepers.fetch_sub(1);
 }
 
-shm_segment shm_segment::join(process_group& group, std::size_t slot_bytes) {
-  shm_joined j = try_join(group, slot_bytes);
-  if (!j.segment) throw error("shm: " + j.failure);
-  return std::move(*j.segment);
-}
-
 shm_joined shm_segment::try_join(process_group& group, std::size_t slot_bytes) {
   const int processes = group.size(), me = group.rank();
   const std::size_t bytes = segment_bytes(processes, slot_bytes);

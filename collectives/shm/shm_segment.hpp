@@ -54,14 +54,10 @@ class shm_segment {
   static constexpr std::size_t exchange_slot_bytes = std::size_t{256} << 10;
 
   /// Rank 0 makes the segment, the others open it, through `group`'s exchanges (every
-  /// process calls this at the same point). Throws pe::error on every process when any
-  /// process could not map it, naming that process and why (most often: it runs on another
-  /// host, where the name does not exist).
-  static shm_segment join(process_group& group, std::size_t slot_bytes);
-
-  /// join, but a process that cannot map the segment is an answer rather than an error: every
-  /// process learns it in the same exchange, so all can choose another way together (the
-  /// "auto" backend). Still throws when the group's exchanges fail.
+  /// process calls this at the same point). A process that cannot map it (most often: it runs
+  /// on another host, where the name does not exist) is an answer rather than an error: every
+  /// process learns it in the same exchange, named with its reason, so all can choose another
+  /// way together ("auto") or fail alike ("shm"). Throws only when the group's exchanges fail.
   static shm_joined try_join(process_group& group, std::size_t slot_bytes);
 
   shm_segment(shm_segment&& other) noexcept;
