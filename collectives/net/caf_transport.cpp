@@ -14,8 +14,10 @@
 #include <caf/openssl/all.hpp>
 
 #include "collectives/net/job_admission.hpp"
+#include "collectives/net/link_door.hpp"
 #include "collectives/net/net_packet_wire.hpp"
 #include "collectives/net/process_group.hpp"
+#include "collectives/net/socket_link.hpp"
 #include "collectives/process_backend.hpp"
 #include "core/error.hpp"
 #include "core/steady_clock.hpp"
@@ -32,6 +34,7 @@ using peers_atom = caf::atom_constant<caf::atom("pe_peers")>;
 using clock_atom = caf::atom_constant<caf::atom("pe_clock")>;
 using mesh_atom = caf::atom_constant<caf::atom("pe_mesh")>;
 using challenge_atom = caf::atom_constant<caf::atom("pe_chall")>;
+using link_atom = caf::atom_constant<caf::atom("pe_link")>;
 
 /// Packets held before the job is formed, at most: a stranger's flood is dropped, not kept.
 constexpr std::size_t max_early_packets = 4096;
@@ -115,6 +118,12 @@ struct node_state {
   std::set<int> meshed_ranks;                // rank 0: who said so
   std::map<int, std::string> welcomes;       // rank 0: its proof for each admitted rank
   int stranger_warnings = 0;
+  /// Data links by rank (socket_link): set while joining, before any packet is sent; each
+  /// packet to a peer with one goes over it instead of CAF's connection.
+  std::vector<std::unique_ptr<socket_link>> links;
+  /// Where the lower ranks' doors are and the secret each gave this process (link_door).
+  std::map<int, std::pair<std::uint16_t, std::string>> offers;
+  std::vector<std::tuple<caf::strong_actor_ptr, std::uint16_t, std::string>> early_offers;
 
   /// The rank whose mailbox `who` is, or -1; call with mutex held.
   int rank_of(const caf::strong_actor_ptr& who) const {
@@ -160,9 +169,10 @@ struct node_state {
     inbox.deliver(std::move(p));
   }
 
-  /// Every peer is known: files the packets that came before.
+  /// Every peer is known: files the packets and door offers that came before.
   void form(caf::event_based_actor* self, std::vector<caf::actor> all) {
     std::vector<std::pair<caf::strong_actor_ptr, net_packet>> before;
+    std::vector<std::tuple<caf::strong_actor_ptr, std::uint16_t, std::string>> offers_before;
     {
       std::lock_guard<std::mutex> guard(mutex);
       peers = std::move(all);
@@ -170,9 +180,27 @@ struct node_state {
         if (static_cast<int>(r) != inbox.rank()) self->monitor(peers[r]);
       formed = true;
       before.swap(early);
+      offers_before.swap(early_offers);
     }
     changed.notify_all();
     for (auto& [sender, p] : before) receive(sender, std::move(p));
+    for (auto& [sender, port, secret] : offers_before) offer(sender, port, std::move(secret));
+  }
+
+  /// A lower rank's door is open at `port` for this process, which must show `secret`
+  /// (open_data_links). Only a process of the job may offer, once.
+  void offer(const caf::strong_actor_ptr& sender, std::uint16_t port, std::string secret) {
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      if (!formed) {
+        if (early_offers.size() < static_cast<std::size_t>(inbox.size())) early_offers.emplace_back(sender, port, std::move(secret));
+        return;
+      }
+      const int from = rank_of(sender);
+      if (from < 0 || from >= inbox.rank() || offers.count(from) != 0) return;
+      offers[from] = {port, std::move(secret)};
+    }
+    changed.notify_all();
   }
 
   void lost(const caf::actor_addr& who, const caf::error& reason) {
@@ -186,6 +214,10 @@ struct node_state {
                ": it exited, was killed, froze or its connection broke (" +
                caf::to_string(reason) + "; peers are declared lost after " +
                seconds(peer_timeout) + " of silence, --peer-timeout)");
+    std::lock_guard<std::mutex> guard(mutex);
+    // Unblocks a data link's writer stuck on a frozen peer's full socket.
+    if (rank >= 0 && static_cast<std::size_t>(rank) < links.size() && links[static_cast<std::size_t>(rank)])
+      links[static_cast<std::size_t>(rank)]->cut();
   }
 
   void refuse(const std::string& why) {
@@ -318,6 +350,9 @@ caf::behavior mailbox(caf::event_based_actor* self, std::shared_ptr<node_state> 
         return hello(self, st, rank, fingerprint, peer, port, {challenge, nonce, proof});
       },
       [self, st](mesh_atom, const caf::actor& from) { return mesh(self, *st, from); },
+      [self, st](link_atom, std::uint16_t port, std::string& secret) {
+        st->offer(self->current_sender(), port, std::move(secret));
+      },
       [self, st](peers_atom, std::uint64_t key, std::vector<caf::actor>& all) {
         if (key == st->local_key) st->form(self, std::move(all));
       },
@@ -367,6 +402,12 @@ class caf_transport final : public net_transport {
   }
 
   ~caf_transport() override {
+    std::vector<std::unique_ptr<socket_link>> links;
+    {
+      std::lock_guard<std::mutex> guard(state_->mutex);
+      links.swap(state_->links);
+    }
+    links.clear(); // stops their threads, which deliver into the inbox
     {
       std::lock_guard<std::mutex> guard(state_->mutex);
       state_->peers.clear();
@@ -383,7 +424,14 @@ class caf_transport final : public net_transport {
     caf::actor peer;
     {
       std::lock_guard<std::mutex> guard(state_->mutex);
-      peer = state_->peers.at(static_cast<std::size_t>(to));
+      const auto r = static_cast<std::size_t>(to);
+      if (r < state_->links.size() && state_->links[r]) {
+        // The link's queue takes it: send() returns at once and the link outlives the call
+        // (links are removed only by the destructor, after every sender stopped).
+        state_->links[r]->send(std::move(packet));
+        return;
+      }
+      peer = state_->peers.at(r);
     }
     if (peer) caf::send_as(mailbox_, peer, std::move(packet));
   }
@@ -395,20 +443,18 @@ class caf_transport final : public net_transport {
     // Rank 0 listens where the others look for it; the others listen on a port of the
     // OS's choosing, so that peers can connect to them directly.
     const auto listen_port = static_cast<std::uint16_t>(o.rank == 0 ? o.master_port : 0);
-    // A job whose master is on this machine's loopback address listens there only: no other
-    // machine can reach it (the other ranks too when it is 127.0.0.1, the source address
-    // of their connections to it, which is where rank 0 tells the others to find them).
-    // Any other master address means every interface.
-    const char* bind_to = o.rank == 0 && loopback(o.master_host) ? o.master_host.c_str()
-                          : o.master_host == "127.0.0.1"           ? "127.0.0.1"
-                                                                   : nullptr;
+    const char* bind_to = bind_address(o);
     auto port = tls_ ? caf::openssl::publish(mailbox_, listen_port, bind_to, true)
                      : system_->middleman().publish(mailbox_, listen_port, bind_to, true);
     if (!port)
       throw error("cannot listen on port " + std::to_string(o.rank == 0 ? o.master_port : 0) +
                   (o.rank == 0 ? " (--master " + master + ")" : std::string()) + ": " +
                   system_->render(port.error()));
-    if (o.rank == 0) return wait_for_peers(deadline, o.join_timeout);
+    if (o.rank == 0) {
+      wait_for_peers(deadline, o.join_timeout);
+      open_data_links(o, {}, deadline);
+      return 0;
+    }
 
     caf::actor root;
     for (auto pause = std::chrono::milliseconds(50);; pause = std::min(pause * 2, std::chrono::milliseconds(1000))) {
@@ -475,10 +521,83 @@ class caf_transport final : public net_transport {
       state_->changed.wait(lock, [this] { return state_->formed; });
     }
     connect_mesh(self, o, all, endpoints, deadline);
+    open_data_links(o, endpoints, deadline);
     return clock_offset(self, root);
   }
 
  private:
+  /// Where this process listens (CAF's port, its data-link door): a job whose master is on
+  /// this machine's loopback address listens there only, so no other machine can reach it
+  /// (the other ranks too when it is 127.0.0.1, the source address of their connections to
+  /// it, which is where rank 0 tells the others to find them). Any other master address
+  /// means every interface (nullptr).
+  static const char* bind_address(const process_group_options& o) {
+    return o.rank == 0 && loopback(o.master_host) ? o.master_host.c_str()
+           : o.master_host == "127.0.0.1"         ? "127.0.0.1"
+                                                  : nullptr;
+  }
+
+  /// "host" of "host:port" (a rank's address as rank 0 sent it); throws when malformed.
+  static std::pair<std::string, std::uint16_t> split_endpoint(const std::string& at, int rank) {
+    const auto colon = at.rfind(':');
+    std::uint16_t port = 0;
+    const char* digits = colon == std::string::npos ? at.data() + at.size() : at.data() + colon + 1;
+    const auto [end, failed] = std::from_chars(digits, at.data() + at.size(), port);
+    if (colon == std::string::npos || failed != std::errc() || end != at.data() + at.size() || port == 0)
+      throw error("the master sent '" + at + "' as process rank " + std::to_string(rank) + "'s address");
+    return {at.substr(0, colon), port};
+  }
+
+  /// Gives every pair of processes a data link (socket_link) beside CAF's connection: each
+  /// process opens a door (link_door) for the higher ranks and tells each, through CAF, its
+  /// port and a secret; each dials the lower ranks' doors. From then on packets between
+  /// them travel as frames, not CAF messages (see socket_link for what that saves); CAF
+  /// keeps the job's forming, its heartbeats and the news of a lost peer. Not with TLS
+  /// (CAF's OpenSSL connections then carry everything: the links are plain TCP) nor when
+  /// the options turn them off.
+  void open_data_links(const process_group_options& o, const std::vector<std::string>& endpoints,
+                       std::chrono::steady_clock::time_point deadline) {
+    if (tls_ || !o.data_links) return;
+    std::vector<caf::actor> peers;
+    {
+      std::lock_guard<std::mutex> guard(state_->mutex);
+      peers = state_->peers;
+      state_->links.resize(static_cast<std::size_t>(o.size));
+    }
+    std::optional<link_door> door;
+    if (o.rank < o.size - 1) {
+      door.emplace(bind_address(o), o.job_token);
+      for (int k = o.rank + 1; k < o.size; ++k)
+        caf::send_as(mailbox_, peers[static_cast<std::size_t>(k)], link_atom::value, door->port(), door->expect(k));
+    }
+    auto broken = [this] { return state_->inbox.broken(); };
+    for (int i = 0; i < o.rank; ++i) {
+      std::pair<std::uint16_t, std::string> offer;
+      {
+        std::unique_lock<std::mutex> lock(state_->mutex);
+        if (!state_->changed.wait_until(lock, deadline, [&] { return state_->offers.count(i) != 0 || broken(); }))
+          throw error("process rank " + std::to_string(i) + " did not open its data-link door to this process within " +
+                      seconds(o.join_timeout));
+        if (auto why = broken()) throw error(*why);
+        offer = state_->offers[i];
+      }
+      const std::string host = i == 0 ? o.master_host : split_endpoint(endpoints.at(static_cast<std::size_t>(i)), i).first;
+      install_link(i, dial_link(host, offer.first, o.rank, i, link_proof(o.job_token, o.rank, offer.second), deadline));
+    }
+    if (door)
+      for (auto [rank, fd] : door->admit(deadline, state_->warn, broken)) install_link(rank, fd);
+  }
+
+  /// Packets to and from process `rank` go over `fd` from now on.
+  void install_link(int rank, int fd) {
+    node_state* st = state_.get(); // outlives the link: the destructor stops links first
+    auto link = std::make_unique<socket_link>(
+        fd, rank, [st](net_packet p) { st->inbox.deliver(std::move(p)); },
+        [st](const std::string& why) { st->inbox.fail(why); });
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    state_->links[static_cast<std::size_t>(rank)] = std::move(link);
+  }
+
   /// The mailbox published at `host`:`port`, over TLS when this process has certificates.
   caf::expected<caf::actor> connect(const std::string& host, std::uint16_t port) {
     return tls_ ? caf::openssl::remote_actor(*system_, host, port)
@@ -499,13 +618,8 @@ class caf_transport final : public net_transport {
                     const std::vector<std::string>& endpoints, std::chrono::steady_clock::time_point deadline) {
     for (int k = 1; k < o.rank; ++k) {
       const std::string& at = endpoints[static_cast<std::size_t>(k)];
-      const auto colon = at.rfind(':');
-      std::uint16_t port = 0;
-      const char* digits = colon == std::string::npos ? at.data() + at.size() : at.data() + colon + 1;
-      const auto [end, failed] = std::from_chars(digits, at.data() + at.size(), port);
-      if (colon == std::string::npos || failed != std::errc() || end != at.data() + at.size() || port == 0)
-        throw error("the master sent '" + at + "' as process rank " + std::to_string(k) + "'s address");
-      auto found = connect(at.substr(0, colon), port);
+      const auto [host, port] = split_endpoint(at, k);
+      auto found = connect(host, port);
       if (!found)
         throw error("cannot connect to process rank " + std::to_string(k) + " at " + at + ": " +
                     system_->render(found.error()));

@@ -41,6 +41,11 @@ struct process_group_options {
   /// When given (all three), every connection between the processes is mutual TLS through
   /// CAF's OpenSSL module, each side checked against the CA; otherwise plain TCP.
   tls_files tls;
+  /// Whether the packets between two processes (collectives, host exchanges) travel over a
+  /// TCP connection of their own (socket_link, opened through CAF while joining) instead of
+  /// as CAF messages: the bytes skip CAF's serializer, broker buffers and actors. Never with
+  /// TLS (the links are plain TCP; CAF's OpenSSL connections carry everything then).
+  bool data_links = true;
   /// Where what the job goes on despite is said: a stranger refused at the door, an open
   /// job across machines. Default: a line on stderr.
   std::function<void(const std::string&)> on_warning;
