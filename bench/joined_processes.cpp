@@ -37,6 +37,7 @@ joined_processes::joined_processes(const job_options& options) {
       o.collective_backend = options.backend;
       o.job_token = "bench-token-0123456789abcdef";
       o.tls = options.tls;
+      o.data_links = options.data_links;
       return join_processes(o);
     }));
   for (auto& j : joining) groups_.push_back(j.get());

@@ -21,6 +21,7 @@ struct job_options {
   int processes = 2;
   std::string backend = "caf";
   tls_files tls; ///< empty: plain TCP
+  bool data_links = true; ///< process_group_options::data_links
 };
 
 /// N "processes" of one job in this process: each its own process group joined through CAF

@@ -1,6 +1,8 @@
 // All-reduce bandwidth across 2 and 3 processes, 64 KiB to 64 MiB per process: the engine's
-// own backends ("caf": CAF networking; "shm": shared memory, the processes being on one host)
-// against Gloo's TCP transport ("gloo"), measured in the same run, one after the other, on
+// own backends ("caf": CAF networking, its packets over data links of their own; "caf_messages":
+// the same with every packet a CAF message, as before the data links and as with TLS; "shm":
+// shared memory, the processes being on one host) against Gloo's TCP transport ("gloo"),
+// measured in the same run, one after the other, on
 // 127.0.0.1. The "processes" are process
 // groups in this process, each joined through CAF networking with its own actor system and
 // sockets (bench/joined_processes.hpp), one CPU place each, running the communicator that
@@ -30,7 +32,9 @@ bench::joined_processes& job(int processes, const std::string& backend) {
   static std::unique_ptr<bench::joined_processes> j;
   if (!j || current != std::make_pair(processes, backend)) {
     j.reset();
-    j = std::make_unique<bench::joined_processes>(bench::job_options{processes, backend, {}});
+    const bool messages = backend == "caf_messages";
+    j = std::make_unique<bench::joined_processes>(
+        bench::job_options{processes, messages ? "caf" : backend, {}, !messages});
     current = {processes, backend};
   }
   return *j;
@@ -72,14 +76,17 @@ int main(int argc, char** argv) {
     for (std::size_t bytes = 64u << 10; bytes <= 64u << 20; bytes *= 4) {
       const std::string suffix = "/processes:" + std::to_string(processes) + "/bytes:" + std::to_string(bytes);
       const std::string caf = "allreduce_caf" + suffix, gloo = "allreduce_gloo" + suffix,
-                        shm = "allreduce_shm" + suffix;
+                        shm = "allreduce_shm" + suffix, messages = "allreduce_caf_messages" + suffix;
       benchmark::RegisterBenchmark(caf.c_str(), all_reduce, processes, "caf", bytes)->UseRealTime();
+      benchmark::RegisterBenchmark(messages.c_str(), all_reduce, processes, "caf_messages", bytes)->UseRealTime();
       benchmark::RegisterBenchmark(shm.c_str(), all_reduce, processes, "shm", bytes)->UseRealTime();
       if (with_gloo) benchmark::RegisterBenchmark(gloo.c_str(), all_reduce, processes, "gloo", bytes)->UseRealTime();
       rows.push_back({"all-reduce across " + std::to_string(processes) + " processes, caf backend vs Gloo",
                       bench::size_name(bytes) + " per process", caf, gloo, "gloo backend", bandwidth});
       rows.push_back({"all-reduce across " + std::to_string(processes) + " processes, CPU time (all threads)",
                       bench::size_name(bytes) + " per process", caf, gloo, "gloo backend", cpu_time});
+      rows.push_back({"all-reduce across " + std::to_string(processes) + " processes, caf: data links vs CAF messages",
+                      bench::size_name(bytes) + " per process", caf, messages, "every packet a CAF message", bandwidth});
       rows.push_back({"all-reduce across " + std::to_string(processes) + " processes, shm backend vs Gloo",
                       bench::size_name(bytes) + " per process", shm, gloo, "gloo backend", bandwidth});
     }

@@ -15,7 +15,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if (( ${#targets[@]} == 0 )); then
-  targets=(program_binary program_text param_file npy idx net_message net_wire checkpoint_record)
+  targets=(program_binary program_text param_file npy idx net_message net_wire data_link checkpoint_record)
 fi
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${FUZZ_JOBS:-1}

@@ -420,6 +420,12 @@ class caf_transport final : public net_transport {
 
   net_inbox& inbox() override { return state_->inbox; }
 
+  int data_links() const override {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    return static_cast<int>(std::count_if(state_->links.begin(), state_->links.end(),
+                                          [](const auto& l) { return l != nullptr; }));
+  }
+
   void send(int to, net_packet packet) override {
     caf::actor peer;
     {

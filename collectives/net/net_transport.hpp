@@ -21,6 +21,10 @@ class net_transport {
   /// Sends `packet` (from = this rank) to process `to`; returns at once. A send to a lost
   /// peer is dropped: the loss reaches the inbox as a failure.
   virtual void send(int to, net_packet packet) = 0;
+
+  /// How many peers this process reaches over a data link of its own (socket_link) rather
+  /// than CAF's messages: what a test checks and a log may say.
+  virtual int data_links() const { return 0; }
 };
 
 /// Sends `payload` to process `to` as packets with `header`'s fields.

@@ -43,6 +43,15 @@ std::array<unsigned char, frame_header_bytes> encode_frame_header(const net_pack
   return out;
 }
 
+std::string frame_bytes(const net_packet& p) {
+  const auto header = encode_frame_header(p);
+  std::string out(header.begin(), header.end());
+  out += p.label;
+  out += p.failure;
+  out.append(p.bytes.data(), p.bytes.size());
+  return out;
+}
+
 std::variant<frame_header, std::string> parse_frame_header(const unsigned char* bytes) {
   const unsigned char* at = bytes;
   if (get<std::uint32_t>(at) != frame_magic) return std::string("a frame that does not start with PE-Actor's magic number");

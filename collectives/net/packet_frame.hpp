@@ -30,6 +30,10 @@ struct frame_header {
 /// their limits: the sender's own packets are).
 std::array<unsigned char, frame_header_bytes> encode_frame_header(const net_packet& p);
 
+/// The whole frame of `p` in one string (what socket_link writes in pieces): for tests and
+/// fuzz seeds.
+std::string frame_bytes(const net_packet& p);
+
 /// Reads a frame's fixed part: the header, or why these bytes are no frame (a wrong magic
 /// number: the stream lost its place or is no data link; a part longer than its limit).
 std::variant<frame_header, std::string> parse_frame_header(const unsigned char* bytes);

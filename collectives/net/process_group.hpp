@@ -91,6 +91,8 @@ class process_group {
   int rank() const;
   int size() const;
   std::int64_t clock_offset_ns() const { return clock_offset_ns_; }
+  /// How many peers this process reaches over a data link (process_group_options::data_links).
+  int data_links() const { return transport_->data_links(); }
   /// What the group was formed with: the master's address, the peer timeout, the backend.
   const process_group_options& options() const { return options_; }
 

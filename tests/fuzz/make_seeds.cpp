@@ -21,6 +21,7 @@
 #include <caf/binary_serializer.hpp>
 
 #include "collectives/net/net_packet_wire.hpp"
+#include "collectives/net/packet_frame.hpp"
 #include "collectives/net/row_payload.hpp"
 #include "collectives/net/tensor_bytes.hpp"
 #include "core/error.hpp"
@@ -395,6 +396,32 @@ void add_wire_packets() {
   }
 }
 
+/// Data-link streams (data_link_fuzz's layout: a first byte of 1, then frames) of the seed
+/// packets, one after another and cut short; and a door's hello (a first byte of 0).
+void add_link_frames() {
+  net_packet p;
+  p.channel = 1;
+  p.sequence = 7;
+  p.from = 1;
+  p.kind = 2;
+  p.offset = 0;
+  p.total = 8;
+  p.bytes = {'a', 'b', 'c', 'd'};
+  p.label = "all_reduce(fc_0.w_0@GRAD)";
+  net_packet rest = p;
+  rest.offset = 4;
+  rest.bytes = {'e', 'f', 'g', 'h'};
+  net_packet failed;
+  failed.channel = 2;
+  failed.from = 1;
+  failed.failure = "rank 1 failed: out of memory";
+  const std::string stream = frame_bytes(p) + frame_bytes(rest) + frame_bytes(failed);
+  write_file("data_link", "frames", '\1' + stream);
+  write_file("data_link", "frames_cut", '\1' + stream.substr(0, stream.size() - 3));
+  const auto hello = encode_link_hello(2, std::string(link_secret_bytes, 'p'));
+  write_file("data_link", "hello", '\0' + std::string(hello.begin(), hello.end()));
+}
+
 /// checkpoint.json as pe-actor-run writes it (format 2, with digests) and as it did before
 /// digests (format 1).
 void add_checkpoint_records() {
@@ -430,6 +457,7 @@ int main(int argc, char** argv) {
     add_tensor_messages();
     add_inbox_scripts();
     add_wire_packets();
+    add_link_frames();
     add_checkpoint_records();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_seeds: %s\n", e.what());
