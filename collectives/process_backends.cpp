@@ -19,7 +19,7 @@ std::unique_ptr<communicator> caf_communicator(const process_backend_context& c)
 }
 
 process_backend caf_backend() {
-  return {"caf", "the engine's own, over CAF networking", caf_communicator, true};
+  return {"caf", "the engine's own, over CAF networking (its packets on a TCP data link per pair of processes, or CAF's TLS connections with --tls-cert)", caf_communicator, true};
 }
 
 /// shm where it can be, caf where it cannot: every process learns in the same exchange

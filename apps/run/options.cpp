@@ -411,7 +411,8 @@ po::options_description describe() {
      "with --nnodes N > 1: this process's certificate; with --tls-key and --tls-ca, every "
      "connection between the job's processes is mutual TLS (CAF's OpenSSL module): tensors, "
      "parameters and handshakes are encrypted, and a peer whose certificate --tls-ca did not "
-     "sign is refused. Without them, plain TCP. Not with --collective-backend gloo or GPU "
+     "sign is refused (every packet then goes through these connections, none over the "
+     "plain-TCP data links). Without them, plain TCP. Not with --collective-backend gloo or GPU "
      "places, whose tensors travel on connections of their own")
     ("tls-key", po::value<std::string>()->value_name("PEM"),
      "with --tls-cert: its private key (PEM, unencrypted)")
