@@ -5,7 +5,7 @@
 # CNN and Paddle's programs on several places (oneDNN kernels on the device threads), and
 # the collectives and jobs across processes (CAF networking and Gloo; the multi-process test runs the
 # sanitized pe-actor-run, whose reports fail its exit status), admission by the job token and
-# TLS links between processes, stall reports and collectives called differently by their ranks,
+# TLS links between processes, the data links beside CAF, stall reports and collectives called differently by their ranks,
 # the pool of large host blocks and the lists of small ones that threads take and give back,
 # the oneDNN kernels' per-thread primitive cache, and the spin lock of the CPU streams' queues.
 # Usage: scripts/sanitize.sh thread|address [TEST...]   (default: every test listed below)
@@ -30,7 +30,8 @@ tests=(device_test communicator_test cpu_collective_test parallel_executor_test
        caching_allocator_test gloo_communicator_test job_admission_test tls_links_test
        cli_job_security_test stall_test collective_desync_test cli_stall_test host_block_cache_test
        firing_groups_test small_block_cache_test dnnl_cache_test pool_ops_test run_meanwhile_test
-       norm_planes_test batch_norm_ops_test json_integer_test spin_mutex_test shm_communicator_test)
+       norm_planes_test batch_norm_ops_test json_integer_test spin_mutex_test shm_communicator_test
+       data_link_test)
 if (( $# > 0 )); then tests=("$@"); fi
 cmake --build "$build" -j2 --target "${tests[@]}"
 if [[ "$kind" == thread ]]; then

@@ -241,12 +241,22 @@ struct received {
   }
 };
 
-TEST(SocketLink, CarriesPacketsBothWaysInOrder) {
-  int fds[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+/// Processes 0 and 1 linked by a socket pair: at0 is what 0 receives on its link to 1.
+struct link_pair {
   received at0, at1;
-  socket_link to1(fds[0], 1, at0.deliver(), at0.broken());
-  socket_link to0(fds[1], 0, at1.deliver(), at1.broken());
+  std::unique_ptr<socket_link> to1_link, to0_link;
+  link_pair() {
+    int fds[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    to1_link = std::make_unique<socket_link>(fds[0], 1, at0.deliver(), at0.broken());
+    to0_link = std::make_unique<socket_link>(fds[1], 0, at1.deliver(), at1.broken());
+  }
+};
+
+TEST(SocketLink, CarriesPacketsBothWaysInOrder) {
+  link_pair pair;
+  auto &at0 = pair.at0, &at1 = pair.at1;
+  socket_link &to1 = *pair.to1_link, &to0 = *pair.to0_link;
   std::vector<net_packet> sent;
   for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4096}, net_packet_bytes, std::size_t{333}}) {
     net_packet p = sample_packet(bytes);
@@ -329,11 +339,9 @@ TEST(SocketLink, BreaksOnAMalformedFrameOrALieAboutTheSender) {
 }
 
 TEST(SocketLink, CutReportsTheLossAndDropsLaterSends) {
-  int fds[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  received at0, at1;
-  socket_link to1(fds[0], 1, at0.deliver(), at0.broken());
-  socket_link to0(fds[1], 0, at1.deliver(), at1.broken());
+  link_pair pair;
+  auto &at0 = pair.at0, &at1 = pair.at1;
+  socket_link& to1 = *pair.to1_link;
   to1.cut();
   ASSERT_TRUE(at0.wait([&] { return !at0.reports.empty(); }));
   EXPECT_TRUE(contains(at0.reports[0], "lost process rank 1"));
