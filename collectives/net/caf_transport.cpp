@@ -543,7 +543,8 @@ class caf_transport final : public net_transport {
                                                   : nullptr;
   }
 
-  /// "host" of "host:port" (a rank's address as rank 0 sent it); throws when malformed.
+  /// The host and port of "host:port" (a rank's address as rank 0 sent it); throws when
+  /// malformed.
   static std::pair<std::string, std::uint16_t> split_endpoint(const std::string& at, int rank) {
     const auto colon = at.rfind(':');
     std::uint16_t port = 0;
@@ -581,10 +582,14 @@ class caf_transport final : public net_transport {
       std::pair<std::uint16_t, std::string> offer;
       {
         std::unique_lock<std::mutex> lock(state_->mutex);
-        if (!state_->changed.wait_until(lock, deadline, [&] { return state_->offers.count(i) != 0 || broken(); }))
-          throw error("process rank " + std::to_string(i) + " did not open its data-link door to this process within " +
-                      seconds(o.join_timeout));
-        if (auto why = broken()) throw error(*why);
+        // In slices: a broken inbox (a peer lost meanwhile) does not notify `changed`.
+        while (state_->offers.count(i) == 0) {
+          if (auto why = broken()) throw error(*why);
+          if (std::chrono::steady_clock::now() >= deadline)
+            throw error("process rank " + std::to_string(i) + " did not open its data-link door to this process within " +
+                        seconds(o.join_timeout));
+          state_->changed.wait_for(lock, std::chrono::milliseconds(100));
+        }
         offer = state_->offers[i];
       }
       const std::string host = i == 0 ? o.master_host : split_endpoint(endpoints.at(static_cast<std::size_t>(i)), i).first;
