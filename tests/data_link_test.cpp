@@ -163,7 +163,7 @@ TEST(LinkDoor, AdmitsTheExpectedProcessesAndTurnsStrangersAway) {
   const int one = dial_link("127.0.0.1", door.port(), 1, 0, link_proof("token", 1, secret1), deadline);
   // Rank 1 again, with its right proof: it is in already.
   EXPECT_TRUE(closed_unwelcomed(knock(door.port(), std::string(reinterpret_cast<const char*>(encode_link_hello(1, link_proof("token", 1, secret1)).data()), link_hello_bytes))));
-  const int two = dial_link("localhost", door.port(), 2, 0, link_proof("token", 2, secret2), deadline);
+  const int two = dial_link("127.0.0.1", door.port(), 2, 0, link_proof("token", 2, secret2), deadline);
   const auto in = admitted.get();
   ASSERT_EQ(in.size(), 2u);
   EXPECT_TRUE(in.count(1) && in.count(2));

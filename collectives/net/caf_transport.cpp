@@ -193,7 +193,8 @@ struct node_state {
     {
       std::lock_guard<std::mutex> guard(mutex);
       if (!formed) {
-        if (early_offers.size() < static_cast<std::size_t>(inbox.size())) early_offers.emplace_back(sender, port, std::move(secret));
+        // Bounded as early packets are: a stranger's flood before the job forms is dropped.
+        if (early_offers.size() < max_early_packets) early_offers.emplace_back(sender, port, std::move(secret));
         return;
       }
       const int from = rank_of(sender);
