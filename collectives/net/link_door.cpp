@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "collectives/net/packet_frame.hpp"
+#include "collectives/net/socket_io.hpp"
 #include "core/error.hpp"
 #include "crypto/digest.hpp"
 #include "crypto/random_bytes.hpp"
@@ -45,15 +46,11 @@ bool read_by(int fd, unsigned char* into, std::size_t n, std::chrono::steady_clo
   return true;
 }
 
+/// Writes all `n` bytes (send_all with one part); false on an error.
 bool write_all(int fd, const unsigned char* from, std::size_t n) {
-  while (n > 0) {
-    const ssize_t sent = ::send(fd, from, n, MSG_NOSIGNAL);
-    if (sent < 0 && errno == EINTR) continue;
-    if (sent <= 0) return false;
-    from += sent;
-    n -= static_cast<std::size_t>(sent);
-  }
-  return true;
+  iovec part{const_cast<unsigned char*>(from), n};
+  std::string why;
+  return send_all(fd, &part, 1, why);
 }
 
 std::string error_text() { return std::strerror(errno); }
@@ -67,7 +64,6 @@ std::string link_proof(const std::string& job_token, int rank, const std::string
 
 link_door::link_door(const char* bind_to, std::string job_token) : token_(std::move(job_token)) {
   addrinfo hints{};
-  hints.ai_family = bind_to ? AF_UNSPEC : AF_INET6; // every interface: IPv6 and IPv4 at once
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
@@ -84,8 +80,9 @@ link_door::link_door(const char* bind_to, std::string job_token) : token_(std::m
     }
     return fd;
   };
-  for (const char* family : {"", "ipv4"}) {
-    if (*family) hints.ai_family = AF_INET; // no IPv6 on this host
+  // Every interface: IPv6 and IPv4 at once on one socket, else IPv4 alone (a host without IPv6).
+  for (const int family : {bind_to ? AF_UNSPEC : AF_INET6, AF_INET}) {
+    hints.ai_family = family;
     if (::getaddrinfo(bind_to, "0", &hints, &found) != 0) continue;
     for (const addrinfo* a = found; a && fd_ < 0; a = a->ai_next) fd_ = listen_on(a);
     ::freeaddrinfo(found);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "collectives/net/packet_frame.hpp"
+#include "collectives/net/socket_io.hpp"
 
 namespace pe {
 
@@ -31,32 +32,6 @@ bool read_exact(int fd, void* into, std::size_t n, std::string& why) {
     } else if (errno != EINTR) {
       why = std::string("its data connection broke: ") + std::strerror(errno);
       return false;
-    }
-  }
-  return true;
-}
-
-/// Writes every byte of `parts`; false on an error (`why` says which).
-bool write_all(int fd, iovec* parts, int count, std::string& why) {
-  while (count > 0) {
-    msghdr m{};
-    m.msg_iov = parts;
-    m.msg_iovlen = static_cast<std::size_t>(count);
-    const ssize_t sent = ::sendmsg(fd, &m, MSG_NOSIGNAL);
-    if (sent < 0) {
-      if (errno == EINTR) continue;
-      why = std::string("its data connection broke: ") + std::strerror(errno);
-      return false;
-    }
-    auto left = static_cast<std::size_t>(sent);
-    while (count > 0 && left >= parts->iov_len) {
-      left -= parts->iov_len;
-      ++parts;
-      --count;
-    }
-    if (count > 0) {
-      parts->iov_base = static_cast<char*>(parts->iov_base) + left;
-      parts->iov_len -= left;
     }
   }
   return true;
@@ -135,7 +110,7 @@ void socket_link::write_loop() {
                         {p.failure.data(), p.failure.size()},
                         {p.bytes.data(), p.bytes.size()}};
       std::string why;
-      if (!write_all(fd_, parts, 4, why)) {
+      if (!send_all(fd_, parts, 4, why)) {
         report("lost process rank " + std::to_string(peer_) + ": " + why);
         return;
       }
