@@ -21,6 +21,7 @@
 #include "core/spin_wait.hpp"
 #include "core/steady_clock.hpp"
 #include "devices/host_cpus.hpp"
+#include "devices/idle_work.hpp"
 #include "graph/exec/reference_executor.hpp"
 #include "graph/program_info.hpp"
 #include "graph/validate.hpp"
@@ -45,6 +46,46 @@ void spin_before_waiting(std::chrono::steady_clock::time_point deadline, Ready&&
   if (now < deadline)
     spin_until(std::chrono::duration_cast<std::chrono::microseconds>(deadline - now), std::forward<Ready>(ready));
 }
+
+/// The caller's work for its next step offered to the places' threads (idle_work) for one
+/// run: finish() ends it where the step's streams are done; on any other way out of the
+/// run, the destructor withdraws it and waits for the pieces in flight, whose writes the
+/// caller may read once run returns.
+class offered_work {
+ public:
+  explicit offered_work(std::vector<device*> devices) : devices_(std::move(devices)) {}
+  offered_work(const offered_work&) = delete;
+  offered_work& operator=(const offered_work&) = delete;
+  ~offered_work() {
+    try {
+      finish();
+    } catch (...) {
+    }
+  }
+
+  void offer(std::shared_ptr<idle_work> work) {
+    work_ = std::move(work);
+    for (device* d : devices_) d->offer_idle_work(work_);
+  }
+
+  /// Withdraws the work, runs the pieces no place took and waits for those they run; the
+  /// first exception a piece threw, or null.
+  std::exception_ptr finish() {
+    if (!work_) return nullptr;
+    for (device* d : devices_) d->withdraw_idle_work();
+    const std::shared_ptr<idle_work> work = std::move(work_);
+    try {
+      work->finish();
+    } catch (...) {
+      return std::current_exception();
+    }
+    return nullptr;
+  }
+
+ private:
+  std::vector<device*> devices_;
+  std::shared_ptr<idle_work> work_;
+};
 
 /// The loss-gradient variable the Backward|Loss op seeds, or "" (inference programs).
 std::string loss_gradient(const proto::ProgramDesc& main) {
@@ -197,8 +238,14 @@ struct executor_state {
   /// references), and the event after each place's copies that its other streams wait on.
   std::deque<tensor> feed_rows;
   std::vector<std::unique_ptr<event>> feeds_ready;
-  /// run_meanwhile's work for the next run.
-  std::function<void()> meanwhile;
+  /// run_meanwhile's work for the next run, in pieces (none: no work).
+  std::function<void(int)> meanwhile;
+  int meanwhile_pieces = 0;
+  /// Whether the CPU places' device threads run the meanwhile pieces in their idle moments
+  /// (devices/idle_work.hpp) rather than the thread that runs the step: where every place
+  /// is a CPU place and they are at least as many as the CPUs this process may use, so that
+  /// the step's thread would take a place's core.
+  bool meanwhile_on_places = false;
   std::uint64_t step = 0;
   std::int64_t step_start_ns = 0;
   /// Set when a step failed for a stall: its work may still run; the next run waits for it
@@ -644,7 +691,8 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     }
   } guard{st};
   // Taken now: a run that fails before its step starts drops it.
-  const std::function<void()> meanwhile = std::exchange(st.meanwhile, nullptr);
+  const std::function<void(int)> meanwhile = std::exchange(st.meanwhile, nullptr);
+  const int meanwhile_pieces = std::exchange(st.meanwhile_pieces, 0);
   if (st.stalled) recover_after_stall(st, rt);
 
   // Feeds: the user's loss gradient (customized scale) goes to every place; everything
@@ -686,6 +734,10 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       st.env.actors.push_back(st.graph->has_actor(n.id) ? rt.system->spawn(op_actor, &st.env, n.id) : caf::actor());
     st.spin_for_firings =
         op_actor_count() == 0 && rt.group == nullptr && rt.device_list().size() <= allowed_cpus().size();
+    const auto& devices = rt.device_list();
+    st.meanwhile_on_places =
+        devices.size() >= allowed_cpus().size() &&
+        std::all_of(devices.begin(), devices.end(), [](device* d) { return d->where().type == place::kind::cpu; });
   }
 
   // This process's rows start after those of the ranks before its first one; `feeds`
@@ -788,16 +840,24 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     lock.lock();
   }
   // The caller's work for its next step, while this one's kernels run; its failure is
-  // reported after the step's own.
+  // reported after the step's own. Pieces the places' threads take (meanwhile_on_places)
+  // are finished once the step's streams are done; the guard withdraws them on every way
+  // out, so that no piece runs after this run returns.
   std::exception_ptr meanwhile_failed;
-  if (meanwhile) {
-    lock.unlock();
-    try {
-      meanwhile();
-    } catch (...) {
-      meanwhile_failed = std::current_exception();
+  offered_work meanwhile_guard{rt.device_list()};
+  if (meanwhile && meanwhile_pieces > 0) {
+    auto work = std::make_shared<idle_work>(meanwhile, meanwhile_pieces);
+    if (st.meanwhile_on_places) {
+      meanwhile_guard.offer(std::move(work));
+    } else {
+      lock.unlock();
+      try {
+        work->finish();
+      } catch (...) {
+        meanwhile_failed = std::current_exception();
+      }
+      lock.lock();
     }
-    lock.lock();
   }
   // Watched, every wait is bounded by the watch's tick, and each tick looks at the step.
   bool stalled = false;
@@ -861,6 +921,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       }
       s.clear_error();
     }
+  if (auto failed = meanwhile_guard.finish()) meanwhile_failed = failed;
   if (capturing && !stalled) {
     std::string why;
     if (!st.captured->finish_capture(st.in, rt.scope_list(), why)) {
@@ -887,7 +948,14 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
 }
 
 void parallel_executor::run_meanwhile(std::function<void()> work) {
-  state_->meanwhile = std::move(work);
+  if (!work) return run_meanwhile(nullptr, 0);
+  run_meanwhile([work = std::move(work)](int) { work(); }, 1);
+}
+
+void parallel_executor::run_meanwhile(std::function<void(int piece)> work, int pieces) {
+  if (pieces < 0) throw error("run_meanwhile: a negative number of pieces (" + std::to_string(pieces) + ")");
+  state_->meanwhile = pieces > 0 ? std::move(work) : nullptr;
+  state_->meanwhile_pieces = state_->meanwhile ? pieces : 0;
 }
 
 } // namespace pe

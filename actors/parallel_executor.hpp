@@ -162,6 +162,14 @@ class parallel_executor {
   /// ended, after the step's own failure if it had one. Call between steps.
   void run_meanwhile(std::function<void()> work);
 
+  /// run_meanwhile's work in `pieces` independent pieces, `work(k)` for k = 0 .. pieces - 1,
+  /// each run once, possibly on several threads at once. Where the CPU places take every
+  /// core this process may use, the places' own threads run the pieces whenever their
+  /// streams have nothing ready (devices/idle_work.hpp), instead of the run's thread taking
+  /// a place's core at the step's start, and the run finishes what is left once the step's
+  /// work is done; elsewhere the run's thread runs them all, as run_meanwhile's one piece.
+  void run_meanwhile(std::function<void(int piece)> work, int pieces);
+
   /// The rows [first, first + count) of a global batch of `global_batch` rows that this
   /// process's places take, for the caller of run_share.
   std::pair<std::int64_t, std::int64_t> share_of(std::int64_t global_batch) const;

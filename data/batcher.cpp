@@ -47,27 +47,55 @@ std::int64_t batcher::next_rows() const {
 }
 
 dataset batcher::next(std::int64_t first, std::int64_t count) {
+  batch_copy rows = take(first, count);
+  for (int k = 0; k < rows.pieces(); ++k) rows.copy(k);
+  return std::move(rows.rows());
+}
+
+batch_copy batcher::take(std::int64_t first, std::int64_t count) {
   const std::int64_t batch = next_rows();
   if (first < 0 || count < 0 || first + count > batch)
     throw error("batcher: rows [" + std::to_string(first) + ", " + std::to_string(first + count) +
                 ") of a batch of " + std::to_string(batch));
-  auto begin = take() + first;
+  const auto begin = order_.begin() + take_batch() + first;
+  return batch_copy(data_, std::vector<std::int64_t>(begin, begin + count));
+}
+
+batch_copy::batch_copy(const dataset& source, std::vector<std::int64_t> rows)
+    : source_(source), rows_(std::move(rows)) {
+  const auto count = static_cast<std::int64_t>(rows_.size());
   std::vector<data_feed> feeds;
-  for (const auto& f : data_.feeds()) {
-    tensor rows(f.rows.type(), with_rows(f.rows.shape(), count));
-    for (std::int64_t i = 0; i < count; ++i)
-      copy_row(f.rows, order_[static_cast<std::size_t>(begin + i)], rows, i);
-    feeds.push_back({f.name, std::move(rows)});
+  std::size_t bytes = 0;
+  for (const auto& f : source.feeds()) {
+    targets_.emplace_back(f.rows.type(), with_rows(f.rows.shape(), count));
+    feeds.push_back({f.name, targets_.back()});
+    bytes += targets_.back().bytes();
   }
-  return dataset(std::move(feeds));
+  target_ = dataset(std::move(feeds));
+  // Pieces of ~64 KiB: a device thread that takes one in an idle moment is back at its
+  // streams within microseconds (devices/idle_work.hpp).
+  constexpr std::size_t piece_bytes = 64 * 1024;
+  pieces_ = static_cast<int>(std::clamp<std::size_t>(bytes / piece_bytes, 1, std::max<std::size_t>(rows_.size(), 1)));
+}
+
+void batch_copy::copy(int piece) {
+  if (piece < 0 || piece >= pieces_)
+    throw error("batch_copy: piece " + std::to_string(piece) + " of " + std::to_string(pieces_));
+  const auto count = static_cast<std::int64_t>(rows_.size());
+  const std::int64_t begin = count * piece / pieces_, end = count * (piece + 1) / pieces_;
+  for (std::size_t f = 0; f < source_.feeds().size(); ++f) {
+    const tensor& from = source_.feeds()[f].rows;
+    tensor& to = targets_[f];
+    for (std::int64_t i = begin; i < end; ++i) copy_row(from, rows_[static_cast<std::size_t>(i)], to, i);
+  }
 }
 
 void batcher::advance(std::int64_t batches) {
   for (std::int64_t i = 0; i < batches; ++i)
-    take();
+    take_batch();
 }
 
-std::int64_t batcher::take() {
+std::int64_t batcher::take_batch() {
   if (position_ == data_.size()) {
     shuffle();
     position_ = 0;

@@ -9,6 +9,7 @@
 #include "core/allocator.hpp"
 #include "core/place.hpp"
 #include "core/place_list.hpp"
+#include "devices/idle_work.hpp"
 #include "devices/stream.hpp"
 #include "devices/stream_capture.hpp"
 
@@ -57,6 +58,14 @@ class device {
   /// CPU number): a CPU place's device thread. False where the device has no such thread
   /// (a GPU place: its streams' threads only launch) or the system refused.
   virtual bool pin_host_thread(int cpu) { (void)cpu; return false; }
+
+  /// Lets this place's own thread run pieces of `work` whenever it has nothing else to run
+  /// (idle_work), until every piece is taken or withdraw_idle_work(). False where the
+  /// device has no thread of its own that could (a GPU place: its threads launch).
+  virtual bool offer_idle_work(std::shared_ptr<idle_work> work) { (void)work; return false; }
+  /// Takes back what offer_idle_work gave: the thread takes no more of its pieces (one it
+  /// is running, it finishes).
+  virtual void withdraw_idle_work() {}
 
   /// Stops every stream: queued work is dropped and blocked waits return, so that nothing
   /// outlives the device. Idempotent; the destructor calls it.

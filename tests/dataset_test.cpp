@@ -1,6 +1,7 @@
 // The data side of pe-actor-run: data sets of named feeds, idx files (plain and gzip), the
 // synthetic data set and the batcher.
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <set>
 
@@ -303,6 +304,39 @@ TEST(Batcher, SlicesEveryFeedWithTheSamePermutation) {
   // A process's share of a batch: the same rows of every feed, in the batch's order.
   batcher again(data, 4, 5);
   EXPECT_EQ(samples_of(again.next(1, 2)), std::vector<std::int64_t>(epoch.begin() + 1, epoch.begin() + 3));
+}
+
+TEST(Batcher, ATakenBatchCopiedInPiecesInAnyOrderIsWhatNextServes) {
+  // 300 rows of 2 KiB and 2 feeds: several pieces of ~64 KiB each.
+  std::vector<float> images;
+  std::vector<std::int64_t> labels;
+  for (std::int64_t i = 0; i < 300; ++i) {
+    for (int c = 0; c < 512; ++c) images.push_back(static_cast<float>(i * 1000 + c));
+    labels.push_back(i);
+  }
+  const dataset data({{"image", tensor::from_vector(images, {300, 512})},
+                      {"label", tensor::from_vector(labels, {300, 1})}});
+  batcher served(data, 200, 9), taken(data, 200, 9);
+  for (int b = 0; b < 3; ++b) { // across an epoch's end: the partial batch, then a reshuffle
+    const std::int64_t rows = served.next_rows();
+    ASSERT_EQ(taken.next_rows(), rows);
+    const dataset expected = served.next(10, rows - 30);
+    batch_copy copy = taken.take(10, rows - 30);
+    ASSERT_GE(copy.pieces(), 2) << "batch " << b;
+    ASSERT_LE(copy.pieces(), rows - 30);
+    for (int k = copy.pieces() - 1; k >= 0; --k) copy.copy(k);
+    for (const char* feed : {"image", "label"}) {
+      const tensor& want = expected.at(feed);
+      const tensor& got = copy.rows().at(feed);
+      ASSERT_EQ(got.shape(), want.shape()) << feed;
+      EXPECT_EQ(std::memcmp(got.raw(), want.raw(), want.bytes()), 0) << feed << ", batch " << b;
+    }
+    EXPECT_EQ(taken.served(), served.served());
+  }
+  batch_copy small = taken.take(0, 1); // one row: one piece, however many bytes
+  EXPECT_EQ(small.pieces(), 1);
+  expect_error([&] { small.copy(1); }, {"piece 1 of 1"});
+  expect_error([&] { taken.take(0, 500); }, {"rows [0, 500) of a batch of"});
 }
 
 TEST(NpyDir, NamesThatAreNotFileNameSafeArePercentEncoded) {

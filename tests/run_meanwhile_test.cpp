@@ -1,6 +1,8 @@
 // parallel_executor::run_meanwhile: the caller's work for its next step (pe-actor-run copies
-// its next batch there) runs on the calling thread while the step's kernels run, once; its
-// failure comes after the step's own; a run that fails before its step drops it.
+// its next batch there) runs while the step's kernels run, once: on the calling thread, or,
+// where the CPU places take every core, in pieces on the places' idle threads; it is done
+// when the run returns; its failure comes after the step's own; a run that fails before its
+// step drops it.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,6 +14,7 @@
 #include "actors/parallel_executor.hpp"
 #include "core/error.hpp"
 #include "core/place_list.hpp"
+#include "devices/host_cpus.hpp"
 #include "tests/support/batches.hpp"
 #include "tests/support/test_gate.hpp"
 
@@ -28,7 +31,13 @@ execution_strategy two_threads() {
   return exec;
 }
 
-TEST(RunMeanwhile, RunsOnTheCallingThreadWhileTheStepIsInFlight) {
+/// Whether the executor gives the meanwhile work to the places' threads: its places (2
+/// here) take every CPU this process may use (parallel_executor::run_meanwhile).
+bool places_take_the_work(int places) {
+  return static_cast<std::size_t>(places) >= allowed_cpus().size();
+}
+
+TEST(RunMeanwhile, RunsWhileTheStepIsInFlight) {
   const model_programs m = gated_mlp(1);
   parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, two_threads());
   const feed_map feed = argmax_feed(m, 8, 4);
@@ -49,11 +58,64 @@ TEST(RunMeanwhile, RunsOnTheCallingThreadWhileTheStepIsInFlight) {
   });
   EXPECT_NO_THROW(exe.run(feed, {m.loss}));
   EXPECT_EQ(calls, 1);
-  EXPECT_TRUE(on_the_caller);
+  // Where the places fill the cores, place 0's thread, idle while place 1 is held, takes it.
+  EXPECT_EQ(on_the_caller, !places_take_the_work(2));
   EXPECT_TRUE(found_the_step_waiting);
 
   exe.run(feed, {m.loss}); // once: the next run has none
   EXPECT_EQ(calls, 1);
+}
+
+TEST(RunMeanwhile, EveryPieceRunsOnceAndIsDoneWhenTheRunReturns) {
+  const model_programs m = gated_mlp(0);
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, two_threads());
+  const feed_map feed = argmax_feed(m, 8, 4);
+  for (int round = 0; round < 20; ++round) {
+    constexpr int pieces = 16;
+    std::vector<std::atomic<int>> runs(pieces);
+    std::vector<int> written(pieces, 0); // plain: the run's return must publish the writes
+    exe.run_meanwhile(
+        [&](int k) {
+          runs[static_cast<std::size_t>(k)].fetch_add(1);
+          written[static_cast<std::size_t>(k)] = k + 1;
+        },
+        pieces);
+    exe.run(feed, {m.loss});
+    for (int k = 0; k < pieces; ++k) {
+      ASSERT_EQ(runs[static_cast<std::size_t>(k)].load(), 1) << "round " << round << ", piece " << k;
+      ASSERT_EQ(written[static_cast<std::size_t>(k)], k + 1);
+    }
+  }
+  EXPECT_THROW(exe.run_meanwhile([](int) {}, -1), error);
+  int calls = 0;
+  exe.run_meanwhile([&](int) { ++calls; }, 0); // no pieces: no work
+  exe.run(feed, {m.loss});
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(RunMeanwhile, PiecesGoToThePlacesThreadsWhereThePlacesFillTheCores) {
+  if (!places_take_the_work(2)) GTEST_SKIP() << "more than 2 CPUs: the calling thread runs the work";
+  const model_programs m = gated_mlp(1);
+  parallel_executor exe(make_cpu_places(2), m.startup, m.main, {}, two_threads());
+  const feed_map feed = argmax_feed(m, 8, 4);
+  exe.run(feed, {m.loss});
+  // Place 1 is held until a piece finds it held and releases it: the calling thread takes
+  // pieces only once the step's work is done, so an idle place's thread must take them.
+  gate().arm(1);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> on_the_caller{0}, found_the_step_waiting{0};
+  exe.run_meanwhile(
+      [&](int k) {
+        if (std::this_thread::get_id() == caller) ++on_the_caller;
+        if (k == 0) {
+          found_the_step_waiting += gate().wait_until_blocked() ? 1 : 0;
+          gate().release();
+        }
+      },
+      4);
+  EXPECT_NO_THROW(exe.run(feed, {m.loss}));
+  EXPECT_EQ(found_the_step_waiting.load(), 1);
+  EXPECT_LT(on_the_caller.load(), 4) << "every piece ran on the calling thread";
 }
 
 TEST(RunMeanwhile, ItsFailureComesAfterTheStepRan) {

@@ -194,8 +194,8 @@ class actor_engine final : public engine {
 
   std::vector<tensor> train_share(const feed_map& my_rows, std::int64_t global_batch,
                                   const std::vector<std::string>& fetch_list, int& stop_vote,
-                                  const std::function<void()>& meanwhile) override {
-    if (meanwhile) train_.run_meanwhile(meanwhile);
+                                  const std::function<void(int)>& meanwhile, int pieces) override {
+    if (meanwhile) train_.run_meanwhile(meanwhile, pieces);
     return train_.run_share(my_rows, global_batch, fetch_list, &stop_vote);
   }
 

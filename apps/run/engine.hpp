@@ -73,16 +73,17 @@ class engine {
   /// (this process's signal, 0 for none) travels with the step's fetches and comes back as
   /// the job's (see agreed_signal); alone it is left as it is.
   ///
-  /// `meanwhile` (when set) runs on the calling thread while the step's kernels run, if the
-  /// executor can overlap them (parallel_executor::run_meanwhile), else after the step: the
-  /// training loop copies its next batch there. Its exception comes after the step's own.
+  /// `meanwhile(k)` for k = 0 .. pieces - 1 runs while the step's kernels run, if the
+  /// executor can overlap them (parallel_executor::run_meanwhile: on the calling thread, or
+  /// in the places' idle moments), else after the step: the training loop copies its next
+  /// batch there. Its exception comes after the step's own.
   virtual std::vector<tensor> train_share(const feed_map& my_rows, std::int64_t global_batch,
                                           const std::vector<std::string>& fetch_list, int& stop_vote,
-                                          const std::function<void()>& meanwhile) {
+                                          const std::function<void(int)>& meanwhile, int pieces) {
     (void)global_batch;
     (void)stop_vote;
     std::vector<tensor> out = train(my_rows, fetch_list);
-    if (meanwhile) meanwhile();
+    for (int k = 0; meanwhile && k < pieces; ++k) meanwhile(k);
     return out;
   }
 

@@ -337,25 +337,33 @@ int run_training(const run_options& o, std::ostream& out, const progress_display
   // The next step's batch, copied while the step before it runs (train_share's meanwhile):
   // copied between the steps, its rows gathered from the shuffled samples (~100 us for the
   // MLP at 128 rows, traces at 2 places) stood between every two steps with every place idle.
-  // This process copies only its share of the global batch.
-  std::optional<dataset> next_share;
+  // This process copies only its share of the global batch, in pieces, which the places'
+  // own threads take in their idle moments where the places fill the cores
+  // (parallel_executor::run_meanwhile).
+  std::optional<batch_copy> next_share;
   std::int64_t next_rows = 0;
-  const auto copy_next_batch = [&] {
+  const auto take_next_batch = [&] {
     next_rows = batches.next_rows();
     const auto [first, count] = executor->share_of(next_rows);
-    next_share = batches.next(first, count);
+    next_share.emplace(batches.take(first, count));
   };
+  const std::function<void(int)> copy_piece = [&next_share](int piece) { next_share->copy(piece); };
   while (outcome.signal == 0 && step < steps) {
     ++step;
-    if (!next_share) copy_next_batch(); // the first step's
+    if (!next_share) { // the first step's
+      take_next_batch();
+      for (int k = 0; k < next_share->pieces(); ++k) next_share->copy(k);
+    }
     const std::int64_t rows = next_rows;
-    const dataset share = std::move(*next_share);
+    const dataset share = std::move(next_share->rows());
     next_share.reset();
     double loss = 0;
     int vote = interrupts.signal();
     try {
+      if (step < steps) take_next_batch();
       loss = scalar(executor->train_share(feeds_of(share), rows, {model.loss}, vote,
-                                          step < steps ? std::function<void()>(copy_next_batch) : nullptr)[0],
+                                          next_share ? copy_piece : nullptr,
+                                          next_share ? next_share->pieces() : 0)[0],
                     model.loss);
     } catch (const error& e) {
       // A failed step (--check-nan-inf, a kernel's refusal, a lost peer) still leaves the

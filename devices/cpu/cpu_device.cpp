@@ -94,6 +94,38 @@ bool cpu_device::pin_host_thread(int cpu) {
   return pthread_setaffinity_np(thread_.native_handle(), sizeof one, &one) == 0;
 }
 
+bool cpu_device::offer_idle_work(std::shared_ptr<idle_work> work) {
+  {
+    std::lock_guard<spin_mutex> guard(idle_mutex_);
+    idle_ = std::move(work);
+    idle_offered_ = idle_ != nullptr;
+  }
+  wake();
+  return true;
+}
+
+void cpu_device::withdraw_idle_work() {
+  std::lock_guard<spin_mutex> guard(idle_mutex_);
+  idle_.reset();
+  idle_offered_ = false;
+}
+
+bool cpu_device::run_idle_piece() {
+  if (!idle_offered_.load()) return false;
+  std::shared_ptr<idle_work> work;
+  {
+    std::lock_guard<spin_mutex> guard(idle_mutex_);
+    work = idle_;
+  }
+  if (work && work->run_one()) return true;
+  std::lock_guard<spin_mutex> guard(idle_mutex_);
+  if (idle_ == work) { // not replaced meanwhile: nothing of it is left to take
+    idle_.reset();
+    idle_offered_ = false;
+  }
+  return false;
+}
+
 void cpu_device::wake() {
   // seq_cst with run(), which sets sleeping_ and then checks for work: either it sees the
   // work, or this sees it going to sleep. A busy or spinning thread needs no signal.
@@ -126,8 +158,11 @@ void cpu_device::run() {
     for (int i = 0; i < max_communication_burst && order[0]->step(); ++i) progressed = true;
     for (std::size_t s = 1; s < order.size(); ++s) progressed = order[s]->step() || progressed;
     if (progressed) continue;
+    // Only now, with nothing ready: the idle work fills the gaps of the place's own work.
+    if (run_idle_piece()) continue;
 
-    if (spin_until(idle_spin, [this] { return stopping_.load() || any_ready(); })) continue;
+    if (spin_until(idle_spin, [this] { return stopping_.load() || any_ready() || idle_offered_.load(); }))
+      continue;
 
     // Sleep until woken. Registered first, then checked once more: a wake-up that comes
     // between the check and the wait finds signaled_ set.
@@ -139,7 +174,7 @@ void cpu_device::run() {
     sleeping_ = true;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      if (!any_ready())
+      if (!any_ready() && !idle_offered_.load())
         wakeup_.wait(lock, [this] { return signaled_ || stopping_.load(); });
       signaled_ = false;
     }

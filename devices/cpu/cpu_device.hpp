@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/host_allocator.hpp"
+#include "core/spin_mutex.hpp"
 #include "devices/cpu/cpu_stream.hpp"
 #include "devices/device.hpp"
 
@@ -31,6 +32,7 @@ stream::task host_copy_work(tensor& dst, const tensor& src);
 /// A task that blocks holds the whole place (as a kernel holds its core): tasks block only
 /// where a test makes them. An idle device thread spins briefly (yielding the core) before
 /// it sleeps, so back-to-back kernels and the next step's first kernel do not pay a wake-up.
+/// With nothing ready on its streams, it runs pieces of the idle work it was offered.
 class cpu_device final : public device {
  public:
   explicit cpu_device(place where);
@@ -43,6 +45,8 @@ class cpu_device final : public device {
   stream::task copy_work(stream& on, tensor& dst, const tensor& src) override;
   void stop() override;
   bool pin_host_thread(int cpu) override;
+  bool offer_idle_work(std::shared_ptr<idle_work> work) override;
+  void withdraw_idle_work() override;
 
   /// Wakes this device's thread: work was enqueued on one of its streams.
   void wake();
@@ -51,6 +55,8 @@ class cpu_device final : public device {
  private:
   void run();
   bool any_ready() const;
+  /// Runs a piece of the offered idle work, if any is left; drops the offer once none is.
+  bool run_idle_piece();
 
   place place_;
   std::array<std::unique_ptr<cpu_stream>, 3> streams_; // by stream_kind
@@ -59,6 +65,9 @@ class cpu_device final : public device {
   bool signaled_ = false; // guarded by mutex_
   std::atomic<bool> sleeping_{false}; // the thread may be about to wait: wake() must signal
   std::atomic<bool> stopping_{false};
+  spin_mutex idle_mutex_;
+  std::shared_ptr<idle_work> idle_;     // guarded by idle_mutex_
+  std::atomic<bool> idle_offered_{false}; // idle_ is set: read without the lock by run()
   std::thread thread_;
 };
 
