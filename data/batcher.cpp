@@ -48,7 +48,7 @@ std::int64_t batcher::next_rows() const {
 
 dataset batcher::next(std::int64_t first, std::int64_t count) {
   batch_copy rows = take(first, count);
-  for (int k = 0; k < rows.pieces(); ++k) rows.copy(k);
+  rows.copy_all();
   return std::move(rows.rows());
 }
 
@@ -76,6 +76,10 @@ batch_copy::batch_copy(const dataset& source, std::vector<std::int64_t> rows)
   // streams within microseconds (devices/idle_work.hpp).
   constexpr std::size_t piece_bytes = 64 * 1024;
   pieces_ = static_cast<int>(std::clamp<std::size_t>(bytes / piece_bytes, 1, std::max<std::size_t>(rows_.size(), 1)));
+}
+
+void batch_copy::copy_all() {
+  for (int k = 0; k < pieces_; ++k) copy(k);
 }
 
 void batch_copy::copy(int piece) {

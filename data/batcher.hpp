@@ -21,6 +21,9 @@ class batch_copy {
   /// order, on any thread; the batch is whole once every piece has been copied.
   void copy(int piece);
 
+  /// Copies every piece on the calling thread.
+  void copy_all();
+
   /// The batch (whole once every piece was copied).
   dataset& rows() { return target_; }
 

@@ -9,12 +9,12 @@
 #include "core/allocator.hpp"
 #include "core/place.hpp"
 #include "core/place_list.hpp"
-#include "devices/idle_work.hpp"
 #include "devices/stream.hpp"
 #include "devices/stream_capture.hpp"
 
 namespace pe {
 
+class idle_work;
 class tensor;
 
 /// What one place can do: allocate, run work on its streams, make events, copy tensors.

@@ -352,7 +352,7 @@ int run_training(const run_options& o, std::ostream& out, const progress_display
     ++step;
     if (!next_share) { // the first step's
       take_next_batch();
-      for (int k = 0; k < next_share->pieces(); ++k) next_share->copy(k);
+      next_share->copy_all();
     }
     const std::int64_t rows = next_rows;
     const dataset share = std::move(next_share->rows());

@@ -8,6 +8,7 @@
 
 #include "core/spin_wait.hpp"
 #include "core/tensor.hpp"
+#include "devices/idle_work.hpp"
 #include "devices/progress.hpp"
 
 namespace pe {
