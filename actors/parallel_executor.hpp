@@ -164,10 +164,12 @@ class parallel_executor {
 
   /// run_meanwhile's work in `pieces` independent pieces, `work(k)` for k = 0 .. pieces - 1,
   /// each run once, possibly on several threads at once. Where the CPU places take every
-  /// core this process may use, the places' own threads run the pieces whenever their
-  /// streams have nothing ready (devices/idle_work.hpp), instead of the run's thread taking
-  /// a place's core at the step's start, and the run finishes what is left once the step's
-  /// work is done; elsewhere the run's thread runs them all, as run_meanwhile's one piece.
+  /// core this process may use (counting the other processes' places where the
+  /// communicator knows they share this host: the shared-memory backend's), the places' own
+  /// threads run the pieces whenever their streams have nothing ready
+  /// (devices/idle_work.hpp), instead of the run's thread taking a place's core at the
+  /// step's start, and the run finishes what is left once the step's work is done;
+  /// elsewhere the run's thread runs them all, as run_meanwhile's one piece.
   void run_meanwhile(std::function<void(int piece)> work, int pieces);
 
   /// The rows [first, first + count) of a global batch of `global_batch` rows that this

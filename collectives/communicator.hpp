@@ -132,6 +132,12 @@ class communicator {
   /// called from any thread while collectives run. nullopt where the backend keeps no such
   /// state (the report then names the collective's stream work only).
   virtual std::optional<communicator_status> status() const { return std::nullopt; }
+
+  /// How many of the ranks run on this host, their places sharing its cores; nullopt where
+  /// the backend cannot tell (across hosts), and the caller counts its own places only.
+  /// Where the ranks fill the cores, the executor gives the caller's side work to the
+  /// places' idle threads (parallel_executor::run_meanwhile).
+  virtual std::optional<int> ranks_on_this_host() const { return std::nullopt; }
 };
 
 } // namespace pe

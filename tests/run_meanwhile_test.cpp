@@ -6,16 +6,21 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "actors/parallel_executor.hpp"
+#include "collectives/net/process_group.hpp"
 #include "core/error.hpp"
 #include "core/place_list.hpp"
 #include "devices/host_cpus.hpp"
 #include "tests/support/batches.hpp"
+#include "tests/support/loopback_transport.hpp"
 #include "tests/support/test_gate.hpp"
 
 namespace {
@@ -166,6 +171,66 @@ TEST(RunMeanwhile, ARunThatFailsBeforeItsStepDropsIt) {
   EXPECT_EQ(calls, 0);
   exe.run(feed, {m.loss});
   EXPECT_EQ(calls, 0); // not carried over to the next run
+}
+
+TEST(RunMeanwhile, CountsThePlacesOfTheOtherProcessesOnThisHost) {
+  // Two processes of one place each, joined in memory over the shared-memory backend, which
+  // knows that both run on this host: together their places take every core of a 2-CPU
+  // machine, where one process's place alone does not.
+  const model_programs m = gated_mlp(0);
+  pe::testing::loopback_network network(2);
+  process_group_options options;
+  options.collective_backend = "shm";
+  std::vector<std::unique_ptr<process_group>> groups;
+  for (int r = 0; r < 2; ++r)
+    groups.push_back(std::make_unique<process_group>(network.transport(r), 0, std::chrono::minutes(1), options));
+  std::vector<std::future<std::unique_ptr<parallel_executor>>> making;
+  for (int r = 0; r < 2; ++r)
+    making.push_back(std::async(std::launch::async, [&, r] {
+      return std::make_unique<parallel_executor>(std::vector<place>{place::cpu(r)}, m.startup, m.main,
+                                                 build_strategy{}, execution_strategy{1, sync_mode::event, groups[r].get()});
+    }));
+  std::vector<std::unique_ptr<parallel_executor>> processes;
+  for (auto& f : making) processes.push_back(f.get());
+  const feed_map batch = argmax_feed(m, 8, 4);
+  auto share = [&](int r) {
+    const auto [first, count] = processes[static_cast<std::size_t>(r)]->share_of(8);
+    feed_map rows;
+    for (const auto& [name, value] : batch) rows[name] = value.slice(first, first + count);
+    return rows;
+  };
+  auto step = [&](int r) { processes[static_cast<std::size_t>(r)]->run_share(share(r), 8, {m.loss}); };
+  auto both_step = [&] {
+    auto first = std::async(std::launch::async, step, 0);
+    step(1);
+    first.get();
+  };
+  both_step(); // the graphs are built
+
+  // Process 1 starts its step 100 ms after process 0: process 0's place waits for the
+  // all-reduce meanwhile, idle, and takes the pieces where it may. Written before the run
+  // offers the work, `runner` is the thread running process 0's step.
+  constexpr int pieces = 8;
+  std::thread::id runner;
+  std::atomic<int> runs{0}, on_the_runner{0};
+  processes[0]->run_meanwhile(
+      [&](int) {
+        ++runs;
+        if (std::this_thread::get_id() == runner) ++on_the_runner;
+      },
+      pieces);
+  auto first = std::async(std::launch::async, [&] {
+    runner = std::this_thread::get_id();
+    step(0);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  step(1);
+  first.get();
+  EXPECT_EQ(runs.load(), pieces);
+  if (places_take_the_work(2))
+    EXPECT_LT(on_the_runner.load(), pieces) << "every piece ran on the thread running the step";
+  else
+    EXPECT_EQ(on_the_runner.load(), pieces) << "a place's thread took a piece with cores to spare";
 }
 
 } // namespace

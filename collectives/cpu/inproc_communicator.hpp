@@ -43,6 +43,7 @@ class inproc_communicator final : public communicator {
 
   std::vector<std::vector<std::uint64_t>> history() const override;
   std::optional<communicator_status> status() const override;
+  std::optional<int> ranks_on_this_host() const override { return ranks_; }
 
  private:
   struct meeting {

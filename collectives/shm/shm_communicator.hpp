@@ -53,6 +53,8 @@ class shm_communicator final : public staged_communicator {
   ~shm_communicator() override;
 
   void abort() override;
+  /// Every process of the job maps the one segment: all its ranks run on this host.
+  std::optional<int> ranks_on_this_host() const override { return world_size(); }
 
  private:
   struct exchange;
