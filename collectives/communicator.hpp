@@ -43,7 +43,7 @@ struct collective_call {
   /// before the collective on this rank's stream can fail it: the executor's CPU
   /// communication streams hold only collectives and the waits for their inputs, and a
   /// failed collective turns the joining-for off. Local to this process: never compared.
-  std::function<bool()> inputs_ready;
+  std::function<bool()> inputs_ready{}; // {}: a call written without it draws no -Wextra warning
 };
 
 /// "all_reduce", "reduce", "broadcast": what errors call a kind.

@@ -36,7 +36,7 @@ struct checkpoint_record {
   nlohmann::json run;                  ///< resume_identity of the run that wrote it
   /// Each variable file's size and SHA-256 (64 hex digits), by variable name; empty for a
   /// checkpoint written before digests (format 1), which loads unverified.
-  std::map<std::string, std::pair<std::uint64_t, std::string>> files;
+  std::map<std::string, std::pair<std::uint64_t, std::string>> files{};
 };
 
 /// What a resumed run must share with the one that wrote the checkpoint for its steps to
