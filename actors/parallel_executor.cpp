@@ -743,7 +743,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     const std::size_t places_here =
         static_cast<std::size_t>(st.comm->ranks_on_this_host().value_or(static_cast<int>(devices.size())));
     st.meanwhile_on_places =
-        std::max(places_here, devices.size()) >= allowed_cpus().size() &&
+        places_here >= allowed_cpus().size() &&
         std::all_of(devices.begin(), devices.end(), [](device* d) { return d->where().type == place::kind::cpu; });
   }
 

@@ -20,16 +20,10 @@ namespace {
 using namespace pe;
 using pe::testing::argmax_feed;
 using pe::testing::expect_error;
+using pe::testing::rows_of;
 
 model_programs model(const std::string& optimizer, std::uint64_t seed) {
   return pe::testing::argmax_mlp(optimizer, optimizer == "adam" ? 0.01f : 0.1f, seed);
-}
-
-/// Rows [first, first + count) of every feed.
-feed_map rows_of(const feed_map& feeds, std::int64_t first, std::int64_t count) {
-  feed_map out;
-  for (const auto& [name, value] : feeds) out[name] = value.slice(first, first + count);
-  return out;
 }
 
 struct job_case {

@@ -29,6 +29,7 @@ using namespace pe;
 using pe::testing::argmax_feed;
 using pe::testing::gate;
 using pe::testing::gated_mlp;
+using pe::testing::rows_of;
 
 execution_strategy two_threads() {
   execution_strategy exec;
@@ -193,13 +194,11 @@ TEST(RunMeanwhile, CountsThePlacesOfTheOtherProcessesOnThisHost) {
   std::vector<std::unique_ptr<parallel_executor>> processes;
   for (auto& f : making) processes.push_back(f.get());
   const feed_map batch = argmax_feed(m, 8, 4);
-  auto share = [&](int r) {
-    const auto [first, count] = processes[static_cast<std::size_t>(r)]->share_of(8);
-    feed_map rows;
-    for (const auto& [name, value] : batch) rows[name] = value.slice(first, first + count);
-    return rows;
+  auto step = [&](int r) {
+    parallel_executor& exe = *processes[static_cast<std::size_t>(r)];
+    const auto [first, count] = exe.share_of(8);
+    exe.run_share(rows_of(batch, first, count), 8, {m.loss});
   };
-  auto step = [&](int r) { processes[static_cast<std::size_t>(r)]->run_share(share(r), 8, {m.loss}); };
   auto both_step = [&] {
     auto first = std::async(std::launch::async, step, 0);
     step(1);

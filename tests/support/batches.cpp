@@ -37,6 +37,12 @@ feed_map argmax_feed(const model_programs& m, std::int64_t n, std::uint64_t seed
   return {{m.image, b.image}, {m.label, b.label}};
 }
 
+feed_map rows_of(const feed_map& feeds, std::int64_t first, std::int64_t count) {
+  feed_map out;
+  for (const auto& [name, value] : feeds) out[name] = value.slice(first, first + count);
+  return out;
+}
+
 namespace {
 constexpr int small_side = 8, small_classes = 4;
 } // namespace

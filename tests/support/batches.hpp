@@ -27,6 +27,9 @@ model_programs argmax_mlp(const std::string& optimizer, float learning_rate,
 /// argmax_batch(n, 16, 4, seed) as argmax_mlp's image and label feeds.
 feed_map argmax_feed(const model_programs& m, std::int64_t n, std::uint64_t seed);
 
+/// Rows [first, first + count) of every feed: one process's share of a global batch.
+feed_map rows_of(const feed_map& feeds, std::int64_t first, std::int64_t count);
+
 /// The built-in CNN's layers at a size the reference executor runs quickly: 8x8 images,
 /// conv channels 4 and 8, fc 16, 4 classes, momentum, parameters from seed 5.
 model_programs small_cnn();
