@@ -283,6 +283,42 @@ TEST(SocketLink, CarriesPacketsBothWaysInOrder) {
   EXPECT_EQ(at1.reports.size(), 1u);
 }
 
+TEST(SocketLink, StopSendsWhatWasQueuedBeforeTheEnd) {
+  // A process that passed its job's closing barrier sends its last packets and exits at
+  // once: they must arrive before the end of the stream, not be dropped with the queue.
+  link_pair pair;
+  auto& at1 = pair.at1;
+  std::vector<net_packet> sent;
+  for (int i = 0; i < 40; ++i) {
+    net_packet p = sample_packet(i % 2 ? net_packet_bytes : std::size_t{100});
+    p.from = 0;
+    p.sequence = sent.size();
+    sent.push_back(p);
+    pair.to1_link->send(std::move(p));
+  }
+  pair.to1_link->stop();
+  ASSERT_TRUE(at1.wait([&] { return !at1.reports.empty(); }));
+  ASSERT_EQ(at1.packets.size(), sent.size());
+  for (std::size_t i = 0; i < sent.size(); ++i) expect_same(at1.packets[i], sent[i]);
+  EXPECT_TRUE(contains(at1.reports[0], "lost process rank 0: it exited, was killed or its data connection ended"));
+  EXPECT_TRUE(pair.at0.reports.empty());
+}
+
+TEST(SocketLink, StopDoesNotWaitLongerThanItsLimitForAPeerThatStoppedReading) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  received got;
+  auto link = std::make_unique<socket_link>(fds[1], 1, got.deliver(), got.broken());
+  for (int i = 0; i < 64; ++i) link->send(sample_packet(net_packet_bytes)); // more than the socket holds
+  const auto start = std::chrono::steady_clock::now();
+  link->stop(); // fds[0] is never read
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, socket_link::drain_limit - 50ms);
+  EXPECT_LT(took, socket_link::drain_limit + 2s);
+  EXPECT_TRUE(got.reports.empty());
+  ::close(fds[0]);
+}
+
 /// A link to process 1 reading what a raw socket sends it.
 struct raw_peer {
   int raw = -1;

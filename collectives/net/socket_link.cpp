@@ -3,10 +3,13 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 #include <variant>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -19,6 +22,13 @@ namespace pe {
 namespace {
 
 /// Reads exactly `n` bytes; false at the end of the stream or on an error (`why` says which).
+/// Bytes written to `fd` that the peer's kernel has not yet acknowledged (TCP) or read
+/// (a Unix socket); 0 when the socket cannot say.
+int unsent_bytes(int fd) {
+  int queued = 0;
+  return ::ioctl(fd, SIOCOUTQ, &queued) == 0 ? queued : 0;
+}
+
 bool read_exact(int fd, void* into, std::size_t n, std::string& why) {
   auto* at = static_cast<char*>(into);
   while (n > 0) {
@@ -70,13 +80,29 @@ void socket_link::cut() {
 }
 
 void socket_link::stop() {
+  const auto deadline = std::chrono::steady_clock::now() + drain_limit;
+  bool drained = false;
   {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     if (stopping_) return;
-    stopping_ = true;
-    queue_.clear();
+    stopping_ = true; // send() refuses from now on; the writer ends once the queue is empty
+    queued_.notify_one();
+    writer_ended_.wait_until(lock, deadline, [this] { return writer_done_; });
+    drained = writer_done_ && !dead_ && queue_.empty();
+  }
+  if (drained) {
+    // The end after the last byte; then wait until the peer's kernel has every byte: closing
+    // with bytes of the peer's still unread here resets the connection, and a reset drops
+    // what this side had not yet sent.
+    ::shutdown(fd_, SHUT_WR);
+    while (unsent_bytes(fd_) > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ::shutdown(fd_, SHUT_RDWR); // wakes the reader (and a writer blocked on a full socket)
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    queue_.clear();
+  }
   queued_.notify_one();
   if (writer_.joinable()) writer_.join();
   if (reader_.joinable()) reader_.join();
@@ -100,9 +126,10 @@ void socket_link::write_loop() {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       queued_.wait(lock, [this] { return stopping_ || dead_ || !queue_.empty(); });
-      if (stopping_ || dead_) return;
+      if (dead_ || queue_.empty()) break; // stop() with everything sent, or a broken socket
       batch.swap(queue_);
     }
+    bool sent = true;
     for (auto& p : batch) {
       const auto header = encode_frame_header(p);
       iovec parts[4] = {{const_cast<unsigned char*>(header.data()), header.size()},
@@ -112,11 +139,18 @@ void socket_link::write_loop() {
       std::string why;
       if (!send_all(fd_, parts, 4, why)) {
         report("lost process rank " + std::to_string(peer_) + ": " + why);
-        return;
+        sent = false;
+        break;
       }
     }
     batch.clear();
+    if (!sent) break;
   }
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    writer_done_ = true;
+  }
+  writer_ended_.notify_all();
 }
 
 void socket_link::read_loop() {

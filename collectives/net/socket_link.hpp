@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -38,8 +39,15 @@ class socket_link {
   /// a lost peer's link does: CAF noticed first).
   void cut();
 
-  /// Ends both threads without a report and closes the socket. Idempotent.
+  /// Ends the link without a report: what send() queued before still goes out, then the
+  /// socket closes in order, so the peer reads every byte before the end. A process that
+  /// finished its job's closing barrier and exits must not drop its last packet: the peer
+  /// still waits for it, and would report this process lost. Bounded by `drain_limit`: a
+  /// peer that stopped reading cannot hold this process. Idempotent.
   void stop();
+
+  /// How long stop() waits for the queue to drain and the peer to receive it.
+  static constexpr std::chrono::milliseconds drain_limit{1000};
 
  private:
   void write_loop();
@@ -56,6 +64,8 @@ class socket_link {
   bool stopping_ = false; // stop(): no more reports, threads end
   bool dead_ = false;     // the socket failed or was cut: sends are dropped
   bool reported_ = false;
+  bool writer_done_ = false; // the writer returned: nothing more goes out
+  std::condition_variable writer_ended_;
   std::thread writer_;
   std::thread reader_;
 };
