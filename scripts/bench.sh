@@ -5,12 +5,16 @@
 # Usage: scripts/bench.sh [build-dir]      (default: build-bench)
 #        PLACES=N scripts/bench.sh         (places of the training benchmark, default 2)
 #        BENCH_FLAGS="--benchmark_..." scripts/bench.sh   (Google Benchmark flags for every
-#        benchmark; default: the median of 3 repetitions of at least 0.2 s each)
+#        benchmark; default: the median of 5 repetitions of at least 0.2 s each, the
+#        repetitions of a program's benchmarks run in a random interleaved order: this
+#        2-vCPU VM's speed drifts by tens of percent within a minute (three runs of one build
+#        read the MLP's 2 places / 1 place 1.30x, 0.97x and 1.77x with each benchmark's
+#        repetitions run back to back), so a ratio's two sides must take turns)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-bench}
 places=${PLACES:-2}
-read -r -a flags <<<"${BENCH_FLAGS:---benchmark_repetitions=3 --benchmark_min_time=0.2}"
+read -r -a flags <<<"${BENCH_FLAGS:---benchmark_repetitions=5 --benchmark_min_time=0.2 --benchmark_enable_random_interleaving=true}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
 cmake --build "$build" -j2 --target benchmarks pe-actor-run >&2
 
