@@ -32,6 +32,17 @@ enum class stall_action {
   report, ///< tell the report's sink and keep waiting (again after each further timeout)
 };
 
+/// Whether each CPU place's device thread is pinned to a core of its own (devices/host_cpus.hpp).
+enum class place_pinning {
+  /// Pinned where the job's places on this host (this process's, or every process's where
+  /// the communicator knows: the shared-memory backend) are as many as the cores this
+  /// process may use: then no core is spare, and a scheduler that puts two places on one
+  /// core while the other idles (it wakes a thread on its waker's core) slows the step.
+  when_full,
+  always, ///< pinned, round robin when the places outnumber the cores
+  never,  ///< left to the scheduler
+};
+
 /// The stall timeout when none is given: 300 s. Progress is any firing, any kernel,
 /// transfer or stream item finishing, any rank joining a collective; a healthy step goes
 /// seconds at most without one, even a large model's on a slow CPU place (one kernel is
@@ -74,9 +85,15 @@ struct execution_strategy {
   /// run eagerly, with a note on stderr saying why. Traced steps run eagerly.
   bool cuda_graphs = false;
   /// Each CPU place's device thread pinned to a core of its own (devices/host_cpus.hpp):
-  /// fewer migrations and no two places on one core while another idles, when the job has
-  /// the machine to itself; two jobs that both pin share their first cores.
-  bool pin_places = false;
+  /// fewer migrations and no two places on one core while another idles. By default only
+  /// where the places fill the cores (place_pinning::when_full): measured on the 2-vCPU
+  /// EPYC, the Paddle ResNet fixture on 2 places ran its first ~100 steps up to 1.6x slower
+  /// unpinned (both device threads on one core until the scheduler moved one; 300-step runs
+  /// 1.29-1.99x of 1 place unpinned, 1.74-1.88x pinned), the MLP at 128 rows on 2 places
+  /// +2.6% (medians of 10 interleaved 1500-step runs). Two jobs that both pin share the
+  /// same cores, each place with the other job's place of its number; with places to
+  /// spare neither pins by default.
+  place_pinning pin_places = place_pinning::when_full;
   /// Every op handle fires by a message to its own actor. Off (the default), a node whose
   /// inputs all come from one firing group on its own place and stream is enqueued by that
   /// group's firing instead (actors/step_graph.hpp): the same work in the same stream

@@ -22,7 +22,7 @@ executor_runtime::executor_runtime(std::vector<place> places, int threads, proce
     devices.push_back(open_device(p));
     scopes.push_back(std::make_unique<scope>());
   }
-  if (pin) pin_places(device_list(), ranks.process_rank * static_cast<int>(ranks.local_places.size()));
+  if (pin) this->pin();
   config = std::make_unique<caf::actor_system_config>();
   config->set("scheduler.max-threads", num_threads);
   // Op actors only enqueue work on the devices, so a worker is idle most of the time. CAF's
@@ -33,6 +33,11 @@ executor_runtime::executor_runtime(std::vector<place> places, int threads, proce
   // work stealing (medians of 5 interleaved runs).
   config->set("scheduler.policy", caf::atom("sharing"));
   system = std::make_unique<caf::actor_system>(*config);
+}
+
+void executor_runtime::pin() {
+  if (pinned_.exchange(true)) return;
+  pin_places(device_list(), ranks.process_rank * static_cast<int>(ranks.local_places.size()));
 }
 
 executor_runtime::~executor_runtime() {

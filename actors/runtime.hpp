@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -25,8 +26,7 @@ class process_group;
 struct executor_runtime {
   /// Throws pe::error for no places or a place without a device in this build. `group`
   /// (may be null) places this process's places among the job's ranks. `pin`: each CPU
-  /// place's device thread on a core of its own (devices/host_cpus.hpp), this process's
-  /// places after the cores of the job's processes before it.
+  /// place's device thread on a core of its own (pin()) now.
   executor_runtime(std::vector<place> places, int threads, process_group* group, bool pin = false);
   ~executor_runtime();
   executor_runtime(const executor_runtime&) = delete;
@@ -44,6 +44,14 @@ struct executor_runtime {
   /// A communicator over the places: in memory, or across the group's processes.
   std::unique_ptr<communicator> make_communicator() const;
   std::vector<device*> device_list() const;
+
+  /// Pins each CPU place's device thread to a core of its own (devices/host_cpus.hpp), this
+  /// process's places after the cores of the job's processes before it; once (later calls,
+  /// from any executor sharing this runtime, do nothing).
+  void pin();
+
+ private:
+  std::atomic<bool> pinned_{false};
 };
 
 } // namespace pe

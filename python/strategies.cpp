@@ -71,7 +71,7 @@ execution_strategy python_execution_strategy::engine() const {
   e.sync = sync;
   e.check_nan_inf = check_nan_inf;
   e.cuda_graphs = cuda_graphs;
-  e.pin_places = pin_places;
+  e.pin_places = !pin_places ? place_pinning::when_full : *pin_places ? place_pinning::always : place_pinning::never;
   e.actor_per_op = actor_per_op;
   e.stall_timeout_s = stall_timeout;
   e.on_stall = on_stall;
@@ -163,8 +163,9 @@ void bind_strategies(py::module_& m) {
                      "(pe-actor-run's --cuda-graphs; default False); refused on CPU places")
       .def_readwrite("pin_places", &python_execution_strategy::pin_places,
                      "pin each CPU place's device thread to a core of its own (pe-actor-run's "
-                     "--pin-places; default False): faster when the job has the machine to "
-                     "itself, but two jobs that both pin share their first cores")
+                     "--pin-places): None (default) where the places are as many as the cores "
+                     "this process may use, True always, False never; two jobs that both pin "
+                     "share the same cores")
       .def_readwrite("actor_per_op", &python_execution_strategy::actor_per_op,
                      "fire every op by a message to its own actor (pe-actor-run's "
                      "--actor-per-op; default False: an op whose inputs all come from one "
@@ -187,7 +188,7 @@ void bind_strategies(py::module_& m) {
                ", sync=" + std::string(py::str(py::cast(s.sync))) +
                ", check_nan_inf=" + (s.check_nan_inf ? "True" : "False") +
                ", cuda_graphs=" + (s.cuda_graphs ? "True" : "False") +
-               ", pin_places=" + (s.pin_places ? "True" : "False") +
+               ", pin_places=" + (!s.pin_places ? "None" : *s.pin_places ? "True" : "False") +
                ", actor_per_op=" + (s.actor_per_op ? "True" : "False") +
                ", stall_timeout=" + std::string(py::str(py::cast(s.stall_timeout))) +
                ", on_stall=" + std::string(py::str(py::cast(s.on_stall))) + ")";

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <pybind11/pybind11.h>
 
 #include "actors/parallel_executor.hpp"
@@ -36,7 +37,7 @@ struct python_execution_strategy {
   sync_mode sync = execution_strategy{}.sync;
   bool check_nan_inf = false;
   bool cuda_graphs = false;
-  bool pin_places = false;
+  std::optional<bool> pin_places; ///< None: place_pinning::when_full; True: always; False: never
   bool actor_per_op = false;
   double stall_timeout = default_stall_timeout_s; ///< seconds; 0: no stall watch
   stall_action on_stall = stall_action::fail;

@@ -32,7 +32,7 @@ tests=(device_test communicator_test cpu_collective_test parallel_executor_test
        cli_job_security_test stall_test collective_desync_test cli_stall_test host_block_cache_test
        firing_groups_test small_block_cache_test dnnl_cache_test pool_ops_test run_meanwhile_test
        norm_planes_test batch_norm_ops_test json_integer_test spin_mutex_test shm_communicator_test
-       data_link_test idle_work_test)
+       data_link_test idle_work_test place_pinning_test)
 if (( $# > 0 )); then tests=("$@"); fi
 cmake --build "$build" -j2 --target "${tests[@]}"
 if [[ "$kind" == thread ]]; then

@@ -416,6 +416,14 @@ TEST(Cli, PinnedPlacesTrainTheSameSteps) {
   EXPECT_NE(pinned.out.find("places pinned to cores"), std::string::npos) << pinned.out;
   auto loose = train("--places cpu:3 --steps 20", dir);
   EXPECT_EQ(losses(read_json(metrics)), losses(loose)) << "pinning moves threads, not what they compute";
+  const std::string off_metrics = dir.file("off.json");
+  auto off = run("--places cpu:3 --steps 20 --pin-places=off --metrics " + off_metrics, dir);
+  ASSERT_EQ(off.status, 0) << off.err;
+  EXPECT_NE(off.out.find("places not pinned"), std::string::npos) << off.out;
+  EXPECT_EQ(losses(read_json(off_metrics)), losses(loose));
+  auto bad = run("--places cpu:2 --steps 2 --pin-places=sometimes", dir);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--pin-places: expected auto, on or off, got 'sometimes'"), std::string::npos) << bad.err;
 }
 
 } // namespace

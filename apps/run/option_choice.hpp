@@ -61,6 +61,12 @@ struct choice_spellings<stall_action> {
       {{stall_action::fail, "fail"}, {stall_action::report, "report"}}};
 };
 
+template <>
+struct choice_spellings<place_pinning> {
+  static constexpr std::array<std::pair<place_pinning, std::string_view>, 3> table{
+      {{place_pinning::when_full, "auto"}, {place_pinning::always, "on"}, {place_pinning::never, "off"}}};
+};
+
 /// How the flag spells `value` ("actor", "wait", "allreduce", ...).
 template <class E>
 std::string spelling(E value) {

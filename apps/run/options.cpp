@@ -302,13 +302,14 @@ po::options_description describe() {
      "steps run as usual. A program whose kernels need the host during a step (dropout, "
      "control flow) is not captured: a note on stderr says why and training goes on without "
      "graphs. Refused with CPU places, several processes, --sync wait or --check-nan-inf")
-    ("pin-places", po::bool_switch(),
+    ("pin-places", po::value<std::string>()->value_name("WHEN")->default_value("auto")->implicit_value("on"),
      "pin each CPU place's device thread (the thread that runs its kernels) to a core of its "
      "own among the cores this process may use, round robin when the places outnumber them; "
-     "with --nnodes, process rank r takes the cores after those of the ranks before it. "
-     "Faster when the job has the machine to itself (the scheduler no longer puts two places "
-     "on one core while another idles); off by default, because two jobs that both pin share "
-     "their first cores. No effect on GPU places")
+     "with --nnodes, process rank r takes the cores after those of the ranks before it: auto "
+     "(the default) where the job's places on this host are as many as those cores (this "
+     "process's places, or every process's with the shm backend), on (also given alone), "
+     "off. Pinned, the scheduler no longer puts two places on one core while the other "
+     "idles; two jobs that both pin share the same cores. No effect on GPU places")
     ("actor-per-op", po::bool_switch(),
      "fire every op by a message to its own actor, a message per edge. By default an op "
      "whose inputs all come from one firing group on its own place and stream is enqueued by "
@@ -604,7 +605,7 @@ run_options interpret(const po::variables_map& vm) {
   o.max_tensor_bytes = take<std::int64_t>(vm, "max-tensor-bytes");
   o.check_nan_inf = take<bool>(vm, "check-nan-inf");
   o.cuda_graphs = take<bool>(vm, "cuda-graphs");
-  o.pin_places = take<bool>(vm, "pin-places");
+  o.pin_places = parse_choice<place_pinning>("--pin-places", take<std::string>(vm, "pin-places"));
   o.actor_per_op = take<bool>(vm, "actor-per-op");
   o.sync_batch_norm = take<bool>(vm, "sync-batch-norm");
   o.stall_timeout = take<double>(vm, "stall-timeout");

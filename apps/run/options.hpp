@@ -50,7 +50,7 @@ struct run_options {
   std::int64_t max_tensor_bytes = default_max_tensor_bytes();
   bool check_nan_inf = false; ///< check every op's FP32 outputs (execution_strategy)
   bool cuda_graphs = false;   ///< steps as CUDA graphs (execution_strategy)
-  bool pin_places = false;    ///< CPU places' device threads on cores of their own (execution_strategy)
+  place_pinning pin_places = place_pinning::when_full; ///< CPU places' device threads on cores of their own (execution_strategy)
   bool actor_per_op = false;  ///< no firing groups: an actor message per op (execution_strategy)
   bool sync_batch_norm = false; ///< batch statistics over every place (build_strategy)
   /// Seconds without progress after which a step stalls (execution_strategy); 0: off.

@@ -175,7 +175,8 @@ void print_header(std::ostream& out, const run_options& o) {
       out << " fused in " << o.fuse_allreduce_mb << " MiB buckets";
     else if (o.reduce == build_strategy::reduce_mode::all_reduce)
       out << ", an all-reduce per " << spelling(o.allreduce_groups);
-    if (o.pin_places) out << ", places pinned to cores";
+    if (o.pin_places == place_pinning::always) out << ", places pinned to cores";
+    if (o.pin_places == place_pinning::never) out << ", places not pinned";
     if (o.actor_per_op) out << ", an actor message per op";
   }
   out << ", global batch " << o.batch_size << ", " << o.blas_threads << " BLAS thread"

@@ -13,12 +13,12 @@ def train(exe, model, feed, steps):
     return [float(exe.run(feed=feed, fetch_list=[model.loss])[0][0]) for _ in range(steps)]
 
 
-def switched_on(strategy, field):
-    """`strategy` (a fresh one) with its boolean `field` set, after checking that it is off by
-    default and that repr shows it on."""
-    assert getattr(strategy, field) is False
-    setattr(strategy, field, True)
-    assert f"{field}=True" in repr(strategy)
+def switched_on(strategy, field, value=True, default=False):
+    """`strategy` (a fresh one) with `field` set to `value`, after checking that it is
+    `default` by default and that repr shows the value."""
+    assert getattr(strategy, field) is default
+    setattr(strategy, field, value)
+    assert f"{field}={value}" in repr(strategy)
     return strategy
 
 
@@ -179,12 +179,14 @@ def test_cuda_graphs_are_refused_on_cpu_places_naming_why(small_mlp):
         pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, exec_strategy=graphs)
 
 
-@pytest.mark.parametrize("switch", ["pin_places", "actor_per_op"])
-def test_scheduling_switches_train_the_same_steps(small_mlp, switch):
-    """pin_places (device threads on cores of their own) and actor_per_op (no firing groups)
-    change how steps are scheduled, not what they compute."""
+@pytest.mark.parametrize("switch,value,default", [("pin_places", True, None), ("pin_places", False, None),
+                                                  ("actor_per_op", True, False)])
+def test_scheduling_switches_train_the_same_steps(small_mlp, switch, value, default):
+    """pin_places (device threads on cores of their own: True always, False never, None
+    where the places fill the cores) and actor_per_op (no firing groups) change how steps
+    are scheduled, not what they compute."""
     model, feed = small_mlp
-    switched = switched_on(pe_actor.ExecutionStrategy(), switch)
+    switched = switched_on(pe_actor.ExecutionStrategy(), switch, value, default)
     default = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main)
     other = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main, exec_strategy=switched)
     assert train(other, model, feed, 5) == train(default, model, feed, 5)
