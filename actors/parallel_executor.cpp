@@ -221,9 +221,6 @@ struct executor_state {
   build_strategy build;
   bool check_nan_inf; // execution_strategy::check_nan_inf
   bool actor_per_op;  // execution_strategy::actor_per_op
-  /// execution_strategy::pin_places is place_pinning::when_full: the graph's build pins the
-  /// runtime's places once it knows the places on this host (the communicator says).
-  bool pin_when_full = false;
   stall_settings stall;
   stall_watch watch;
   var_table declared;
@@ -431,11 +428,10 @@ parallel_executor::parallel_executor(std::vector<place> places, const proto::Pro
                                      const proto::ProgramDesc& main, build_strategy build,
                                      execution_strategy exec)
     : runtime_(std::make_shared<executor_runtime>(std::move(places), exec.num_threads, exec.group,
-                                                  exec.pin_places == place_pinning::always)),
+                                                  exec.pin_places)),
       state_(std::make_unique<executor_state>(
           main, build, exec.sync, exec.check_nan_inf, exec.actor_per_op,
           executor_state::stall_settings{exec.stall_timeout_s, exec.on_stall, exec.on_report, exec.report_request})) {
-  state_->pin_when_full = exec.pin_places == place_pinning::when_full;
   // The startup program runs on the host: in place 0's scope when that is a CPU place, else
   // in a staging scope whose values every place then copies (a GPU place's memory is the
   // device's). The other places get them through their devices' copy streams.
@@ -488,7 +484,6 @@ parallel_executor::parallel_executor(const proto::ProgramDesc& main,
                                               share_vars_from.state_->check_nan_inf,
                                               share_vars_from.state_->actor_per_op,
                                               share_vars_from.state_->stall)) {
-  state_->pin_when_full = share_vars_from.state_->pin_when_full;
   std::string why_not;
   if (share_vars_from.state_->captured) state_->captured = captured_steps::make(runtime_->device_list(), why_not);
 }
@@ -748,10 +743,10 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     const auto& devices = rt.device_list();
     const std::size_t places_here =
         static_cast<std::size_t>(st.comm->ranks_on_this_host().value_or(static_cast<int>(devices.size())));
-    const bool all_cpu =
+    st.meanwhile_on_places =
+        places_here >= allowed_cpus().size() &&
         std::all_of(devices.begin(), devices.end(), [](device* d) { return d->where().type == place::kind::cpu; });
-    st.meanwhile_on_places = places_here >= allowed_cpus().size() && all_cpu;
-    if (st.pin_when_full && all_cpu && places_here == allowed_cpus().size()) rt.pin();
+    rt.places_on_this_host(places_here);
   }
 
   // This process's rows start after those of the ranks before its first one; `feeds`

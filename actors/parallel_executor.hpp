@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actors/stall_report.hpp"
+#include "devices/host_cpus.hpp"
 #include "graph/exec/feed_check.hpp"
 #include "graph/exec/scope.hpp"
 #include "graph/proto.hpp"
@@ -30,17 +31,6 @@ enum class sync_mode {
 enum class stall_action {
   fail,   ///< tell the report's sink, then fail the step with an error naming the root cause
   report, ///< tell the report's sink and keep waiting (again after each further timeout)
-};
-
-/// Whether each CPU place's device thread is pinned to a core of its own (devices/host_cpus.hpp).
-enum class place_pinning {
-  /// Pinned where the job's places on this host (this process's, or every process's where
-  /// the communicator knows: the shared-memory backend) are as many as the cores this
-  /// process may use: then no core is spare, and a scheduler that puts two places on one
-  /// core while the other idles (it wakes a thread on its waker's core) slows the step.
-  when_full,
-  always, ///< pinned, round robin when the places outnumber the cores
-  never,  ///< left to the scheduler
 };
 
 /// The stall timeout when none is given: 300 s. Progress is any firing, any kernel,

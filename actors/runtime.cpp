@@ -1,5 +1,7 @@
 #include "actors/runtime.hpp"
 
+#include <algorithm>
+
 #include <caf/all.hpp>
 
 #include "collectives/communicators.hpp"
@@ -8,8 +10,9 @@
 
 namespace pe {
 
-executor_runtime::executor_runtime(std::vector<place> places, int threads, process_group* g, bool pin)
-    : group(g), num_threads(threads) {
+executor_runtime::executor_runtime(std::vector<place> places, int threads, process_group* g,
+                                   place_pinning pinning)
+    : group(g), num_threads(threads), pinning_(pinning) {
   if (places.empty()) throw error("parallel_executor: no places given");
   if (threads < 1)
     throw error("parallel_executor: at least one scheduler thread is needed, got " + std::to_string(threads));
@@ -22,7 +25,7 @@ executor_runtime::executor_runtime(std::vector<place> places, int threads, proce
     devices.push_back(open_device(p));
     scopes.push_back(std::make_unique<scope>());
   }
-  if (pin) this->pin();
+  if (pinning_ == place_pinning::always) pin();
   config = std::make_unique<caf::actor_system_config>();
   config->set("scheduler.max-threads", num_threads);
   // Op actors only enqueue work on the devices, so a worker is idle most of the time. CAF's
@@ -33,6 +36,13 @@ executor_runtime::executor_runtime(std::vector<place> places, int threads, proce
   // work stealing (medians of 5 interleaved runs).
   config->set("scheduler.policy", caf::atom("sharing"));
   system = std::make_unique<caf::actor_system>(*config);
+}
+
+void executor_runtime::places_on_this_host(std::size_t places) {
+  const auto cpu = [](const std::unique_ptr<device>& d) { return d->where().type == place::kind::cpu; };
+  if (pinning_ == place_pinning::when_full && places == allowed_cpus().size() &&
+      std::all_of(devices.begin(), devices.end(), cpu))
+    pin();
 }
 
 void executor_runtime::pin() {

@@ -7,6 +7,7 @@
 #include "collectives/communicator.hpp"
 #include "collectives/ranks.hpp"
 #include "devices/device.hpp"
+#include "devices/host_cpus.hpp"
 #include "graph/exec/scope.hpp"
 
 namespace caf {
@@ -25,9 +26,11 @@ class process_group;
 /// ends), then the scopes their work used.
 struct executor_runtime {
   /// Throws pe::error for no places or a place without a device in this build. `group`
-  /// (may be null) places this process's places among the job's ranks. `pin`: each CPU
-  /// place's device thread on a core of its own (pin()) now.
-  executor_runtime(std::vector<place> places, int threads, process_group* group, bool pin = false);
+  /// (may be null) places this process's places among the job's ranks. `pinning`: always
+  /// pins each CPU place's device thread to a core of its own now; when_full waits for
+  /// places_on_this_host().
+  executor_runtime(std::vector<place> places, int threads, process_group* group,
+                   place_pinning pinning = place_pinning::never);
   ~executor_runtime();
   executor_runtime(const executor_runtime&) = delete;
   executor_runtime& operator=(const executor_runtime&) = delete;
@@ -45,12 +48,17 @@ struct executor_runtime {
   std::unique_ptr<communicator> make_communicator() const;
   std::vector<device*> device_list() const;
 
-  /// Pins each CPU place's device thread to a core of its own (devices/host_cpus.hpp), this
-  /// process's places after the cores of the job's processes before it; once (later calls,
-  /// from any executor sharing this runtime, do nothing).
-  void pin();
+  /// Told by each executor sharing this runtime, once it knows them, how many places the
+  /// job has on this host (the communicator says: with shared memory every process's):
+  /// place_pinning::when_full pins where they are as many as the cores this process may use.
+  void places_on_this_host(std::size_t places);
 
  private:
+  /// Pins each CPU place's device thread to a core of its own (devices/host_cpus.hpp), this
+  /// process's places after the cores of the job's processes before it; once.
+  void pin();
+
+  place_pinning pinning_;
   std::atomic<bool> pinned_{false};
 };
 

@@ -6,6 +6,17 @@ namespace pe {
 
 class device;
 
+/// Whether each CPU place's device thread is pinned to a core of its own (pin_places).
+enum class place_pinning {
+  /// Pinned where the job's places on this host (this process's, or every process's where
+  /// the communicator knows: the shared-memory backend) are as many as the cores this
+  /// process may use: then no core is spare, and a scheduler that puts two places on one
+  /// core while the other idles (it wakes a thread on its waker's core) slows the step.
+  when_full,
+  always, ///< pinned, round robin when the places outnumber the cores
+  never,  ///< left to the scheduler
+};
+
 /// The CPUs this process may run on (its affinity mask, as the operating system numbers
 /// them), in increasing order; empty where the system does not say.
 std::vector<int> allowed_cpus();

@@ -21,7 +21,6 @@ namespace pe {
 
 namespace {
 
-/// Reads exactly `n` bytes; false at the end of the stream or on an error (`why` says which).
 /// Bytes written to `fd` that the peer's kernel has not yet acknowledged (TCP) or read
 /// (a Unix socket); 0 when the socket cannot say.
 int unsent_bytes(int fd) {
@@ -29,6 +28,7 @@ int unsent_bytes(int fd) {
   return ::ioctl(fd, SIOCOUTQ, &queued) == 0 ? queued : 0;
 }
 
+/// Reads exactly `n` bytes; false at the end of the stream or on an error (`why` says which).
 bool read_exact(int fd, void* into, std::size_t n, std::string& why) {
   auto* at = static_cast<char*>(into);
   while (n > 0) {
