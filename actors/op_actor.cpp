@@ -43,29 +43,43 @@ stream::span_sink trace_sink(trace_recorder* t, const step_node& n) {
 }
 
 /// The body of a computation's, loss-gradient scale's or fetch's task, on its place's
-/// stream: `launch` runs the node (on a GPU place, launches its kernels or copies), then the
-/// node's references are released (stream-ordered).
+/// stream, for the step of `in`: `launch` runs the node (on a GPU place, launches its
+/// kernels or copies), then the node's references are released (stream-ordered). The
+/// step comes from `in`, not from the node: the node may be fired for the next step
+/// before this task runs (overlap_steps).
 template <class Launch>
-void run_node(actor_env& env, step_node& n, const Launch& launch) {
-  if (env.in->cancelled.load()) {
-    env.in->fail("step " + std::to_string(n.fired_step) + " cancelled: the executor is being destroyed");
+void run_node(step_inputs& in, step_node& n, const Launch& launch) {
+  actor_env& env = *in.env;
+  if (in.cancelled.load()) {
+    in.fail("step " + std::to_string(in.step) + " cancelled: the executor is being destroyed");
     throw error("cancelled");
   }
   node_live* live = env.live ? &env.graph->live(n.id) : nullptr;
   if (live != nullptr) {
     live->started_ns.store(steady_ns(), std::memory_order_relaxed);
-    live->started.store(n.fired_step, std::memory_order_release);
+    live->started.store(in.step, std::memory_order_release);
   }
   try {
     launch();
   } catch (const std::exception& e) {
-    env.in->fail(e.what());
-    if (live != nullptr) live->failed.store(n.fired_step, std::memory_order_release);
+    in.fail(e.what());
+    if (live != nullptr) live->failed.store(in.step, std::memory_order_release);
     throw;
   }
-  env.graph->release(n);
-  if (live != nullptr) live->finished.store(n.fired_step, std::memory_order_release);
+  env.graph->release(n, in);
+  if (live != nullptr) live->finished.store(in.step, std::memory_order_release);
 }
+
+/// An awaited node's task is done (run, skipped or failed): the last of its step's tells
+/// the thread that runs the step. Nothing of `in` or the graph is touched after that: the
+/// step's thread may return and the executor be destroyed.
+struct awaited_countdown {
+  step_inputs* in;
+  ~awaited_countdown() {
+    actor_env& env = *in->env;
+    if (in->awaited_left.fetch_sub(1, std::memory_order_acq_rel) == 1) env.awaited_done();
+  }
+};
 
 /// A computation, loss-gradient scale or fetch: on its place's stream. On a GPU place the
 /// scale and fetch are copies through the device (transfer_work), launched by the task.
@@ -77,12 +91,23 @@ void launch_op(actor_env& env, step_node& n, const std::vector<event_ref>& input
   // A computation's task holds two pointers: small enough for std::function not to allocate.
   stream::task work =
       n.is_transfer(d)
-          ? stream::task([envp = &env, np = &n, copy = n.transfer_work(d, s, *env.in)] {
-              run_node(*envp, *np, copy);
+          ? stream::task([inp = env.in, np = &n, copy = n.transfer_work(d, s, *env.in)] {
+              run_node(*inp, *np, copy);
             })
-          : stream::task([envp = &env, np = &n] { run_node(*envp, *np, [&] { np->run(*envp->in); }); });
-  if (t != nullptr) s.enqueue_timed(std::move(work), trace_sink(t, n));
-  else s.enqueue(std::move(work));
+          : stream::task([inp = env.in, np = &n] { run_node(*inp, *np, [&] { np->run(*inp); }); });
+  if (env.overlap && n.awaited) {
+    // Runs on a failed stream too (skipping the node), so that the count always ends.
+    auto counted = [inp = env.in, work = std::move(work)](bool failed) {
+      awaited_countdown countdown{inp};
+      if (!failed) work();
+    };
+    if (t != nullptr) s.enqueue_always_timed(std::move(counted), trace_sink(t, n));
+    else s.enqueue_always(std::move(counted));
+  } else if (t != nullptr) {
+    s.enqueue_timed(std::move(work), trace_sink(t, n));
+  } else {
+    s.enqueue(std::move(work));
+  }
   if (env.live) env.graph->live(n.id).ticket.store(s.counts().enqueued, std::memory_order_relaxed);
   if (n.records_on(n.place)) s.record(n.done_on(n.place));
 }
@@ -93,20 +118,20 @@ void launch_collective(actor_env& env, step_node& n, const std::vector<event_ref
   collective_call call = n.call();
   call.sequence += env.sequence_base;
   call.timed = t != nullptr;
-  communicator::completion done = [&env, &n, t, step = n.fired_step, enqueued = n.enqueued_ns](
+  communicator::completion done = [&env, &n, t, in = env.in, step = n.fired_step, enqueued = n.enqueued_ns](
                                       const collective_span& span, bool ok) {
     node_live* live = env.live ? &env.graph->live(n.id) : nullptr;
     // A failed collective's message is its streams' error, which run() reports (or the
     // kernel error that poisoned it, reported first).
     if (!ok) {
-      if (live != nullptr) live->failed.store(n.fired_step, std::memory_order_release);
+      if (live != nullptr) live->failed.store(step, std::memory_order_release);
       return;
     }
     if (t != nullptr)
       t->record(step, n.id, enqueued, t->from_steady(span.start_ns), t->from_steady(span.end_ns),
                 span.dense_fallback);
-    env.graph->release(n);
-    if (live != nullptr) live->finished.store(n.fired_step, std::memory_order_release);
+    env.graph->release(n, *in);
+    if (live != nullptr) live->finished.store(step, std::memory_order_release);
   };
   for (std::size_t p = 0; p < env.devices.size(); ++p) {
     stream& s = env.devices[p]->get_stream(stream_kind::communication);

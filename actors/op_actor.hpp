@@ -26,7 +26,7 @@ struct actor_env {
   std::vector<caf::actor> actors;   ///< by node id
   std::vector<device*> devices;     ///< by place
   communicator* comm = nullptr;
-  step_inputs* in = nullptr;
+  step_inputs* in = nullptr;       ///< the inputs of the step being fired
   sync_mode sync = sync_mode::event;
   trace_recorder* trace = nullptr;  ///< set between steps
   std::uint64_t sequence_base = 0;  ///< this step's first collective sequence number
@@ -36,6 +36,11 @@ struct actor_env {
   /// firing and node.
   bool live = false;
   std::function<void()> all_fired;  ///< called by the last op actor of a step
+  /// Whether run() may return before the step's tail has run (execution_strategy::
+  /// overlap_steps): then the awaited nodes' tasks count down step_inputs::awaited_left,
+  /// on a failed stream too, and the one that ends it calls awaited_done. Set once.
+  bool overlap = false;
+  std::function<void()> awaited_done;
 };
 
 using ready_atom = caf::atom_constant<caf::atom("ready")>;

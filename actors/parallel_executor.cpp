@@ -1,6 +1,7 @@
 #include "actors/parallel_executor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <atomic>
 #include <condition_variable>
@@ -205,7 +206,8 @@ struct executor_state {
         watch(stall_timeout_ms(stall.timeout_s)),
         declared(validate_program(main, b.max_tensor_bytes)), feeds(main, declared),
         loss_grad(loss_gradient(main)) {
-    env.in = &in;
+    for (step_inputs& f : frames) f.env = &env;
+    env.in = &frames[0];
     env.sync = sync;
     env.live = watching(); // fixed for the executor's life: the settings never change
     env.all_fired = [this] {
@@ -213,6 +215,11 @@ struct executor_state {
       // can take the lock again.
       std::lock_guard<std::mutex> guard(mutex);
       all_fired = true;
+      changed.notify_all();
+    };
+    env.awaited_done = [this] {
+      std::lock_guard<std::mutex> guard(mutex); // as all_fired
+      awaited_done = true;
       changed.notify_all();
     };
   }
@@ -231,8 +238,22 @@ struct executor_state {
   std::unique_ptr<communicator> comm; // of the current graph
   std::vector<std::string> fetch_list;
   std::uint64_t graph_steps = 0;              // steps run on the current graph
-  step_inputs in;
+  /// The inputs of step s are frames[s % 2] (see step_inputs): one step's tail may still
+  /// run on them while the next step starts.
+  std::array<step_inputs, 2> frames;
   actor_env env;
+  /// Per frame, per place, per stream kind: recorded on that stream once every node of the
+  /// frame's last step had fired (overlap_steps), so that the next step's work on the
+  /// place's other streams waits for the step's end there.
+  std::array<std::vector<std::array<std::unique_ptr<event>, 3>>, 2> ends;
+  /// The step whose tail may still be running (overlap_steps): run() returned once its
+  /// awaited nodes were done; 0 when none.
+  std::uint64_t tail_step = 0;
+  /// execution_strategy::overlap_steps where this executor can: CPU places of one process,
+  /// no CUDA graphs. The graph decides the rest (step_graph::overlappable, env.overlap).
+  bool overlap_allowed = false;
+
+  step_inputs& in() { return frames[step % 2]; }
   std::vector<std::int64_t> rows; // of the last run, per place
   /// GPU places: the feed rows being copied over this step (a deque: the copies hold
   /// references), and the event after each place's copies that its other streams wait on.
@@ -265,6 +286,8 @@ struct executor_state {
   /// Set under `mutex` (the waits on `changed` read it there); atomic for the thread that
   /// looks for it, yielding, without the lock (run_rows).
   std::atomic<bool> all_fired{true};
+  /// Set when the current step's awaited nodes have all run (under `mutex`, as all_fired).
+  std::atomic<bool> awaited_done{true};
   /// Whether the thread that runs a step looks for its last firing, yielding, before it
   /// sleeps (run_rows): where no op actor fires (no CAF worker would lose a core to it) and
   /// a core is left over (a process alone, fewer places than the CPUs it may use).
@@ -330,7 +353,7 @@ stall_report report_now(executor_state& st, executor_runtime& rt, bool on_demand
   v.now_ns = steady_ns();
   v.idle_s = st.watch.idle_s(v.now_ns);
   v.on_demand = on_demand;
-  v.first_error = st.in.first_error();
+  v.first_error = st.in().first_error();
   v.process_rank = rt.ranks.process_rank;
   v.num_processes = rt.ranks.num_processes;
   return make_stall_report(v);
@@ -368,7 +391,7 @@ bool look_at_step(executor_state& st, executor_runtime& rt) {
     return false;
   }
   st.stall_error = stall_failure(r);
-  st.in.fail(st.stall_error);
+  st.in().fail(st.stall_error);
   st.stalled = true;
   if (st.comm) st.comm->abort();
   return true;
@@ -397,6 +420,134 @@ std::function<void(int, std::chrono::milliseconds)> watch_fetch_gather(executor_
   };
 }
 
+/// Where a stream that finished its work failed: its message, with place and stream, goes
+/// to `cause`, or to `consequence` where it only waited on another stream's failure (its
+/// error kind says); the first of each kind is kept. The stream's error is cleared.
+void note_stream_failure(device& d, stream_kind kind, stream& s, std::optional<std::string>& cause,
+                         std::optional<std::string>& consequence) {
+  if (const std::optional<std::string> e = s.error()) {
+    const std::string what = *e + " (" + to_string(d.where()) + " " + to_string(kind) + " stream)";
+    auto& slot = s.error_kind() == error_kind::consequence ? consequence : cause;
+    if (!slot) slot = what;
+  }
+  s.clear_error();
+}
+
+/// Waits for the tail of the step that run() left running (overlap_steps), on every stream
+/// of the places, and returns its first failure: a kernel's error, a stream's own (before
+/// the failures it caused), the communicator's; nullopt when it ran. Watched, a tail that
+/// does not end within the stall timeout fails (the communicator is aborted so that it
+/// drains). Afterwards no step's work is in flight.
+std::optional<std::string> finish_tail(executor_state& st, executor_runtime& rt) {
+  if (st.tail_step == 0) return std::nullopt;
+  const std::uint64_t tail = std::exchange(st.tail_step, 0);
+  if (rt.unfinished == &st) rt.unfinished = nullptr;
+  std::optional<std::string> cause, consequence;
+  for (device* d : rt.device_list())
+    for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy}) {
+      stream& s = d->get_stream(kind);
+      if (!st.watch.on()) {
+        s.synchronize();
+      } else if (!s.synchronize_for(st.watch.timeout())) {
+        if (!cause)
+          cause = "step " + std::to_string(tail) + "'s remaining work (after its fetches) did not end within the "
+                  "stall timeout (" + std::to_string(st.watch.timeout().count()) + " ms) on " +
+                  to_string(d->where()) + "'s " + to_string(kind) + " stream";
+        if (st.comm) st.comm->abort(); // a rank parked in a collective fails, its stream drains
+        s.synchronize();
+      }
+      note_stream_failure(*d, kind, s, cause, consequence);
+    }
+  std::optional<std::string> failed = st.frames[tail % 2].first_error();
+  if (!failed) failed = cause;
+  if (!failed) failed = consequence;
+  if (!failed && st.comm) failed = st.comm->failure();
+  return failed;
+}
+
+/// The index of `kind` in executor_state::ends' arrays.
+std::size_t kind_index(stream_kind kind) {
+  return static_cast<std::size_t>(kind);
+}
+
+constexpr std::array<stream_kind, 3> all_stream_kinds = {stream_kind::compute, stream_kind::communication,
+                                                         stream_kind::copy};
+
+/// Once every node of `step` has fired (overlap_steps): records on each stream of each place
+/// the step's end there (executor_state::ends).
+void record_step_ends(executor_state& st, executor_runtime& rt, std::uint64_t step) {
+  auto& ends = st.ends[step % 2];
+  ends.resize(rt.devices.size());
+  for (std::size_t p = 0; p < rt.devices.size(); ++p)
+    for (stream_kind kind : all_stream_kinds) {
+      std::unique_ptr<event>& e = ends[p][kind_index(kind)];
+      if (!e) e = rt.devices[p]->make_event();
+      rt.devices[p]->get_stream(kind).record(*e);
+    }
+}
+
+/// Before the first firing of a step while the last step's tail may run: each stream of a
+/// place waits for the tail's end on the place's other streams and on every place's
+/// communication stream (a collective's completion releases every place's variables).
+/// Ends already reached without a failure are skipped: most are, by the time the next step
+/// fires, and a CPU stream's wait is an item its thread must go through.
+void order_after_tail(executor_state& st, executor_runtime& rt) {
+  const auto& ends = st.ends[st.tail_step % 2];
+  const auto pending = [&](std::size_t place, stream_kind kind) -> const event* {
+    const event* e = ends[place][kind_index(kind)].get();
+    return e != nullptr && !(e->query() && e->synchronize()) ? e : nullptr;
+  };
+  for (std::size_t p = 0; p < rt.devices.size(); ++p)
+    for (stream_kind kind : all_stream_kinds) {
+      stream& s = rt.devices[p]->get_stream(kind);
+      for (stream_kind other : all_stream_kinds)
+        if (other != kind)
+          if (const event* e = pending(p, other)) s.wait(*e);
+      for (std::size_t q = 0; q < rt.devices.size(); ++q)
+        if (q != p)
+          if (const event* e = pending(q, stream_kind::communication)) s.wait(*e);
+    }
+}
+
+/// Waits until the current step's awaited nodes have all run (yielding until `spin_until`,
+/// then blocking; watched, in bounded waits that look at the step). False when the step
+/// stalled (look_at_step).
+bool wait_for_awaited(executor_state& st, executor_runtime& rt, std::chrono::steady_clock::time_point spin_until) {
+  const auto done = [&st] { return st.awaited_done.load(); };
+  spin_before_waiting(spin_until, done);
+  std::unique_lock<std::mutex> lock(st.mutex);
+  if (!st.watching()) {
+    st.changed.wait(lock, done);
+    return true;
+  }
+  while (!st.changed.wait_for(lock, st.watch.tick(), done)) {
+    lock.unlock();
+    if (look_at_step(st, rt)) return false;
+    lock.lock();
+  }
+  return true;
+}
+
+/// Whether anything failed so far in the step of `in` or in the tail before it (`tail`, 0
+/// for none): a kernel's error, a stream's, the communicator's. Then the step is waited for
+/// whole, and its failure reported.
+bool failed_so_far(executor_state& st, executor_runtime& rt, step_inputs& in, std::uint64_t tail) {
+  if (in.first_error() || (tail != 0 && st.frames[tail % 2].first_error())) return true;
+  for (const auto& d : rt.devices)
+    for (stream_kind kind : all_stream_kinds)
+      if (d->get_stream(kind).error()) return true;
+  return st.comm && st.comm->failure();
+}
+
+/// Finishes the tail another executor of these places left running (the training
+/// executor's, before the test program's executor runs or anything reads the variables);
+/// throws its failure.
+void finish_tails_of(executor_runtime& rt, const executor_state* except = nullptr) {
+  if (rt.unfinished == nullptr || rt.unfinished == except) return;
+  if (auto failed = finish_tail(*rt.unfinished, rt))
+    throw error("the last step's remaining work (after its fetches) failed: " + *failed);
+}
+
 /// Before the step after a stall: waits (bounded) for the stalled step's actors and streams,
 /// then drops its graph and aborted communicator so that the step rebuilds them. Throws
 /// when that work is still running.
@@ -416,6 +567,8 @@ void recover_after_stall(executor_state& st, executor_runtime& rt) {
   for (device* d : rt.device_list())
     for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy})
       d->get_stream(kind).clear_error();
+  st.tail_step = 0;
+  if (rt.unfinished == &st) rt.unfinished = nullptr;
   st.stop_actors();
   st.graph.reset();
   st.comm.reset();
@@ -432,6 +585,10 @@ parallel_executor::parallel_executor(std::vector<place> places, const proto::Pro
       state_(std::make_unique<executor_state>(
           main, build, exec.sync, exec.check_nan_inf, exec.actor_per_op,
           executor_state::stall_settings{exec.stall_timeout_s, exec.on_stall, exec.on_report, exec.report_request})) {
+  const auto& mine = runtime_->ranks.local_places;
+  state_->overlap_allowed =
+      exec.overlap_steps && runtime_->group == nullptr && !exec.cuda_graphs &&
+      std::all_of(mine.begin(), mine.end(), [](const place& p) { return p.type == place::kind::cpu; });
   // The startup program runs on the host: in place 0's scope when that is a CPU place, else
   // in a staging scope whose values every place then copies (a GPU place's memory is the
   // device's). The other places get them through their devices' copy streams.
@@ -464,12 +621,14 @@ void parallel_executor::set_persistable(const std::string& name, const tensor& v
                 "' is not a persistable variable of the program");
   if (!value.initialized())
     throw error("parallel_executor::set_persistable: the value given for '" + name + "' holds no data");
+  finish_tails_of(*runtime_);
   std::lock_guard<std::mutex> guard(state_->mutex);
   if (state_->active_runs > 0) throw error("parallel_executor::set_persistable: a step is running");
   copy_to_places(*runtime_, 0, {{name, &value}}, "copying '" + name + "' to ");
 }
 
 void parallel_executor::set_steps_done(std::uint64_t steps) {
+  finish_tails_of(*runtime_); // its work counts its steps from the old number
   std::lock_guard<std::mutex> guard(state_->mutex);
   if (state_->active_runs > 0) throw error("parallel_executor::set_steps_done: a step is running");
   state_->step = steps;
@@ -486,15 +645,29 @@ parallel_executor::parallel_executor(const proto::ProgramDesc& main,
                                               share_vars_from.state_->stall)) {
   std::string why_not;
   if (share_vars_from.state_->captured) state_->captured = captured_steps::make(runtime_->device_list(), why_not);
+  state_->overlap_allowed = share_vars_from.state_->overlap_allowed;
 }
 
 parallel_executor::~parallel_executor() {
+  bool running;
+  {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    running = state_->active_runs > 0;
+  }
+  // A tail left running (overlap_steps) belongs to a step whose run returned: it ends, not
+  // cancelled, so that the variables hold that step's updates.
+  if (!running)
+    if (auto failed = finish_tail(*state_, *runtime_))
+      std::fprintf(stderr, "pe-actor: the last step's remaining work (after its fetches) failed: %s\n",
+                   failed->c_str());
   {
     std::unique_lock<std::mutex> lock(state_->mutex);
     state_->closing = true;
-    state_->in.cancelled = true;
     // Before the abort, so that a step in flight reports why it stopped.
-    state_->in.fail("the step was cancelled: the executor is being destroyed");
+    for (step_inputs& f : state_->frames) {
+      f.cancelled = true;
+      f.fail("the step was cancelled: the executor is being destroyed");
+    }
     if (state_->comm) state_->comm->abort();
     state_->changed.wait(lock, [this] { return state_->active_runs == 0; });
   }
@@ -513,7 +686,12 @@ parallel_executor::~parallel_executor() {
       for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy})
         d->get_stream(kind).synchronize();
   }
+  if (runtime_->unfinished == state_.get()) runtime_->unfinished = nullptr;
   state_->stop_actors();
+}
+
+void parallel_executor::finish() {
+  finish_tails_of(*runtime_);
 }
 
 int parallel_executor::num_places() const {
@@ -529,6 +707,7 @@ sync_mode parallel_executor::sync() const {
 }
 
 const scope& parallel_executor::place_scope(int p) const {
+  finish_tails_of(*runtime_); // the variables as the last step left them
   return *runtime_->scopes.at(static_cast<std::size_t>(p));
 }
 
@@ -565,6 +744,7 @@ tensor parallel_executor::persistable_value(const std::string& name) const {
 }
 
 void parallel_executor::trace(trace_recorder* recorder) {
+  finish_tails_of(*runtime_); // its spans go to the recorder it was fired with
   std::lock_guard<std::mutex> guard(state_->mutex);
   if (state_->active_runs > 0) throw error("parallel_executor::trace: a step is running");
   state_->env.trace = recorder;
@@ -629,6 +809,7 @@ parallel_executor::cuda_graph_counts parallel_executor::cuda_graph_statistics() 
 }
 
 std::vector<std::vector<std::uint64_t>> parallel_executor::collective_history() const {
+  finish_tails_of(*runtime_);
   return state_->comm ? state_->comm->history() : std::vector<std::vector<std::uint64_t>>{};
 }
 
@@ -696,6 +877,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   const std::function<void(int)> meanwhile = std::exchange(st.meanwhile, nullptr);
   const int meanwhile_pieces = std::exchange(st.meanwhile_pieces, 0);
   if (st.stalled) recover_after_stall(st, rt);
+  finish_tails_of(rt, &st); // another executor's (the training one's, before a test step)
 
   // Feeds: the user's loss gradient (customized scale) goes to every place; everything
   // else is checked against the program and split along dim 0 over the global ranks.
@@ -717,7 +899,10 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
                  all_rows.begin() + ranks.global_rank(0) + ranks.local_size());
 
   if (!st.graph || st.fetch_list != fetch_list) {
-    // A new fetch list means new fetch ops: rebuild the graph, its actors and communicator.
+    // A new fetch list means new fetch ops: rebuild the graph, its actors and communicator,
+    // once the old graph's work has ended.
+    if (auto failed = finish_tail(st, rt))
+      throw error("the last step's remaining work (after its fetches) failed: " + *failed);
     st.stop_actors();
     build_strategy build = st.build;
     build.num_trainers = ranks.num_processes;
@@ -816,23 +1001,44 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     }
     offset += n;
   }
+  // This step's inputs (frames[step % 2]): the step that used them last, two back, has
+  // ended everywhere (its end events; run() of the step between waited for work that
+  // waited on them).
+  const std::uint64_t next_step = st.step + 1;
+  step_inputs& in = st.frames[next_step % 2];
+  for (auto& place_ends : st.ends[next_step % 2])
+    for (auto& e : place_ends)
+      if (e && !e->query()) e->synchronize();
   // Scaled over the global batch: rank r's share is rows_r / batch on every process.
-  st.in.loss_scale = loss_scales(all_rows, st.build.scale);
-  if (!st.in.loss_scale.empty())
-    st.in.loss_scale = std::vector<float>(st.in.loss_scale.begin() + ranks.global_rank(0),
-                                          st.in.loss_scale.begin() + ranks.global_rank(0) + ranks.local_size());
-  st.in.capturing = capturing;
-  st.in.reset(fetch_list.size(), st.rows.size());
-  st.graph->reset_counts();
-  st.graph->set_steps_before(st.step - st.reruns);
+  in.step = next_step;
+  in.loss_scale = loss_scales(all_rows, st.build.scale);
+  if (!in.loss_scale.empty())
+    in.loss_scale = std::vector<float>(in.loss_scale.begin() + ranks.global_rank(0),
+                                       in.loss_scale.begin() + ranks.global_rank(0) + ranks.local_size());
+  in.capturing = capturing;
+  in.reset(fetch_list.size(), st.rows.size());
+  st.graph->reset_counts(in);
+  in.steps_before = next_step - 1 - st.reruns;
+  st.env.in = &in;
   // A replay issues no collective on the host: the communicator's sequence goes on from the
   // last step whose op actors fired.
   if (!replaying) st.env.sequence_base = st.graph_steps++ * st.graph->collectives_per_step();
+  // The last step's tail may still run: this step's work on each stream of a place comes
+  // after that step's work on the place's other streams and on every place's communication
+  // stream (a collective's completion touches every place's variables). Stream order covers
+  // the stream itself.
+  const std::uint64_t tail_before = st.tail_step;
+  if (tail_before != 0) order_after_tail(st, rt);
 
   std::unique_lock<std::mutex> lock(st.mutex);
   st.all_fired = st.graph->nodes().empty() || replaying; // a replay fires no op actor
   st.env.remaining = replaying ? 0 : static_cast<int>(st.graph->nodes().size());
   const std::uint64_t step = ++st.step;
+  // A traced step runs whole: the recorder holds all of it once run returns (readers of a
+  // trace look at it between steps).
+  st.env.overlap = st.overlap_allowed && st.graph->overlappable() &&
+                   !(st.env.trace != nullptr && st.env.trace->wants(step));
+  st.awaited_done = !st.env.overlap || st.graph->awaited_count() == 0;
   const bool watching = st.watching();
   st.step_start_ns = steady_ns();
   // No fingerprint here (it reads every stream and locks the communicator): the first tick
@@ -841,7 +1047,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   if (watching) st.watch.start(0, st.step_start_ns);
   if (capturing) st.captured->begin_capture();
   if (replaying) {
-    st.captured->replay(st.feeds_ready, st.in);
+    st.captured->replay(st.feeds_ready, in);
   } else {
     // Unlocked: the last node to fire takes the lock to say so, and a source may be last.
     lock.unlock();
@@ -896,15 +1102,30 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
     }
   lock.unlock();
   // Also after a stall: the streams must leave the capture once their work ends.
-  if (capturing) st.captured->end_capture(st.in);
+  if (capturing) st.captured->end_capture(in);
   // A report asked for while steps are short comes here, with the step's work in flight
   // (a relaxed load per step; the waits below look again at every tick).
   if (st.stall.report_request != nullptr && st.stall.report_request->load(std::memory_order_relaxed))
     answer_report_request(st, rt);
 
-  // Every op actor has enqueued its work; the streams may still be running it. Kernel
-  // errors are in st.in; a stream's own error is the cause only where it did not just wait
-  // on another stream's failure (a collective that failed by itself, say): its kind says.
+  // Overlapping steps: every node has fired, so each stream gets the step's end marker;
+  // then only the awaited nodes (the fetches, the feeds' readers) are waited for, and the
+  // rest, the tail, is left running behind them: the next step is fired while it runs.
+  if (st.env.overlap && !stalled) {
+    record_step_ends(st, rt, step);
+    stalled = !wait_for_awaited(st, rt, spin_deadline);
+    if (!stalled && !failed_so_far(st, rt, in, tail_before)) {
+      if (auto failed = meanwhile_guard.finish()) std::rethrow_exception(failed);
+      st.tail_step = step;
+      rt.unfinished = &st;
+      return std::move(in.fetched);
+    }
+  }
+
+  // Every op actor has enqueued its work; the streams may still be running it (and the
+  // last step's tail). Kernel errors are in the step inputs; a stream's own error is the
+  // cause only where it did not just wait on another stream's failure (a collective that
+  // failed by itself, say): its kind says.
   std::optional<std::string> cause, consequence;
   for (device* d : rt.device_list())
     for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy}) {
@@ -922,18 +1143,21 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       // After a stall the stream may still be running the step's work: its error stays
       // until the next run has waited for it (recover_after_stall).
       if (stalled) continue;
-      if (!*done) {
-        const std::string what = s.error().value_or("the stream was stopped") + " (" +
-                                 to_string(d->where()) + " " + to_string(kind) + " stream)";
-        auto& slot = s.error_kind() == error_kind::consequence ? consequence : cause;
-        if (!slot) slot = what;
+      if (!*done && !s.error()) {
+        if (!cause) cause = "the stream was stopped (" + to_string(d->where()) + " " + to_string(kind) + " stream)";
+        s.clear_error();
+      } else {
+        note_stream_failure(*d, kind, s, cause, consequence);
       }
-      s.clear_error();
     }
+  if (!stalled) { // the last step's tail ended with this step
+    st.tail_step = 0;
+    if (rt.unfinished == &st) rt.unfinished = nullptr;
+  }
   if (auto failed = meanwhile_guard.finish()) meanwhile_failed = failed;
   if (capturing && !stalled) {
     std::string why;
-    if (!st.captured->finish_capture(st.in, rt.scope_list(), why)) {
+    if (!st.captured->finish_capture(in, rt.scope_list(), why)) {
       // No kernel of the step ran (its launches went into the failed capture): run it again,
       // eagerly, drawing what the step draws (reruns), its messages under a new step number.
       std::fprintf(stderr, "pe-actor: CUDA graphs are off for this program, its steps run eagerly: %s\n",
@@ -942,18 +1166,23 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       return run_rows(feeds, global_batch, first, fetch_list);
     }
   }
-  st.in.capturing = false;
+  in.capturing = false;
+  std::optional<std::string> kernel_error;
+  if (tail_before != 0) // it ran first
+    if (auto e = st.frames[tail_before % 2].first_error())
+      kernel_error = "step " + std::to_string(tail_before) + " (its work after the fetches): " + *e;
+  if (!kernel_error) kernel_error = in.first_error();
   if (st.captured && mode != captured_steps::mode::eager) {
     if (stalled) st.captured->abandon();
-    else if (st.in.first_error() || cause || consequence || st.comm->failure()) st.captured->drop();
+    else if (kernel_error || cause || consequence || st.comm->failure()) st.captured->drop();
   }
   if (stalled) throw error(st.stall_error);
-  if (auto e = st.in.first_error()) throw error(*e);
+  if (kernel_error) throw error(*kernel_error);
   if (cause) throw error(*cause);
   if (consequence) throw error(*consequence);
   if (auto why = st.comm->failure()) throw error("the step's collectives were cut short: " + *why);
   if (meanwhile_failed) std::rethrow_exception(meanwhile_failed);
-  return std::move(st.in.fetched);
+  return std::move(in.fetched);
 }
 
 void parallel_executor::run_meanwhile(std::function<void()> work) {

@@ -18,6 +18,7 @@ class actor_system_config;
 namespace pe {
 
 class process_group;
+struct executor_state;
 
 /// What the executors of one set of places share (an executor and the test-program
 /// executor made from it): the ranks, a device and a scope per place, and the CAF actor
@@ -42,6 +43,9 @@ struct executor_runtime {
   std::vector<std::unique_ptr<device>> devices;
   std::unique_ptr<caf::actor_system_config> config; // the system keeps a reference
   std::unique_ptr<caf::actor_system> system;
+  /// The executor whose last step's tail may still run on these places (overlap_steps), or
+  /// null: whoever runs another program on them or reads their variables finishes it first.
+  executor_state* unfinished = nullptr;
 
   std::vector<scope*> scope_list() const;
   /// A communicator over the places: in memory, or across the group's processes.

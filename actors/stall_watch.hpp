@@ -17,6 +17,7 @@ class stall_watch {
   explicit stall_watch(std::chrono::milliseconds timeout) : timeout_(timeout) {}
 
   bool on() const { return timeout_.count() > 0; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
 
   /// How long the waiting thread may block between two looks: a quarter of the timeout,
   /// at most 1 s, at least 1 ms, so that a stall is seen within 1/4 of the timeout late and

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "graph/attributes.hpp"
+#include "graph/program_info.hpp"
 #include "graph/validate.hpp"
 
 namespace pe {
@@ -34,6 +35,9 @@ void step_inputs::reset(std::size_t fetches, std::size_t places) {
 void step_node::run(step_inputs& in) {
   switch (what) {
     case op_handle::kind::computation:
+      // Here, on the stream, not by the host before the step: the host may be setting up the
+      // next step while this one's tail runs.
+      op_->set_steps_before(in.steps_before);
       op_->run();
       return;
     case op_handle::kind::scale_loss_grad: {
@@ -118,6 +122,13 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
   // last reader.
   for (const auto& v : block.vars())
     if (v.persistable() || !is_tensor_var(v)) persistable.insert(v.name());
+  // What the host writes before each step: the feeds, and the loss gradient where the user
+  // feeds it (its scale node writes it otherwise; either way its readers come early).
+  std::set<std::string, std::less<>> host_written;
+  for (const data_input& input : data_inputs(main)) host_written.insert(input.name);
+  for (const op_handle& h : graph_.ops)
+    if (h.what == op_handle::kind::scale_loss_grad)
+      host_written.insert(output_args(block.ops(h.op_index), "Out").at(0));
 
   std::map<std::pair<int, std::string>, int> count_index;
   nodes_.resize(graph_.ops.size());
@@ -187,6 +198,15 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
     for (int v : h.inputs) touch(v);
     for (int v : h.outputs) touch(v);
     n.releases.assign(held.begin(), held.end());
+    bool touches_host_written = false;
+    for (const auto* vars : {&h.inputs, &h.outputs})
+      for (int v : *vars)
+        if (host_written.contains(graph_.vars[static_cast<std::size_t>(v)].name)) touches_host_written = true;
+    // A collective's parts end on several streams, not in one task that could count down:
+    // one that touches a feed keeps every step whole.
+    if (n.is_collective()) overlappable_ = overlappable_ && !touches_host_written;
+    else n.awaited = touches_host_written || h.what == op_handle::kind::fetch;
+    if (n.awaited) ++awaited_count_;
   }
   // Launch order: each collective waits (on the host) for the launch of the one before it,
   // so every place issues them in sequence whatever the schedule; otherwise two places
@@ -240,8 +260,6 @@ step_graph::step_graph(const proto::ProgramDesc& main, ssa_graph graph, std::vec
   for (const auto& n : nodes_)
     if (n.dependencies == 0 && n.head == n.id) sources_.push_back(n.id);
   if (!actor_per_op) count_on_step_thread();
-  counts_ = std::make_unique<std::atomic<int>[]>(full_counts_.size());
-  reset_counts();
 }
 
 void step_graph::drop_implied_edges(int places) {
@@ -397,19 +415,16 @@ void step_graph::group_firings() {
   }
 }
 
-void step_graph::set_steps_before(std::uint64_t steps) {
-  for (step_node& n : nodes_)
-    if (n.op_) n.op_->set_steps_before(steps);
-}
-
-void step_graph::reset_counts() {
+void step_graph::reset_counts(step_inputs& in) const {
+  if (in.counts.size() != full_counts_.size()) in.counts = std::vector<std::atomic<int>>(full_counts_.size());
   for (std::size_t i = 0; i < full_counts_.size(); ++i)
-    counts_[i].store(full_counts_[i], std::memory_order_relaxed);
+    in.counts[i].store(full_counts_[i], std::memory_order_relaxed);
+  in.awaited_left.store(awaited_count_, std::memory_order_relaxed);
 }
 
-void step_graph::release(const step_node& node) {
+void step_graph::release(const step_node& node, step_inputs& in) const {
   for (int c : node.releases)
-    if (counts_[static_cast<std::size_t>(c)].fetch_sub(1, std::memory_order_acq_rel) == 1)
+    if (in.counts[static_cast<std::size_t>(c)].fetch_sub(1, std::memory_order_acq_rel) == 1)
       *counted_[static_cast<std::size_t>(c)] = tensor();
 }
 

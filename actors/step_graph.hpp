@@ -17,10 +17,22 @@
 
 namespace pe {
 
+struct actor_env;
+
 /// What one step needs besides the graph: per-place loss-gradient scales, fetched tensors,
-/// the first error, and a cancel flag. Written before the step starts and read after it
-/// ends, except where atomic.
+/// the first error, a cancel flag, the reference counts of its temporaries and the count of
+/// its awaited work. Written before the step starts and read after it ends, except where
+/// atomic. An executor keeps two, used by turns: the tail of one step (its work after the
+/// fetches, see step_node::awaited) may run while the next one starts.
 struct step_inputs {
+  /// What every op actor of the executor shares (set once): the step's tasks reach it here.
+  actor_env* env = nullptr;
+  std::uint64_t step = 0;          ///< the step these inputs are for
+  std::uint64_t steps_before = 0;  ///< told to each computation before it runs (bound_op::set_steps_before)
+  /// Per temporary, the nodes of this step yet to touch it (step_graph::reset_counts, release).
+  std::vector<std::atomic<int>> counts;
+  /// Nodes of this step whose work run() waits for (step_node::awaited) yet to finish.
+  std::atomic<int> awaited_left{0};
   std::vector<float> loss_scale;                 ///< [place]; empty: the user feeds loss@GRAD
   std::vector<std::vector<tensor>> fetched;      ///< [fetch index][place]
   /// A step being captured for replay (stream_capture): a fetch on a GPU place takes a
@@ -65,6 +77,12 @@ class step_node {
   /// group's head (see step_graph's firing groups). Only a head has an actor and inputs
   /// from outside its group.
   int head = 0;
+  /// Whether run() waits for this node's work before it returns: a fetch, or a node that
+  /// touches a variable the host writes before each step (a feed: any non-persistable
+  /// variable read before anything writes it). The rest of the step, its tail (the
+  /// optimizer's updates after the last feed reader, say), may still run when the next
+  /// step is fired behind it on the same streams.
+  bool awaited = false;
   /// A head's followers, in the order they are enqueued right after it.
   std::vector<int> followers;
   std::vector<int> releases;  ///< reference counts this node holds (see step_graph)
@@ -179,16 +197,20 @@ class step_graph {
   }
   std::uint64_t collectives_per_step() const { return collectives_; }
 
-  /// Sets every reference count to its full value; call before each step.
-  void reset_counts();
+  /// The nodes whose work run() waits for (step_node::awaited).
+  int awaited_count() const { return awaited_count_; }
+  /// Whether a step's tail may overlap the next step: false where a collective touches a
+  /// variable the host writes before each step (see step_node::awaited).
+  bool overlappable() const { return overlappable_; }
 
-  /// Tells every computation how many steps ran before this one (bound_op::set_steps_before);
-  /// call before each step.
-  void set_steps_before(std::uint64_t steps);
+  /// Sets every reference count of `in` to its full value and its awaited count; call
+  /// before each step.
+  void reset_counts(step_inputs& in) const;
 
-  /// Drops one reference of each count `node` holds, freeing tensors that reach zero. Called
-  /// from the stream that ran the node's work, after it ran: the release is stream-ordered.
-  void release(const step_node& node);
+  /// Drops one reference of each count of `in` that `node` holds, freeing tensors that
+  /// reach zero. Called from the stream that ran the node's work, after it ran: the release
+  /// is stream-ordered.
+  void release(const step_node& node, step_inputs& in) const;
 
   /// Node `id`'s live state (stall reports).
   node_live& live(int id) const { return live_[static_cast<std::size_t>(id)]; }
@@ -214,7 +236,8 @@ class step_graph {
   void drop_implied_edges(int places);
   std::vector<tensor*> counted_;             // the tensor each count guards
   std::vector<int> full_counts_;
-  std::unique_ptr<std::atomic<int>[]> counts_;
+  int awaited_count_ = 0;
+  bool overlappable_ = true;
   std::unique_ptr<node_live[]> live_; // by node id
 };
 

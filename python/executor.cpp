@@ -176,6 +176,10 @@ void python_executor::set_var(const std::string& name, py::handle value) {
   locked([&] { exe_->set_persistable(name, t); });
 }
 
+void python_executor::finish() {
+  locked([&] { exe_->finish(); });
+}
+
 void python_executor::start_trace(const std::string& path) {
   if (recorder_) throw error("start_trace: a trace to '" + trace_path_ + "' is recording already");
   std::ofstream file(path);
@@ -235,6 +239,12 @@ void bind_executor(py::module_& m) {
            "A copy of variable `name` as place `place` holds it.")
       .def("set_var", &python_executor::set_var, py::arg("name"), py::arg("value"),
            "Replaces persistable `name` (a parameter, an optimizer state) on every place.")
+      .def("finish", &python_executor::finish,
+           "Waits for the last step's remaining work: with ExecutionStrategy.overlap_steps\n"
+           "(the default) run() returns once the fetches and the feeds' readers have run, and\n"
+           "the rest (the optimizer's last updates) runs on; get_var, set_var, save_params and\n"
+           "the next run() wait for it. Raises pe_actor.Error when it failed; call after the\n"
+           "last step to see that step's failure.")
       .def("start_trace", &python_executor::start_trace, py::arg("path"),
            "Records every following step's op firings until stop_trace().")
       .def("stop_trace", &python_executor::stop_trace,

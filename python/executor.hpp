@@ -41,6 +41,9 @@ class python_executor {
   pybind11::array get_var(const std::string& name, int p);
   /// Replaces persistable `name` on every place.
   void set_var(const std::string& name, pybind11::handle value);
+  /// Waits for the last step's remaining work (execution_strategy::overlap_steps); raises
+  /// its failure.
+  void finish();
 
   /// Paddle's static-graph learning-rate schedule, as Paddle's Executor.run applies it: before
   /// every run(), `scheduler()` (the rate now) is written to the FP32 persistable that

@@ -73,6 +73,7 @@ execution_strategy python_execution_strategy::engine() const {
   e.cuda_graphs = cuda_graphs;
   e.pin_places = !pin_places ? place_pinning::when_full : *pin_places ? place_pinning::always : place_pinning::never;
   e.actor_per_op = actor_per_op;
+  e.overlap_steps = overlap_steps;
   e.stall_timeout_s = stall_timeout;
   e.on_stall = on_stall;
   e.on_report = report_sink(on_stall_report);
@@ -166,6 +167,12 @@ void bind_strategies(py::module_& m) {
                      "--pin-places): None (default) where the places are as many as the cores "
                      "this process may use, True always, False never; two jobs that both pin "
                      "share the same cores")
+      .def_readwrite("overlap_steps", &python_execution_strategy::overlap_steps,
+                     "on CPU places of one process, run() returns once the fetches and every op "
+                     "reading the feeds have run, and the rest of the step (the optimizer's last "
+                     "updates) overlaps the next step's start: the same results bit for bit "
+                     "(pe-actor-run's --no-overlap-steps turns it off; default True). Reading "
+                     "a variable waits for it; a failure of that rest fails the next call")
       .def_readwrite("actor_per_op", &python_execution_strategy::actor_per_op,
                      "fire every op by a message to its own actor (pe-actor-run's "
                      "--actor-per-op; default False: an op whose inputs all come from one "
@@ -190,6 +197,7 @@ void bind_strategies(py::module_& m) {
                ", cuda_graphs=" + (s.cuda_graphs ? "True" : "False") +
                ", pin_places=" + (!s.pin_places ? "None" : *s.pin_places ? "True" : "False") +
                ", actor_per_op=" + (s.actor_per_op ? "True" : "False") +
+               ", overlap_steps=" + (s.overlap_steps ? "True" : "False") +
                ", stall_timeout=" + std::string(py::str(py::cast(s.stall_timeout))) +
                ", on_stall=" + std::string(py::str(py::cast(s.on_stall))) + ")";
       });

@@ -37,6 +37,7 @@ struct python_execution_strategy {
   sync_mode sync = execution_strategy{}.sync;
   bool check_nan_inf = false;
   bool cuda_graphs = false;
+  bool overlap_steps = true;
   std::optional<bool> pin_places; ///< None: place_pinning::when_full; True: always; False: never
   bool actor_per_op = false;
   double stall_timeout = default_stall_timeout_s; ///< seconds; 0: no stall watch

@@ -8,7 +8,7 @@
 # TLS links between processes, the data links beside CAF, stall reports and collectives called differently by their ranks,
 # the pool of large host blocks and the lists of small ones that threads take and give back,
 # the oneDNN kernels' per-thread primitive cache, the spin lock of the CPU streams' queues, and the idle
-# work the places' threads take (the next batch's copy).
+# work the places' threads take (the next batch's copy), and steps whose tails overlap the next step.
 # Usage: scripts/sanitize.sh thread|address [TEST...]   (default: every test listed below)
 # ThreadSanitizer runs the tests against a TSan-instrumented CAF (scripts/build_caf_tsan.sh):
 # with Debian's uninstrumented libcaf_core it reports races inside CAF's mailboxes.
@@ -32,7 +32,7 @@ tests=(device_test communicator_test cpu_collective_test parallel_executor_test
        cli_job_security_test stall_test collective_desync_test cli_stall_test host_block_cache_test
        firing_groups_test small_block_cache_test dnnl_cache_test pool_ops_test run_meanwhile_test
        norm_planes_test batch_norm_ops_test json_integer_test spin_mutex_test shm_communicator_test
-       data_link_test idle_work_test place_pinning_test)
+       data_link_test idle_work_test place_pinning_test overlap_steps_test)
 if (( $# > 0 )); then tests=("$@"); fi
 cmake --build "$build" -j2 --target "${tests[@]}"
 if [[ "$kind" == thread ]]; then

@@ -35,7 +35,7 @@ TEST(CliCudaGraphs, RefusedWhereGraphsCannotRun) {
       {"--cuda-graphs --places cpu:2 --steps 2", "cannot run here: cpu:0 is not a GPU place"},
       {"--cuda-graphs --sync wait --steps 2", "cannot run here: --sync wait makes the host wait between kernels"},
       {"--cuda-graphs --check-nan-inf --steps 2", "cannot run here: --check-nan-inf is on"},
-      {"--cuda-graphs --executor reference --steps 2", "--cuda-graphs, --sync-batch-norm, --pin-places and --actor-per-op configure the actor executor"},
+      {"--cuda-graphs --executor reference --steps 2", "--cuda-graphs, --sync-batch-norm, --pin-places, --actor-per-op and --no-overlap-steps configure the actor executor"},
   };
   for (const auto& [args, message] : cases) {
     const auto r = run_binary(testing::pe_actor_run_binary(), args, dir.path());

@@ -49,8 +49,8 @@ TEST(CliStall, BadValuesAreRefused) {
       {"--stall-timeout -1", "--stall-timeout must be 0 (off) or a positive number of seconds"},
       {"--stall-timeout nan", "--stall-timeout must be 0 (off) or a positive number of seconds"},
       {"--on-stall maybe", "--on-stall: expected fail or report, got 'maybe'"},
-      {"--executor reference --stall-timeout 5", "--stall-timeout, --on-stall, --cuda-graphs, --sync-batch-norm, --pin-places and --actor-per-op configure the actor executor"},
-      {"--executor reference --on-stall report", "--stall-timeout, --on-stall, --cuda-graphs, --sync-batch-norm, --pin-places and --actor-per-op configure the actor executor"},
+      {"--executor reference --stall-timeout 5", "--stall-timeout, --on-stall, --cuda-graphs, --sync-batch-norm, --pin-places, --actor-per-op and --no-overlap-steps configure the actor executor"},
+      {"--executor reference --on-stall report", "--stall-timeout, --on-stall, --cuda-graphs, --sync-batch-norm, --pin-places, --actor-per-op and --no-overlap-steps configure the actor executor"},
   };
   for (const auto& [args, message] : cases) {
     const auto r = run_binary(testing::pe_actor_run_binary(), args, dir.path());

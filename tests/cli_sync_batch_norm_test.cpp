@@ -66,7 +66,7 @@ TEST(CliSyncBatchNorm, RefusedWithTheReferenceExecutor) {
   const auto r = run_binary(testing::pe_actor_run_binary(), "--sync-batch-norm --executor reference --steps 2",
                             dir.path());
   EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_TRUE(has(r.err, "--cuda-graphs, --sync-batch-norm, --pin-places and --actor-per-op configure the actor executor")) << r.err;
+  EXPECT_TRUE(has(r.err, "--cuda-graphs, --sync-batch-norm, --pin-places, --actor-per-op and --no-overlap-steps configure the actor executor")) << r.err;
 }
 
 } // namespace

@@ -68,7 +68,7 @@ TEST(Cli, HelpListsEveryFlagAndExitsZero) {
        {"--model", "--startup", "--hidden", "--steps", "--epochs", "--batch-size", "--lr",
         "--optimizer", "--seed", "--data", "--eval", "--normalize", "--save-program",
         "--metrics", "--places", "--executor", "--blas-threads", "--threads", "--reduce",
-        "--fuse-allreduce-mb", "--sparse-exchange", "--sync", "--dot", "--trace", "--trace-steps", "--check-hazards", "--pin-places"})
+        "--fuse-allreduce-mb", "--sparse-exchange", "--sync", "--dot", "--trace", "--trace-steps", "--check-hazards", "--pin-places", "--no-overlap-steps"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   for (const char* fact : {"default: 0.1 for sgd", "warm-up", "idx:DIR", "CPU_NUM",
                            "OPENBLAS_NUM_THREADS", "CUDA", "global mini-batch",
@@ -121,6 +121,7 @@ INSTANTIATE_TEST_SUITE_P(
     bad_invocation{"--executor reference --sync wait", "configure the actor executor"},
     bad_invocation{"--executor reference --pin-places", "configure the actor executor"},
     bad_invocation{"--executor reference --actor-per-op", "configure the actor executor"},
+    bad_invocation{"--executor reference --no-overlap-steps", "configure the actor executor"},
     bad_invocation{"--sync poll", "--sync: expected event or wait, got 'poll'"},
     bad_invocation{"--executor reference --trace t.json", "--executor reference has no actors"},
     bad_invocation{"--executor reference --check-hazards", "--executor reference has no actors"},
@@ -424,6 +425,16 @@ TEST(Cli, PinnedPlacesTrainTheSameSteps) {
   auto bad = run("--places cpu:2 --steps 2 --pin-places=sometimes", dir);
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("--pin-places: expected auto, on or off, got 'sometimes'"), std::string::npos) << bad.err;
+}
+
+TEST(Cli, WholeStepsTrainTheSameStepsAsOverlappedOnes) {
+  temp_dir dir("cli_overlap");
+  const std::string metrics = dir.file("whole.json");
+  auto whole = run("--places cpu:2 --steps 20 --optimizer adam --no-overlap-steps --metrics " + metrics, dir);
+  ASSERT_EQ(whole.status, 0) << whole.err;
+  EXPECT_NE(whole.out.find("steps not overlapped"), std::string::npos) << whole.out;
+  auto overlapped = train("--places cpu:2 --steps 20 --optimizer adam", dir);
+  EXPECT_EQ(losses(read_json(metrics)), losses(overlapped)) << "overlapping moves when steps start, not what they compute";
 }
 
 } // namespace

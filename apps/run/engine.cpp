@@ -141,7 +141,7 @@ class actor_engine final : public engine {
              {o.threads, o.sync, group_.get(),
               o.check_nan_inf, o.stall_timeout, o.on_stall,
               gather_stall_reports(std::move(stalls.on_report), group_.get(), gather_wait(o.stall_timeout), std::cerr),
-              stalls.report_request, o.cuda_graphs, o.pin_places, o.actor_per_op}) {
+              stalls.report_request, o.cuda_graphs, o.pin_places, o.actor_per_op, o.overlap_steps}) {
     if (o.eval)
       test_.emplace(m.test, train_, strategy_of(o));
   }
@@ -216,6 +216,10 @@ class actor_engine final : public engine {
 
   void finish() override {
     if (group_) group_->barrier();
+  }
+
+  void finish_steps() override {
+    train_.finish();
   }
 
   bool stalled() const override { return train_.stalled() || (test_ && test_->stalled()); }

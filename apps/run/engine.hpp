@@ -97,6 +97,9 @@ class engine {
   /// Returns once every process of the job got here, so that none exits while another
   /// still needs it; alone, at once. Throws pe::error when a process failed or was lost.
   virtual void finish() {}
+  /// Returns once the last training step's work has all run (its tail may still run when
+  /// train returns: execution_strategy::overlap_steps); throws pe::error when it failed.
+  virtual void finish_steps() {}
   /// Whether a training step stalled (--on-stall fail) and its work may still hold a place's
   /// thread: destroying the engine would then wait for it (parallel_executor::stalled).
   virtual bool stalled() const { return false; }

@@ -310,6 +310,11 @@ po::options_description describe() {
      "process's places, or every process's with the shm backend), on (also given alone), "
      "off. Pinned, the scheduler no longer puts two places on one core while the other "
      "idles; two jobs that both pin share the same cores. No effect on GPU places")
+    ("no-overlap-steps", po::bool_switch(),
+     "run every step whole: each step returns only once all of its work has run. By default "
+     "on CPU places of one process a step returns once its loss and every op reading the "
+     "batch have run, and the rest of it (the optimizer's last updates) overlaps the next "
+     "step's start, with the same results bit for bit")
     ("actor-per-op", po::bool_switch(),
      "fire every op by a message to its own actor, a message per edge. By default an op "
      "whose inputs all come from one firing group on its own place and stream is enqueued by "
@@ -466,8 +471,8 @@ void interpret_executor(const po::variables_map& vm, run_options& o) {
   if (vm.count("threads") || given(vm, "reduce") || given(vm, "fuse-allreduce-mb") ||
       given(vm, "allreduce-groups") || given(vm, "sparse-exchange") || given(vm, "sync") || vm.count("dot") || given(vm, "stall-timeout") ||
       given(vm, "on-stall") || given(vm, "cuda-graphs") || given(vm, "sync-batch-norm") || given(vm, "pin-places") ||
-      given(vm, "actor-per-op"))
-    throw error("--threads, --reduce, --fuse-allreduce-mb, --allreduce-groups, --sparse-exchange, --sync, --dot, --stall-timeout, --on-stall, --cuda-graphs, --sync-batch-norm, --pin-places and --actor-per-op configure the "
+      given(vm, "actor-per-op") || given(vm, "no-overlap-steps"))
+    throw error("--threads, --reduce, --fuse-allreduce-mb, --allreduce-groups, --sparse-exchange, --sync, --dot, --stall-timeout, --on-stall, --cuda-graphs, --sync-batch-norm, --pin-places, --actor-per-op and --no-overlap-steps configure the "
                 "actor executor, not --executor reference");
   if (o.tracing())
     throw error("--trace and --check-hazards record the actor executor's op firings; "
@@ -607,6 +612,7 @@ run_options interpret(const po::variables_map& vm) {
   o.cuda_graphs = take<bool>(vm, "cuda-graphs");
   o.pin_places = parse_choice<place_pinning>("--pin-places", take<std::string>(vm, "pin-places"));
   o.actor_per_op = take<bool>(vm, "actor-per-op");
+  o.overlap_steps = !take<bool>(vm, "no-overlap-steps");
   o.sync_batch_norm = take<bool>(vm, "sync-batch-norm");
   o.stall_timeout = take<double>(vm, "stall-timeout");
   if (!(o.stall_timeout >= 0 && std::isfinite(o.stall_timeout)))

@@ -51,6 +51,7 @@ struct run_options {
   bool check_nan_inf = false; ///< check every op's FP32 outputs (execution_strategy)
   bool cuda_graphs = false;   ///< steps as CUDA graphs (execution_strategy)
   place_pinning pin_places = place_pinning::when_full; ///< CPU places' device threads on cores of their own (execution_strategy)
+  bool overlap_steps = true; ///< a step's tail overlaps the next step (execution_strategy)
   bool actor_per_op = false;  ///< no firing groups: an actor message per op (execution_strategy)
   bool sync_batch_norm = false; ///< batch statistics over every place (build_strategy)
   /// Seconds without progress after which a step stalls (execution_strategy); 0: off.

@@ -178,6 +178,7 @@ void print_header(std::ostream& out, const run_options& o) {
     if (o.pin_places == place_pinning::always) out << ", places pinned to cores";
     if (o.pin_places == place_pinning::never) out << ", places not pinned";
     if (o.actor_per_op) out << ", an actor message per op";
+    if (!o.overlap_steps) out << ", steps not overlapped";
   }
   out << ", global batch " << o.batch_size << ", " << o.blas_threads << " BLAS thread"
       << (o.blas_threads == 1 ? "" : "s");
@@ -389,6 +390,14 @@ int run_training(const run_options& o, std::ostream& out, const progress_display
     // Alone, a signal that came during the step counts at once.
     outcome.signal = executor->in_job() ? vote : interrupts.signal();
   }
+  // The last step's tail may still run (overlap_steps): it is part of that step, its failure
+  // that step's.
+  if (outcome.failed_step == 0) try {
+      executor->finish_steps();
+    } catch (const error& e) {
+      outcome.failed_step = step;
+      outcome.failure = e.what();
+    }
   if (progress)
     progress->finish(); // the lines below start on a line of their own
   if (outcome.signal != 0)

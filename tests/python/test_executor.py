@@ -172,6 +172,22 @@ def test_check_nan_inf_names_the_op_and_the_tensor_limit_refuses_large_programs(
     assert "check_nan_inf=True" in repr(checked)
 
 
+def test_a_failure_after_the_fetches_reaches_the_caller(small_mlp):
+    """With overlap_steps (the default) run() may return before the optimizer's updates ran;
+    their failure (a NaN learning rate under check_nan_inf: sgd's output) is raised by that
+    run, or by finish() after it, never lost; finish() with nothing left returns."""
+    model, feed = small_mlp
+    checked = pe_actor.ExecutionStrategy()
+    checked.check_nan_inf = True
+    exe = pe_actor.ParallelExecutor(pe_actor.cpu_places(1), model.startup, model.main, exec_strategy=checked)
+    exe.run(feed=feed, fetch_list=[model.loss])
+    exe.finish()
+    exe.set_var("learning_rate_0", np.full((1,), np.nan, dtype=np.float32))
+    with pytest.raises(pe_actor.Error, match=r"\(sgd\) on cpu:0: output variable"):
+        exe.run(feed=feed, fetch_list=[model.loss])
+        exe.finish()
+
+
 def test_cuda_graphs_are_refused_on_cpu_places_naming_why(small_mlp):
     model, _ = small_mlp
     graphs = switched_on(pe_actor.ExecutionStrategy(), "cuda_graphs")
@@ -180,11 +196,13 @@ def test_cuda_graphs_are_refused_on_cpu_places_naming_why(small_mlp):
 
 
 @pytest.mark.parametrize("switch,value,default", [("pin_places", True, None), ("pin_places", False, None),
-                                                  ("actor_per_op", True, False)])
+                                                  ("actor_per_op", True, False),
+                                                  ("overlap_steps", False, True)])
 def test_scheduling_switches_train_the_same_steps(small_mlp, switch, value, default):
     """pin_places (device threads on cores of their own: True always, False never, None
-    where the places fill the cores) and actor_per_op (no firing groups) change how steps
-    are scheduled, not what they compute."""
+    where the places fill the cores), actor_per_op (no firing groups) and overlap_steps
+    (a step's tail overlapping the next step's start) change how steps are scheduled, not
+    what they compute."""
     model, feed = small_mlp
     switched = switched_on(pe_actor.ExecutionStrategy(), switch, value, default)
     default = pe_actor.ParallelExecutor(pe_actor.cpu_places(2), model.startup, model.main)
