@@ -36,9 +36,10 @@ struct actor_env {
   /// firing and node.
   bool live = false;
   std::function<void()> all_fired;  ///< called by the last op actor of a step
-  /// Whether run() may return before the step's tail has run (execution_strategy::
-  /// overlap_steps): then the awaited nodes' tasks count down step_inputs::awaited_left,
-  /// on a failed stream too, and the one that ends it calls awaited_done. Set once.
+  /// Whether run() may return before this step's tail has run (execution_strategy::
+  /// overlap_steps; a traced step runs whole): then the awaited nodes' tasks count down
+  /// step_inputs::awaited_left, on a failed stream too, and the one that ends it calls
+  /// awaited_done. Set before each step is fired.
   bool overlap = false;
   std::function<void()> awaited_done;
 };
