@@ -79,9 +79,9 @@ class step_node {
   int head = 0;
   /// Whether run() waits for this node's work before it returns: a fetch, or a node that
   /// touches a variable the host writes before each step (a feed: any non-persistable
-  /// variable read before anything writes it; the loss gradient). The rest of the step, its tail (the
-  /// optimizer's updates after the last feed reader, say), may still run when the next
-  /// step is fired behind it on the same streams.
+  /// variable read before anything writes it; the loss gradient). The rest of the step,
+  /// its tail (the optimizer's updates after the last feed reader, say), may still run
+  /// when the next step is fired behind it on the same streams.
   bool awaited = false;
   /// A head's followers, in the order they are enqueued right after it.
   std::vector<int> followers;
