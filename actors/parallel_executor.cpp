@@ -420,13 +420,25 @@ std::function<void(int, std::chrono::milliseconds)> watch_fetch_gather(executor_
   };
 }
 
-/// Where a stream that finished its work failed: its message, with place and stream, goes
-/// to `cause`, or to `consequence` where it only waited on another stream's failure (its
-/// error kind says); the first of each kind is kept. The stream's error is cleared.
-void note_stream_failure(device& d, stream_kind kind, stream& s, std::optional<std::string>& cause,
-                         std::optional<std::string>& consequence) {
-  if (const std::optional<std::string> e = s.error()) {
-    const std::string what = *e + " (" + to_string(d.where()) + " " + to_string(kind) + " stream)";
+/// A place's streams, in the order the waits for a step's end go through them (the first
+/// failure found is the one reported).
+constexpr std::array<stream_kind, 3> all_stream_kinds = {stream_kind::communication, stream_kind::compute,
+                                                         stream_kind::copy};
+
+/// The index of `kind` in executor_state::ends' arrays.
+std::size_t kind_index(stream_kind kind) {
+  return static_cast<std::size_t>(kind);
+}
+
+/// After waiting for stream `s` of `d` (`finished_ok`: what its synchronize said): where its
+/// work failed or it was stopped, the message, with place and stream, goes to `cause`, or to
+/// `consequence` where the stream only waited on another stream's failure (its error kind
+/// says); the first of each is kept. The stream's error is cleared.
+void note_stream_failure(device& d, stream_kind kind, stream& s, bool finished_ok,
+                         std::optional<std::string>& cause, std::optional<std::string>& consequence) {
+  if (!finished_ok) {
+    const std::string what = s.error().value_or("the stream was stopped") + " (" + to_string(d.where()) + " " +
+                             to_string(kind) + " stream)";
     auto& slot = s.error_kind() == error_kind::consequence ? consequence : cause;
     if (!slot) slot = what;
   }
@@ -444,19 +456,19 @@ std::optional<std::string> finish_tail(executor_state& st, executor_runtime& rt)
   if (rt.unfinished == &st) rt.unfinished = nullptr;
   std::optional<std::string> cause, consequence;
   for (device* d : rt.device_list())
-    for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy}) {
+    for (stream_kind kind : all_stream_kinds) {
       stream& s = d->get_stream(kind);
-      if (!st.watch.on()) {
-        s.synchronize();
-      } else if (!s.synchronize_for(st.watch.timeout())) {
+      std::optional<bool> finished_ok;
+      if (st.watch.on()) finished_ok = s.synchronize_for(st.watch.timeout());
+      if (st.watch.on() && !finished_ok) {
         if (!cause)
           cause = "step " + std::to_string(tail) + "'s remaining work (after its fetches) did not end within the "
                   "stall timeout (" + std::to_string(st.watch.timeout().count()) + " ms) on " +
                   to_string(d->where()) + "'s " + to_string(kind) + " stream";
         if (st.comm) st.comm->abort(); // a rank parked in a collective fails, its stream drains
-        s.synchronize();
       }
-      note_stream_failure(*d, kind, s, cause, consequence);
+      if (!finished_ok) finished_ok = s.synchronize();
+      note_stream_failure(*d, kind, s, *finished_ok, cause, consequence);
     }
   std::optional<std::string> failed = st.frames[tail % 2].first_error();
   if (!failed) failed = cause;
@@ -464,14 +476,6 @@ std::optional<std::string> finish_tail(executor_state& st, executor_runtime& rt)
   if (!failed && st.comm) failed = st.comm->failure();
   return failed;
 }
-
-/// The index of `kind` in executor_state::ends' arrays.
-std::size_t kind_index(stream_kind kind) {
-  return static_cast<std::size_t>(kind);
-}
-
-constexpr std::array<stream_kind, 3> all_stream_kinds = {stream_kind::compute, stream_kind::communication,
-                                                         stream_kind::copy};
 
 /// Once every node of `step` has fired (overlap_steps): records on each stream of each place
 /// the step's end there (executor_state::ends).
@@ -539,13 +543,17 @@ bool failed_so_far(executor_state& st, executor_runtime& rt, step_inputs& in, st
   return st.comm && st.comm->failure();
 }
 
+/// finish_tail(), throwing the tail's failure.
+void finish_tail_or_throw(executor_state& st, executor_runtime& rt) {
+  if (auto failed = finish_tail(st, rt))
+    throw error("the last step's remaining work (after its fetches) failed: " + *failed);
+}
+
 /// Finishes the tail another executor of these places left running (the training
 /// executor's, before the test program's executor runs or anything reads the variables);
 /// throws its failure.
 void finish_tails_of(executor_runtime& rt, const executor_state* except = nullptr) {
-  if (rt.unfinished == nullptr || rt.unfinished == except) return;
-  if (auto failed = finish_tail(*rt.unfinished, rt))
-    throw error("the last step's remaining work (after its fetches) failed: " + *failed);
+  if (rt.unfinished != nullptr && rt.unfinished != except) finish_tail_or_throw(*rt.unfinished, rt);
 }
 
 /// Before the step after a stall: waits (bounded) for the stalled step's actors and streams,
@@ -562,10 +570,10 @@ void recover_after_stall(executor_state& st, executor_runtime& rt) {
     if (!st.changed.wait_for(lock, limit, [&st] { return st.all_fired.load(); })) throw error(still);
   }
   for (device* d : rt.device_list())
-    for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy})
+    for (stream_kind kind : all_stream_kinds)
       if (!d->get_stream(kind).synchronize_for(limit)) throw error(still);
   for (device* d : rt.device_list())
-    for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy})
+    for (stream_kind kind : all_stream_kinds)
       d->get_stream(kind).clear_error();
   st.tail_step = 0;
   if (rt.unfinished == &st) rt.unfinished = nullptr;
@@ -683,7 +691,7 @@ parallel_executor::~parallel_executor() {
                                [this] { return state_->all_fired.load(); });
     }
     for (device* d : runtime_->device_list())
-      for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy})
+      for (stream_kind kind : all_stream_kinds)
         d->get_stream(kind).synchronize();
   }
   if (runtime_->unfinished == state_.get()) runtime_->unfinished = nullptr;
@@ -901,8 +909,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   if (!st.graph || st.fetch_list != fetch_list) {
     // A new fetch list means new fetch ops: rebuild the graph, its actors and communicator,
     // once the old graph's work has ended.
-    if (auto failed = finish_tail(st, rt))
-      throw error("the last step's remaining work (after its fetches) failed: " + *failed);
+    finish_tail_or_throw(st, rt);
     st.stop_actors();
     build_strategy build = st.build;
     build.num_trainers = ranks.num_processes;
@@ -1140,7 +1147,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
   // failed by itself, say): its kind says.
   std::optional<std::string> cause, consequence;
   for (device* d : rt.device_list())
-    for (auto kind : {stream_kind::communication, stream_kind::compute, stream_kind::copy}) {
+    for (stream_kind kind : all_stream_kinds) {
       stream& s = d->get_stream(kind);
       // A replay's work is on the graph's origin stream and the copy streams only.
       if (replaying && kind != stream_kind::copy && !st.captured->is_origin(s)) continue;
@@ -1155,12 +1162,7 @@ std::vector<std::vector<tensor>> parallel_executor::run_rows(
       // After a stall the stream may still be running the step's work: its error stays
       // until the next run has waited for it (recover_after_stall).
       if (stalled) continue;
-      if (!*done && !s.error()) {
-        if (!cause) cause = "the stream was stopped (" + to_string(d->where()) + " " + to_string(kind) + " stream)";
-        s.clear_error();
-      } else {
-        note_stream_failure(*d, kind, s, cause, consequence);
-      }
+      note_stream_failure(*d, kind, s, *done, cause, consequence);
     }
   if (!stalled) { // the last step's tail ended with this step
     st.tail_step = 0;
